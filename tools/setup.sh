@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# tools/setup.sh: install lowp's dependencies, build it, and run the main job.
+#
+#   tools/setup.sh              install, build into build/, then run `lowp conform`
+#   tools/setup.sh --no-conform install and build only (what .ci/run uses)
+#   BUILD_DIR=dir CMAKE_ARGS="-DLOWP_SANITIZE=ON" tools/setup.sh --no-conform
+#
+# Dependencies are Debian packages (cmake, gcc, libmpfr-dev, check, pkg-config, python3)
+# and, for the interop tests, numpy / ml_dtypes / safetensors from PyPI in a virtual
+# environment at .venv (nothing is vendored). The CUDA parts build when nvcc is found
+# (on PATH or in /usr/local/cuda/bin); without it they are skipped with a message.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+run_conform=1
+[ "${1:-}" = "--no-conform" ] && run_conform=0
+build_dir=${BUILD_DIR:-build}
+
+need_apt=0
+for cmd in cmake gcc g++ make pkg-config python3; do
+  command -v "$cmd" >/dev/null 2>&1 || need_apt=1
+done
+pkg-config --exists mpfr check 2>/dev/null || need_apt=1
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt=1
+if [ "$need_apt" = 1 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: missing packages; run as root or install: cmake gcc g++ make pkg-config libmpfr-dev check python3-venv" >&2
+    exit 2
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends cmake gcc g++ make pkg-config libmpfr-dev check \
+    python3 python3-venv python3-pip ca-certificates >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check numpy 'ml_dtypes==0.6.*' safetensors
+
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+
+# shellcheck disable=SC2086
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLOWP_WERROR=ON \
+  -DPython3_EXECUTABLE="$PWD/.venv/bin/python" ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$build_dir" -j"$(nproc)"
+
+if [ "$run_conform" = 1 ]; then
+  "$build_dir/tools/lowp" conform
+fi
