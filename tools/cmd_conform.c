@@ -1,0 +1,577 @@
+/* tools/cmd_conform.c: `lowp conform`, the main job.
+ *
+ * Runs the CPU model against every oracle available on this machine:
+ *   decode     every code of every format against the MPFR model's value;
+ *   mpfr       every supported (format, profile, mode, saturation): all 2^16 bf16 and f16
+ *              inputs widened to binary32 plus the structured set (lowp/cases.h), and the
+ *              structured set as binary64, against the independent MPFR model;
+ *   cuda-host  every cuda combination against CUDA 13's own host conversion functions
+ *              (built when nvcc exists): the same inputs, or all 2^32 with --full;
+ *   ml_dtypes  the ml_dtypes profile against ml_dtypes itself (tests/interop_mldtypes.py),
+ *              where Python with numpy and ml_dtypes is found;
+ *   gpu        the hardware cvt instructions against the model (gpu/lowp_gpu_cvt_check),
+ *              where it was built and a GPU is present.
+ * One TestFloat-style line per failure (at most 20 per case set), a summary line last,
+ * a Markdown report (default reports/conform.md); exit 1 on any mismatch. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "lowp/cases.h"
+#include "lowp/format.h"
+#include "lowp/oracle.h"
+#ifdef LOWP_HAVE_CUDA_HOST
+#include "oracle_cuda_host.h"
+#endif
+
+LOWP_COMMAND_DEFINE(conform, "check the CPU model against every oracle on this machine");
+
+#define MAX_FAIL_LINES 20
+
+typedef struct {
+    char name[96];   /* e.g. "e4m3 cuda rn sat" */
+    char oracle[16]; /* decode, mpfr, cuda-host, ml_dtypes, gpu */
+    char input[24];  /* binary32, binary64, all binary32, ... */
+    size_t cases, mismatches;
+    double seconds;
+    int skipped;
+    char note[160];
+} case_set;
+
+typedef struct {
+    case_set *sets;
+    size_t n, cap;
+    FILE *fail_log; /* failure lines for the report */
+} conform_run;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static case_set *new_set(conform_run *run, const char *oracle, const char *name, const char *input)
+{
+    if (run->n == run->cap) {
+        run->cap = run->cap ? 2 * run->cap : 64;
+        case_set *ns = realloc(run->sets, run->cap * sizeof *ns);
+        if (ns == NULL)
+            lowp_cli_fail("out of memory");
+        run->sets = ns;
+    }
+    case_set *s = &run->sets[run->n++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->oracle, sizeof s->oracle, "%s", oracle);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    snprintf(s->input, sizeof s->input, "%s", input);
+    return s;
+}
+
+static void fail_line(conform_run *run, case_set *s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail_line(conform_run *run, case_set *s, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (s->mismatches <= MAX_FAIL_LINES) {
+        printf("%s [%s]: %s\n", s->name, s->oracle, line);
+        if (run->fail_log != NULL)
+            fprintf(run->fail_log, "%s [%s]: %s\n", s->name, s->oracle, line);
+    }
+}
+
+static void codec_label(const lowp_codec *c, char *buf, size_t len)
+{
+    int has_sat_choice = !(c->format == LOWP_E2M1);
+    snprintf(buf, len, "%s %s %s%s", lowp_format_name(c->format), lowp_profile_name(c->profile),
+             lowp_round_name(c->round), has_sat_choice ? (c->saturate ? " sat" : " nosat") : "");
+}
+
+/* Compare code arrays and account for them in s. Inputs are given as bit patterns. */
+static void compare(conform_run *run, case_set *s, lowp_format f, const uint32_t *in32,
+                    const uint64_t *in64, const uint16_t *got, const uint16_t *want, size_t n)
+{
+    int digits = (int)lowp_format_bits(f) / 4;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] == want[i])
+            continue;
+        s->mismatches++;
+        if (in32 != NULL) {
+            float x;
+            memcpy(&x, &in32[i], sizeof x);
+            fail_line(run, s, "input 0x%08x (%.9g) got 0x%0*x expected 0x%0*x", in32[i], (double)x, digits,
+                      got[i], digits, want[i]);
+        } else {
+            double x;
+            memcpy(&x, &in64[i], sizeof x);
+            fail_line(run, s, "input 0x%016llx (%.17g) got 0x%0*x expected 0x%0*x",
+                      (unsigned long long)in64[i], x, digits, got[i], digits, want[i]);
+        }
+    }
+    s->cases += n;
+}
+
+/* Every supported codec, in a fixed order: format, profile, mode, saturation. */
+static size_t all_codecs(lowp_codec *out, size_t cap, int only_profile)
+{
+    size_t n = 0;
+    for (int f = 0; f < LOWP_FORMAT_COUNT; f++)
+        for (int p = 0; p < LOWP_PROFILE_COUNT; p++) {
+            if (only_profile >= 0 && p != only_profile)
+                continue;
+            for (int r = 0; r < LOWP_ROUND_COUNT; r++)
+                for (int sat = 1; sat >= 0; sat--)
+                    if (n < cap && lowp_codec_init(&out[n], (lowp_format)f, (lowp_profile)p, (lowp_round)r, sat, NULL, 0) == 0)
+                        n++;
+        }
+    return n;
+}
+
+/* The binary32 inputs of the quick tier for format f: all bf16 and f16 values, then the
+ * structured set. */
+static size_t quick_inputs(lowp_format f, uint64_t seed, size_t n_random, uint32_t **out)
+{
+    float *cases;
+    size_t nc = lowp_cases_f32(f, seed, 4, n_random, &cases);
+    if (nc == 0)
+        lowp_cli_fail("out of memory building the case set");
+    size_t n = 2 * 65536 + nc;
+    uint32_t *v = malloc(n * sizeof *v);
+    if (v == NULL)
+        lowp_cli_fail("out of memory");
+    lowp_codec h;
+    lowp_codec_init(&h, LOWP_F16, LOWP_PROFILE_OCP, LOWP_RN, LOWP_SAT_OFF, NULL, 0);
+    for (uint32_t i = 0; i < 65536; i++) {
+        v[i] = i << 16; /* bf16 widened: exact */
+        float x = lowp_decode_f32(LOWP_F16, (uint16_t)i);
+        uint32_t b;
+        memcpy(&b, &x, sizeof b);
+        if (lowp_code_is_nan(LOWP_F16, (uint16_t)i)) /* keep the f16 NaN payload, as a cast does */
+            b = ((i & 0x8000u) << 16) | 0x7f800000u | ((i & 0x3ffu) << 13);
+        v[65536 + i] = b;
+    }
+    memcpy(v + 2 * 65536, cases, nc * sizeof *cases);
+    free(cases);
+    *out = v;
+    return n;
+}
+
+/* Binary64 inputs: the binary32 structured set widened, nudged off binary32 values, and
+ * beyond binary32's range. */
+static size_t f64_inputs(lowp_format f, uint64_t seed, uint64_t **out)
+{
+    float *cases;
+    size_t nc = lowp_cases_f32(f, seed, 2, 2000, &cases);
+    if (nc == 0)
+        lowp_cli_fail("out of memory building the case set");
+    size_t n = 3 * nc + 8;
+    uint64_t *v = malloc(n * sizeof *v);
+    if (v == NULL)
+        lowp_cli_fail("out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < nc; i++) {
+        double d = cases[i];
+        double up = d * (1.0 + 0x1p-40), down = d * (1.0 - 0x1p-40);
+        memcpy(&v[k++], &d, sizeof d);
+        memcpy(&v[k++], &up, sizeof up);
+        memcpy(&v[k++], &down, sizeof down);
+    }
+    const double extra[8] = {0x1p-160, -0x1p-160, 0x1p-1074, 1e300, -1e300, 0x1.fffffffffffffp+127,
+                             0x1.000000fffffffp+0, -0x1.0000010000001p-126};
+    for (int i = 0; i < 8; i++)
+        memcpy(&v[k++], &extra[i], sizeof extra[i]);
+    free(cases);
+    *out = v;
+    return k;
+}
+
+static void run_decode(conform_run *run)
+{
+    case_set *s = new_set(run, "decode", "every code, every format", "codes");
+    double t0 = now_s();
+    for (int f = 0; f < LOWP_FORMAT_COUNT; f++) {
+        lowp_format fm = (lowp_format)f;
+        for (uint32_t c = 0; c < lowp_format_code_count(fm); c++) {
+            double want = lowp_oracle_decode(fm, (uint16_t)c);
+            double got = lowp_decode_f64(fm, (uint16_t)c);
+            float got32 = lowp_decode_f32(fm, (uint16_t)c);
+            int sw = signbit(want) != 0, sg = signbit(got) != 0, sg32 = signbit(got32) != 0;
+            int same = (isnan(want) && isnan(got) && isnan(got32) && sw == sg && sw == sg32) ||
+                       (got == want && (double)got32 == want && sw == sg && sw == sg32);
+            s->cases++;
+            if (!same) {
+                s->mismatches++;
+                fail_line(run, s, "%s code 0x%x got %a expected %a", lowp_format_name(fm), c, got, want);
+            }
+        }
+    }
+    s->seconds = now_s() - t0;
+}
+
+static void run_mpfr(conform_run *run, uint64_t seed)
+{
+    lowp_codec codecs[128];
+    size_t nc = all_codecs(codecs, 128, -1);
+    /* The oracle and lowp_codec_init must agree on what exists. */
+    case_set *sup = new_set(run, "mpfr", "supported combinations", "(f,p,r,sat)");
+    for (int f = 0; f < LOWP_FORMAT_COUNT; f++)
+        for (int p = 0; p < LOWP_PROFILE_COUNT; p++)
+            for (int r = 0; r < LOWP_ROUND_COUNT; r++)
+                for (int sat = 0; sat < 2; sat++) {
+                    lowp_codec c;
+                    int lowp_has = lowp_codec_init(&c, (lowp_format)f, (lowp_profile)p, (lowp_round)r, sat, NULL, 0) == 0;
+                    int oracle_has = lowp_oracle_supported((lowp_format)f, (lowp_profile)p, (lowp_round)r, sat) == 1;
+                    sup->cases++;
+                    if (lowp_has != oracle_has) {
+                        sup->mismatches++;
+                        fail_line(run, sup, "%s %s %s %s: lowp %s, oracle %s", lowp_format_name((lowp_format)f),
+                                  lowp_profile_name((lowp_profile)p), lowp_round_name((lowp_round)r),
+                                  sat ? "sat" : "nosat", lowp_has ? "has it" : "refuses",
+                                  oracle_has ? "has it" : "refuses");
+                    }
+                }
+
+    uint32_t *in32[LOWP_FORMAT_COUNT] = {0};
+    uint64_t *in64[LOWP_FORMAT_COUNT] = {0};
+    size_t n32[LOWP_FORMAT_COUNT], n64[LOWP_FORMAT_COUNT];
+    for (int f = 0; f < LOWP_FORMAT_COUNT; f++) {
+        n32[f] = quick_inputs((lowp_format)f, seed, 4096, &in32[f]);
+        n64[f] = f64_inputs((lowp_format)f, seed, &in64[f]);
+    }
+    int progress = lowp_progress_wanted();
+    for (size_t k = 0; k < nc; k++) {
+        const lowp_codec *c = &codecs[k];
+        char label[96];
+        codec_label(c, label, sizeof label);
+        if (progress)
+            fprintf(stderr, "\rmpfr %zu/%zu %-28s", k + 1, nc, label);
+        for (int width = 32; width <= 64; width += 32) {
+            case_set *s = new_set(run, "mpfr", label, width == 32 ? "binary32" : "binary64");
+            double t0 = now_s();
+            size_t n = width == 32 ? n32[c->format] : n64[c->format];
+            uint16_t *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
+            if (got == NULL || want == NULL)
+                lowp_cli_fail("out of memory");
+            int bad_oracle = 0;
+            if (width == 32)
+                lowp_encode_f32_u16(c, (const float *)(const void *)in32[c->format], got, n);
+#pragma omp parallel for schedule(dynamic, 4096) reduction(| : bad_oracle)
+            for (long i = 0; i < (long)n; i++) {
+                if (width == 32) {
+                    float x;
+                    memcpy(&x, &in32[c->format][i], sizeof x);
+                    bad_oracle |= lowp_oracle_encode_f32(c->format, c->profile, c->round, c->saturate, x, &want[i]) != 0;
+                } else {
+                    double x;
+                    memcpy(&x, &in64[c->format][i], sizeof x);
+                    got[i] = lowp_encode_f64(c, x);
+                    bad_oracle |= lowp_oracle_encode_f64(c->format, c->profile, c->round, c->saturate, x, &want[i]) != 0;
+                }
+            }
+            if (bad_oracle) {
+                s->mismatches++;
+                fail_line(run, s, "the MPFR oracle failed on this combination");
+            }
+            compare(run, s, c->format, width == 32 ? in32[c->format] : NULL, width == 64 ? in64[c->format] : NULL,
+                    got, want, n);
+            free(got);
+            free(want);
+            s->seconds = now_s() - t0;
+        }
+    }
+    if (progress)
+        fprintf(stderr, "\r%60s\r", "");
+    for (int f = 0; f < LOWP_FORMAT_COUNT; f++) {
+        free(in32[f]);
+        free(in64[f]);
+    }
+}
+
+#ifdef LOWP_HAVE_CUDA_HOST
+static void run_cuda_host(conform_run *run, uint64_t seed, int full)
+{
+    lowp_codec codecs[64];
+    size_t nc = all_codecs(codecs, 64, LOWP_PROFILE_CUDA);
+    int progress = lowp_progress_wanted();
+    for (size_t k = 0; k < nc; k++) {
+        const lowp_codec *c = &codecs[k];
+        char label[96];
+        codec_label(c, label, sizeof label);
+        if (!lowp_cuda_host_has_f32(c->format, c->round, c->saturate)) {
+            case_set *s = new_set(run, "cuda-host", label, "binary32");
+            s->mismatches = 1;
+            fail_line(run, s, "lowp has this cuda combination but CUDA has no such host function");
+            continue;
+        }
+        case_set *s = new_set(run, "cuda-host", label, full ? "all binary32" : "binary32");
+        double t0 = now_s();
+        if (full) {
+            const size_t chunk = (size_t)1 << 24;
+            uint32_t *in = malloc(chunk * sizeof *in);
+            uint16_t *got = malloc(chunk * sizeof *got), *want = malloc(chunk * sizeof *want);
+            if (in == NULL || got == NULL || want == NULL)
+                lowp_cli_fail("out of memory");
+            for (uint64_t base = 0; base < ((uint64_t)1 << 32); base += chunk) {
+                if (progress)
+                    fprintf(stderr, "\rcuda-host %-24s %5.1f%%", label, 100.0 * (double)base / 4294967296.0);
+#pragma omp parallel for schedule(static)
+                for (long i = 0; i < (long)chunk; i++)
+                    in[i] = (uint32_t)(base + (uint64_t)i);
+                lowp_encode_f32_u16(c, (const float *)(const void *)in, got, chunk);
+                lowp_cuda_host_encode_f32(c->format, c->round, c->saturate, (const float *)(const void *)in, want, chunk);
+                compare(run, s, c->format, in, NULL, got, want, chunk);
+            }
+            free(in);
+            free(got);
+            free(want);
+        } else {
+            uint32_t *in;
+            size_t n = quick_inputs(c->format, seed, (size_t)1 << 20, &in);
+            uint16_t *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
+            if (got == NULL || want == NULL)
+                lowp_cli_fail("out of memory");
+            lowp_encode_f32_u16(c, (const float *)(const void *)in, got, n);
+            lowp_cuda_host_encode_f32(c->format, c->round, c->saturate, (const float *)(const void *)in, want, n);
+            compare(run, s, c->format, in, NULL, got, want, n);
+            free(in);
+            free(got);
+            free(want);
+        }
+        s->seconds = now_s() - t0;
+        if (lowp_cuda_host_has_f64(c->format, c->round, c->saturate)) {
+            case_set *s64 = new_set(run, "cuda-host", label, "binary64");
+            t0 = now_s();
+            uint64_t *in;
+            size_t n = f64_inputs(c->format, seed, &in);
+            uint16_t *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
+            if (got == NULL || want == NULL)
+                lowp_cli_fail("out of memory");
+            for (size_t i = 0; i < n; i++) {
+                double x;
+                memcpy(&x, &in[i], sizeof x);
+                got[i] = lowp_encode_f64(c, x);
+            }
+            lowp_cuda_host_encode_f64(c->format, c->round, c->saturate, (const double *)(const void *)in, want, n);
+            compare(run, s64, c->format, NULL, in, got, want, n);
+            free(in);
+            free(got);
+            free(want);
+            s64->seconds = now_s() - t0;
+        }
+    }
+    if (progress)
+        fprintf(stderr, "\r%60s\r", "");
+}
+#endif
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Run an external checker; its stdout lines are passed through (and into the report).
+ * Returns its exit status, or -1 if it could not be started. */
+static int run_external(conform_run *run, const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    char line[1024];
+    while (fgets(line, sizeof line, p) != NULL) {
+        fputs(line, stdout);
+        if (run->fail_log != NULL)
+            fputs(line, run->fail_log);
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void run_mldtypes(conform_run *run, int full)
+{
+    char python[4096], script[4096], lib[4096], cmd[16384];
+    const char *env_py = getenv("LOWP_PYTHON");
+    snprintf(script, sizeof script, "%s/tests/interop_mldtypes.py", LOWP_SOURCE_DIR);
+    snprintf(lib, sizeof lib, "%s/ref/liblowp.so", LOWP_BINARY_DIR);
+    if (env_py != NULL)
+        snprintf(python, sizeof python, "%s", env_py);
+    else {
+        snprintf(python, sizeof python, "%s/.venv/bin/python", LOWP_SOURCE_DIR);
+        if (!file_exists(python))
+            snprintf(python, sizeof python, "python3");
+    }
+    case_set *s = new_set(run, "ml_dtypes", "ml_dtypes profile, every format", full ? "all binary32" : "binary32+64");
+    if (!file_exists(script) || !file_exists(lib)) {
+        s->skipped = 1;
+        snprintf(s->note, sizeof s->note, "needs the source tree and build (%.100s)", !file_exists(script) ? script : lib);
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --lib '%s' --quick-summary%s 2>/dev/null", python, script, lib,
+             full ? " --full" : "");
+    double t0 = now_s();
+    int rc = run_external(run, cmd);
+    s->seconds = now_s() - t0;
+    if (rc == 77 || rc < 0 || rc == 127) {
+        s->skipped = 1;
+        snprintf(s->note, sizeof s->note, "Python with numpy and ml_dtypes not found (%.100s)", python);
+    } else {
+        s->cases = 1;
+        s->mismatches = rc != 0;
+        snprintf(s->note, sizeof s->note, "tests/interop_mldtypes.py exit %d", rc);
+    }
+}
+
+static void run_gpu(conform_run *run, const char *report_dir)
+{
+    char exe[4096], cmd[12288];
+    snprintf(exe, sizeof exe, "%s/gpu/lowp_gpu_cvt_check", LOWP_BINARY_DIR);
+    case_set *s = new_set(run, "gpu", "hardware cvt (E4M3/E5M2/BF16/F16)", "all binary32");
+    if (!file_exists(exe)) {
+        s->skipped = 1;
+        snprintf(s->note, sizeof s->note, "GPU harness not built (no nvcc at build time)");
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "'%s' '%s/gpu-cvt.md' 2>&1", exe, report_dir);
+    double t0 = now_s();
+    int rc = run_external(run, cmd);
+    s->seconds = now_s() - t0;
+    if (rc == 77) {
+        s->skipped = 1;
+        snprintf(s->note, sizeof s->note, "no GPU on this machine");
+    } else {
+        s->cases = 1;
+        s->mismatches = rc != 0;
+        snprintf(s->note, sizeof s->note, "lowp_gpu_cvt_check exit %d; report %.80s/gpu-cvt.md", rc, report_dir);
+    }
+}
+
+static void write_report(const conform_run *run, const char *path, int full, uint64_t seed, double seconds,
+                         const char *fail_text)
+{
+    char machine[512], commit[64], date[64];
+    lowp_machine_description(machine, sizeof machine);
+    lowp_source_commit(commit, sizeof commit);
+    time_t t = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+    FILE *f = lowp_out_open(path, 0);
+    size_t sets = 0, failed = 0, skipped = 0, cases = 0;
+    for (size_t i = 0; i < run->n; i++) {
+        sets++;
+        skipped += run->sets[i].skipped != 0;
+        failed += run->sets[i].mismatches != 0;
+        cases += run->sets[i].cases;
+    }
+    fprintf(f, "# lowp conform%s\n\n", full ? " --full" : "");
+    fprintf(f, "- command: `lowp conform%s --seed 0x%llx`\n", full ? " --full" : "", (unsigned long long)seed);
+    fprintf(f, "- machine: %s\n- lowp %s, commit %s, %s\n- %d OpenMP threads, %.1f s\n\n", machine, LOWP_VERSION,
+            commit, date, omp_get_max_threads(), seconds);
+    fprintf(f, "**%zu case sets: %zu passed, %zu failed, %zu skipped; %zu inputs compared.**\n\n", sets,
+            sets - failed - skipped, failed, skipped, cases);
+    fprintf(f, "| oracle | combination | inputs | cases | mismatches | seconds | note |\n|---|---|---|---:|---:|---:|---|\n");
+    for (size_t i = 0; i < run->n; i++) {
+        const case_set *s = &run->sets[i];
+        char mism[32];
+        snprintf(mism, sizeof mism, s->mismatches ? "**%zu**" : "%zu", s->mismatches);
+        fprintf(f, "| %s | %s | %s | %zu | %s | %.2f | %s |\n", s->oracle, s->name, s->input, s->cases,
+                s->skipped ? "skipped" : mism, s->seconds, s->note);
+    }
+    if (failed > 0)
+        fprintf(f, "\n## Failures (at most %d lines per case set)\n\n```\n%s```\n", MAX_FAIL_LINES, fail_text);
+    lowp_out_commit(f);
+}
+
+int lowp_cmd_conform(int argc, char **argv)
+{
+    int full = 0, want_report = 1;
+    uint64_t seed = LOWP_DEFAULT_SEED;
+    const char *report = "reports/conform.md";
+    const char *env_seed = getenv("LOWP_SEED");
+    if (env_seed != NULL)
+        seed = strtoull(env_seed, NULL, 0);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--full") == 0)
+            full = 1;
+        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            char *end;
+            seed = strtoull(argv[++i], &end, 0);
+            if (*end != '\0')
+                lowp_cli_fail("conform: --seed takes a number, not '%s'", argv[i]);
+        } else if (strcmp(argv[i], "--report") == 0 && i + 1 < argc)
+            report = argv[++i];
+        else if (strcmp(argv[i], "--no-report") == 0)
+            want_report = 0;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            puts("usage: lowp conform [--full] [--seed S] [--report FILE | --no-report]\n"
+                 "checks the CPU model against every oracle on this machine (MPFR, CUDA's host\n"
+                 "functions, ml_dtypes, the GPU's cvt instructions); --full sweeps all 2^32 binary32\n"
+                 "inputs against CUDA's host functions and ml_dtypes. Report: reports/conform.md");
+            return LOWP_EXIT_OK;
+        } else
+            lowp_cli_fail("conform: unknown argument '%s' (see lowp conform --help)", argv[i]);
+    }
+    char report_dir[4096];
+    snprintf(report_dir, sizeof report_dir, "%s", report);
+    char *slash = strrchr(report_dir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    else
+        snprintf(report_dir, sizeof report_dir, ".");
+    if (want_report && !file_exists(report_dir) && mkdir(report_dir, 0777) != 0)
+        lowp_cli_fail("cannot create the report folder '%s'", report_dir);
+
+    conform_run run = {0};
+    char *fail_text = NULL;
+    size_t fail_len = 0;
+    run.fail_log = open_memstream(&fail_text, &fail_len);
+    printf("lowp conform%s: seed 0x%llx (override with --seed or LOWP_SEED), %d threads\n", full ? " --full" : "",
+           (unsigned long long)seed, omp_get_max_threads());
+    fflush(stdout);
+    double t0 = now_s();
+    run_decode(&run);
+    run_mpfr(&run, seed);
+#ifdef LOWP_HAVE_CUDA_HOST
+    run_cuda_host(&run, seed, full);
+#else
+    case_set *s = new_set(&run, "cuda-host", "CUDA host functions", "-");
+    s->skipped = 1;
+    snprintf(s->note, sizeof s->note, "not built: no nvcc at build time");
+#endif
+    run_mldtypes(&run, full);
+    run_gpu(&run, want_report ? report_dir : "/tmp");
+    double seconds = now_s() - t0;
+    fclose(run.fail_log);
+    run.fail_log = NULL;
+
+    size_t passed = 0, failed = 0, skipped = 0, cases = 0;
+    for (size_t i = 0; i < run.n; i++) {
+        const case_set *cs = &run.sets[i];
+        cases += cs->cases;
+        if (cs->skipped) {
+            skipped++;
+            printf("skipped: %s [%s]: %s\n", cs->name, cs->oracle, cs->note);
+        } else if (cs->mismatches) {
+            failed++;
+            printf("FAILED: %s [%s] %s: %zu mismatches\n", cs->name, cs->oracle, cs->input, cs->mismatches);
+        } else
+            passed++;
+    }
+    if (want_report)
+        write_report(&run, report, full, seed, seconds, fail_text ? fail_text : "");
+    printf("conform: %zu inputs compared in %.1f s%s%s\n", cases, seconds, want_report ? "; report " : "",
+           want_report ? report : "");
+    printf("conform: %zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
+    free(fail_text);
+    free(run.sets);
+    return failed ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
+}

@@ -1,0 +1,165 @@
+/* tools/cmd_convert.c: `lowp convert`, the first stable contract (README "lowp convert").
+ *
+ * Binary mode reads raw little-endian binary32 values and writes one byte per value for
+ * e2m1 (code in the low nibble), e4m3, e5m2 and e8m0, two little-endian bytes for bf16
+ * and f16. Text mode (--text) reads one number per line, decimal or C99 hex float,
+ * rounds it to binary32 as the binary path would receive it, and prints
+ * "<input> -> <code> (<decoded value>)". */
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "lowp/format.h"
+
+LOWP_COMMAND_DEFINE(convert, "encode binary32 values into a format (the stable contract)");
+
+static void convert_usage(FILE *f)
+{
+    fputs("usage: lowp convert --to FORMAT [--compat PROFILE] [--round MODE] [--saturate|--no-saturate]\n"
+          "                    [--in FILE] [--out FILE] [--text]\n"
+          "  FORMAT  e2m1 e4m3 e5m2 e8m0 bf16 f16\n"
+          "  PROFILE cuda (default) torch ml_dtypes ocp\n"
+          "  MODE    rn (default) rz ru rd rna\n"
+          "  input: raw little-endian binary32 (stdin by default); --text: one number per line\n",
+          f);
+}
+
+/* Shared by convert and the other subcommands that take a codec on the command line. */
+static const char *need_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc)
+        lowp_cli_fail("option %s needs a value", argv[*i]);
+    return argv[++*i];
+}
+
+static void write_code(FILE *out, lowp_format f, uint16_t code)
+{
+    if (lowp_format_bits(f) == 16) {
+        unsigned char b[2] = {(unsigned char)(code & 0xff), (unsigned char)(code >> 8)};
+        fwrite(b, 1, 2, out);
+    } else {
+        fputc(code, out);
+    }
+}
+
+static int hex_digits(lowp_format f)
+{
+    return (int)(lowp_format_bits(f) / 4);
+}
+
+static void convert_text(const lowp_codec *c, const unsigned char *buf, size_t len, FILE *out)
+{
+    size_t line = 0, pos = 0;
+    while (pos < len) {
+        size_t end = pos;
+        while (end < len && buf[end] != '\n')
+            end++;
+        line++;
+        char text[512];
+        size_t n = end - pos;
+        if (n > 0 && buf[pos + n - 1] == '\r')
+            n--;
+        if (n >= sizeof text)
+            lowp_cli_fail("line %zu: too long to be a number", line);
+        memcpy(text, buf + pos, n);
+        text[n] = '\0';
+        pos = end + 1;
+        char *s = text;
+        while (isspace((unsigned char)*s))
+            s++;
+        char *t = s + strlen(s);
+        while (t > s && isspace((unsigned char)t[-1]))
+            *--t = '\0';
+        if (*s == '\0')
+            lowp_cli_fail("line %zu: empty line where a number was expected", line);
+        char *rest;
+        errno = 0;
+        float x = strtof(s, &rest);
+        if (rest == s || *rest != '\0')
+            lowp_cli_fail("line %zu: '%.60s' is not a number", line, s);
+        uint16_t code = lowp_encode_f32(c, x);
+        fprintf(out, "%s -> 0x%0*x (%.9g)\n", s, hex_digits(c->format), code,
+                (double)lowp_decode_f32(c->format, code));
+    }
+}
+
+int lowp_cmd_convert(int argc, char **argv)
+{
+    const char *to = NULL, *compat = "cuda", *round = "rn", *in_path = NULL, *out_path = NULL;
+    int saturate = LOWP_SAT_DEFAULT, text = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--to") == 0)
+            to = need_value(argc, argv, &i);
+        else if (strcmp(a, "--compat") == 0)
+            compat = need_value(argc, argv, &i);
+        else if (strcmp(a, "--round") == 0)
+            round = need_value(argc, argv, &i);
+        else if (strcmp(a, "--in") == 0)
+            in_path = need_value(argc, argv, &i);
+        else if (strcmp(a, "--out") == 0)
+            out_path = need_value(argc, argv, &i);
+        else if (strcmp(a, "--saturate") == 0)
+            saturate = LOWP_SAT_ON;
+        else if (strcmp(a, "--no-saturate") == 0)
+            saturate = LOWP_SAT_OFF;
+        else if (strcmp(a, "--text") == 0)
+            text = 1;
+        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            convert_usage(stdout);
+            return LOWP_EXIT_OK;
+        } else
+            lowp_cli_fail("convert: unknown argument '%s' (see lowp convert --help)", a);
+    }
+    if (to == NULL)
+        lowp_cli_fail("convert: --to FORMAT is required (e2m1 e4m3 e5m2 e8m0 bf16 f16)");
+    lowp_format f;
+    lowp_profile p;
+    lowp_round r;
+    if (lowp_format_parse(to, &f))
+        lowp_cli_fail("unknown format '%s' (e2m1 e4m3 e5m2 e8m0 bf16 f16)", to);
+    if (lowp_profile_parse(compat, &p))
+        lowp_cli_fail("unknown profile '%s' (cuda torch ml_dtypes ocp)", compat);
+    if (lowp_round_parse(round, &r))
+        lowp_cli_fail("unknown rounding mode '%s' (rn rz ru rd rna)", round);
+    lowp_codec c;
+    char why[256];
+    if (lowp_codec_init(&c, f, p, r, saturate, why, sizeof why))
+        lowp_cli_fail("%s %s --round %s%s: %s", to, compat, round,
+                      saturate == LOWP_SAT_ON ? " --saturate" : saturate == LOWP_SAT_OFF ? " --no-saturate" : "",
+                      why);
+
+    size_t len;
+    unsigned char *buf = lowp_read_all(in_path, &len);
+    if (text) {
+        FILE *out = lowp_out_open(out_path, 0);
+        convert_text(&c, buf, len, out);
+        lowp_out_commit(out);
+        free(buf);
+        return LOWP_EXIT_OK;
+    }
+    if (len % 4 != 0)
+        lowp_cli_fail("input is %zu bytes, not a multiple of 4 (raw little-endian binary32 expected)", len);
+    size_t n = len / 4;
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    uint16_t *codes = malloc((n ? n : 1) * sizeof *codes);
+    if (x == NULL || codes == NULL)
+        lowp_cli_fail("out of memory for %zu values", n);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b = (uint32_t)buf[4 * i] | (uint32_t)buf[4 * i + 1] << 8 |
+                     (uint32_t)buf[4 * i + 2] << 16 | (uint32_t)buf[4 * i + 3] << 24;
+        memcpy(&x[i], &b, sizeof b);
+    }
+    lowp_encode_f32_u16(&c, x, codes, n);
+    FILE *out = lowp_out_open(out_path, 1);
+    for (size_t i = 0; i < n; i++)
+        write_code(out, f, codes[i]);
+    lowp_out_commit(out);
+    free(buf);
+    free(x);
+    free(codes);
+    return LOWP_EXIT_OK;
+}
