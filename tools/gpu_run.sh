@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# tools/gpu_run.sh: the one script run on the GPU machine (an H200) through the device
+# tool. From the repository root:
+#
+#   bash tools/gpu_run.sh            (OUT=<folder> receives the reports; default /tmp/lowp-gpu-out)
+#
+# It builds only what it needs, then runs:
+#   1. lowp_gpu_cvt_check  -> $OUT/gpu-cvt-h200.md   (PTX cvt vs lowp's cuda profile, 2^32 sweeps)
+#   2. tools/torch_check.py -> $OUT/torch-check.md   (lowp torch / ml_dtypes profiles vs the libraries,
+#                                                     torch CPU vs torch CUDA, 2^32 inputs)
+#   3. tools/torch_check.py --quick with ATEN_CPU_CAPABILITY=default
+#                          -> $OUT/torch-check-cpu-default.md (torch's scalar CPU kernels: its
+#                             vectorized kernels treat NaN differently for bf16 on AVX2/AVX512)
+# Everything printed also goes to $OUT/gpu-run.log; the build's own output to $OUT/build.log.
+# A short summary table is printed last. Target: done within about 8 minutes (budget below).
+#
+# Building. The machine has cmake, gcc and nvcc 13.0 but no libmpfr-dev, no Check and no
+# internet. The script configures the top-level CMake with -DLOWP_BUILD_TESTS=OFF and builds
+# the targets lowp (liblowp.so) and lowp_gpu_cvt_check. The top level requires MPFR through
+# pkg-config. If pkg-config cannot find mpfr, the script looks for Debian packages in .deb/
+# at the repository root (ignored by git, so the device call must carry it: carry [".deb"])
+# and unpacks them with dpkg -x into /tmp/lowp-deps. Prepare it here with:
+#     mkdir -p .deb && (cd .deb && apt-get download libmpfr-dev libmpfr6 libgmp-dev libgmp10 \
+#                                      pkgconf pkgconf-bin libpkgconf3)
+# (pkg-config itself may be missing there too; the runtime libraries are carried so the
+# unpacked .so links resolve). If CMake still fails, the script falls back to a direct
+# build with gcc and nvcc that needs no MPFR at all: liblowp.so from ref/src/format.c and
+# format_array.c (the fast codec does not use MPFR), and the check program from gpu/.
+#
+# Knobs (for trying it elsewhere): LOWP_GPU_RUN_BUDGET (seconds, default 480),
+# LOWP_GPU_RUN_QUICK=1 (--quick everywhere), LOWP_GPU_RUN_FORCE_DIRECT=1 (skip CMake),
+# LOWP_BUILD_ROOT (where build-device/ and build-direct/ go; default the repository root),
+# LOWP_DEB_DIR (default .deb).
+set -u
+set -o pipefail
+cd "$(dirname "$0")/.." || exit 3
+ROOT=$(pwd)
+OUT=${OUT:-/tmp/lowp-gpu-out}
+mkdir -p "$OUT" || exit 3
+LOG=$OUT/gpu-run.log
+BLOG=$OUT/build.log
+: >"$BLOG"
+
+main() {
+T0=$(date +%s)
+BUDGET=${LOWP_GPU_RUN_BUDGET:-480} # seconds for the whole script; the device limit is 600
+el() { echo $(($(date +%s) - T0)); }
+say() { echo "[gpu_run $(el)s] $*"; }
+left() { echo $((BUDGET - $(el))); }
+NPROC=$(nproc 2>/dev/null || echo 8)
+export PYTHONUNBUFFERED=1
+
+declare -a SUM_STEP SUM_STATUS SUM_TIME SUM_NOTE
+summ() { SUM_STEP+=("$1"); SUM_STATUS+=("$2"); SUM_TIME+=("$3"); SUM_NOTE+=("$4"); }
+
+# ---------------------------------------------------------------- environment
+say "repository $ROOT; OUT=$OUT; $NPROC cores; budget ${BUDGET}s"
+command -v nvcc >/dev/null 2>&1 || export PATH=$PATH:/usr/local/cuda/bin
+nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv 2>&1 | sed 's/^/  /'
+nvcc --version 2>&1 | tail -2 | sed 's/^/  /'
+cmake --version 2>&1 | head -1 | sed 's/^/  /'
+gcc --version 2>&1 | head -1 | sed 's/^/  /'
+grep -m1 "model name" /proc/cpuinfo | sed 's/^/  /'
+python3 -c 'import sys, numpy; print("  python", sys.version.split()[0], "numpy", numpy.__version__)' 2>&1
+python3 -c 'import torch; print("  torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -1
+python3 -c 'import ml_dtypes; print("  ml_dtypes", ml_dtypes.__version__)' 2>&1 | tail -1
+
+# ---------------------------------------------------------------- MPFR from carried .deb files
+have_mpfr() { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists mpfr 2>/dev/null; }
+DEBS=${LOWP_DEB_DIR:-$ROOT/.deb}
+BROOT=${LOWP_BUILD_ROOT:-$ROOT}
+QUICK=""
+[ "${LOWP_GPU_RUN_QUICK:-0}" = 1 ] && QUICK=--quick
+if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
+  P=/tmp/lowp-deps
+  say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
+  mkdir -p "$P"
+  for d in "$DEBS"/*.deb; do dpkg -x "$d" "$P" || say "dpkg -x $d failed"; done
+  LIBD=$(ls -d "$P"/usr/lib/*-linux-gnu 2>/dev/null | head -1)
+  [ -n "$LIBD" ] || LIBD=$P/usr/lib
+  # .pc files say prefix=/usr: point them at the unpacked tree
+  for pc in "$LIBD"/pkgconfig/*.pc "$P"/usr/share/pkgconfig/*.pc; do
+    [ -f "$pc" ] && sed -i "s|^prefix=.*|prefix=$P/usr|; s|^libdir=/usr|libdir=$P/usr|; s|^includedir=/usr|includedir=$P/usr|" "$pc"
+  done
+  # a dev .so link whose runtime library was not carried: point it at the system's
+  for so in "$LIBD"/libmpfr.so "$LIBD"/libgmp.so; do
+    if [ -L "$so" ] && [ ! -e "$so" ]; then
+      base=$(basename "$so")
+      sys=$(ls /usr/lib/*-linux-gnu/"$base".[0-9]* /lib/*-linux-gnu/"$base".[0-9]* 2>/dev/null | head -1)
+      [ -n "$sys" ] && ln -sf "$sys" "$so" && say "linked $so -> $sys"
+    fi
+  done
+  export PKG_CONFIG_PATH=$LIBD/pkgconfig:$P/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  # No global LD_LIBRARY_PATH: the compilers use the system's own gmp/mpfr. liblowp.so
+  # finds the unpacked libmpfr through the build tree's RPATH (CMake links it by full path).
+  if ! command -v pkg-config >/dev/null 2>&1 && [ -x "$P/usr/bin/pkgconf" ]; then
+    mkdir -p "$P/bin"
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
+      "$LIBD" "$P/usr/bin/pkgconf" >"$P/bin/pkg-config"
+    chmod +x "$P/bin/pkg-config"
+    export PATH=$P/bin:$PATH
+    say "pkg-config: using the unpacked pkgconf ($P/bin/pkg-config)"
+  fi
+  have_mpfr && say "mpfr now found: $(pkg-config --modversion mpfr)" || say "mpfr still not found"
+fi
+
+# ---------------------------------------------------------------- build
+# CMake first, one target at a time (a module of ref/ half brought up must not cost the
+# check program); whatever it could not build comes from the direct gcc/nvcc build.
+LIB="" CHECK=""
+tb=$(date +%s)
+B=$BROOT/build-device
+if [ "${LOWP_GPU_RUN_FORCE_DIRECT:-0}" = 1 ]; then
+  summ "build (cmake)" "skipped (forced)" 0 "LOWP_GPU_RUN_FORCE_DIRECT=1"
+else
+  say "cmake configure (LOWP_BUILD_TESTS=OFF) into $B"
+  if cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DLOWP_BUILD_TESTS=OFF \
+       -DLOWP_GPU_CUDA_ARCHITECTURES="90;100a;120a" >>"$BLOG" 2>&1; then
+    say "cmake build lowp_gpu_cvt_check"
+    cmake --build "$B" -j "$NPROC" --target lowp_gpu_cvt_check >>"$BLOG" 2>&1 && CHECK=$B/gpu/lowp_gpu_cvt_check
+    say "cmake build lowp (liblowp.so)"
+    cmake --build "$B" -j "$NPROC" --target lowp >>"$BLOG" 2>&1 && LIB=$B/ref/liblowp.so
+  fi
+  if [ -n "$CHECK" ] && [ -n "$LIB" ]; then
+    summ "build (cmake)" ok $(($(date +%s) - tb)) "lowp, lowp_gpu_cvt_check; sm_90, sm_100a, sm_120a"
+  else
+    say "the CMake build did not give everything (check=${CHECK:-none} lib=${LIB:-none}); last lines of build.log:"
+    tail -15 "$BLOG" | sed 's/^/  | /'
+    summ "build (cmake)" FAILED $(($(date +%s) - tb)) "check=${CHECK:+ok} lib=${LIB:+ok}; see build.log"
+  fi
+fi
+if [ -z "$CHECK" ]; then
+  say "direct build of lowp_gpu_cvt_check (gcc + nvcc, no MPFR)"
+  tb=$(date +%s)
+  D=$BROOT/build-direct
+  mkdir -p "$D"
+  CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
+  INC="-I$ROOT/ref/include -I$ROOT/gpu/include -I$ROOT/gpu -I$CUDA_HOME/include"
+  if {
+      gcc -std=c11 -O3 -fopenmp -fPIC $INC -c ref/src/format.c -o "$D/format.o" &&
+      gcc -std=c11 -O3 -fopenmp -fPIC $INC -c ref/src/format_array.c -o "$D/format_array.o" &&
+      gcc -std=c11 -O2 -fopenmp $INC -c gpu/sweep.c -o "$D/sweep.o" &&
+      gcc -std=c11 -O2 -fopenmp $INC -c gpu/cvt_check.c -o "$D/cvt_check.o" &&
+      nvcc -std=c++17 -O3 --threads 0 $INC \
+        -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100a,code=sm_100a \
+        -gencode arch=compute_120a,code=sm_120a -c gpu/cvt.cu -o "$D/cvt.o" &&
+      g++ -fopenmp -o "$D/lowp_gpu_cvt_check" "$D/cvt_check.o" "$D/sweep.o" "$D/cvt.o" "$D/format.o" \
+        "$D/format_array.o" -L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -lpthread -lm
+    } >>"$BLOG" 2>&1; then
+    CHECK=$D/lowp_gpu_cvt_check
+    summ "build (direct) check program" ok $(($(date +%s) - tb)) "gcc + nvcc, no MPFR; sm_90, sm_100a, sm_120a"
+  else
+    say "the direct build failed too:"
+    tail -20 "$BLOG" | sed 's/^/  | /'
+    summ "build (direct) check program" FAILED $(($(date +%s) - tb)) "see build.log"
+  fi
+fi
+say "build done: lib=${LIB:-none} check=${CHECK:-none}"
+# torch_check.py needs only the codec: if liblowp.so does not load (a module half brought
+# up, say), build the codec alone (format.c, format_array.c) and use that.
+if [ -z "$LIB" ] || ! python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$LIB" >>"$BLOG" 2>&1; then
+  say "${LIB:-liblowp.so} missing or not loadable (see build.log); building the codec alone for torch_check.py"
+  mkdir -p "$BROOT/build-codec"
+  if gcc -std=c11 -O3 -fopenmp -fPIC -shared -I"$ROOT/ref/include" ref/src/format.c ref/src/format_array.c \
+       -o "$BROOT/build-codec/liblowp.so" -lm >>"$BLOG" 2>&1; then
+    LIB=$BROOT/build-codec/liblowp.so
+    summ "codec-only liblowp.so" ok 0 "format.c + format_array.c: the full liblowp.so was not usable"
+  else
+    LIB=""
+    summ "codec-only liblowp.so" FAILED 0 "see build.log"
+  fi
+fi
+
+# ---------------------------------------------------------------- 1. hardware cvt vs lowp
+if [ -n "$CHECK" ]; then
+  t=$(date +%s)
+  lim=$(($(left) - 150)) # keep room for the torch check
+  [ $lim -gt 360 ] && lim=360
+  [ $lim -lt 60 ] && lim=60
+  say "lowp_gpu_cvt_check (limit ${lim}s)"
+  timeout -k 5 $lim "$CHECK" $QUICK "$OUT/gpu-cvt-h200.md"
+  rc=$?
+  case $rc in
+    0) st=pass ;; 1) st=MISMATCH ;; 77) st="skipped (no GPU)" ;; 124|137) st="TIMEOUT" ;; *) st="ERROR rc=$rc" ;;
+  esac
+  summ "lowp_gpu_cvt_check" "$st" $(($(date +%s) - t)) "gpu-cvt-h200.md"
+else
+  summ "lowp_gpu_cvt_check" "not run" 0 "no build"
+fi
+
+# ---------------------------------------------------------------- 2. torch / ml_dtypes vs lowp
+if [ -n "$LIB" ]; then
+  t=$(date +%s)
+  rem=$(left)
+  tb_s=$((rem - 75)) # the python budget; the rest covers its last chunk, the report and step 3
+  [ $tb_s -lt 30 ] && tb_s=30
+  lim=$((tb_s + 45))
+  say "torch_check.py (budget ${tb_s}s, limit ${lim}s)"
+  timeout -k 5 $lim python3 tools/torch_check.py --lib "$LIB" --out "$OUT/torch-check.md" --budget-s "$tb_s" $QUICK
+  rc=$?
+  case $rc in
+    0) st=pass ;; 1) st=MISMATCH ;; 77) st="skipped (no torch)" ;; 124|137) st="TIMEOUT" ;; *) st="ERROR rc=$rc" ;;
+  esac
+  summ "torch_check.py${QUICK:+ --quick}" "$st" $(($(date +%s) - t)) "torch-check.md"
+
+  # ------------------------------------------------------------ 3. torch's scalar CPU kernels
+  rem=$(left)
+  if [ "$rem" -gt 25 ]; then
+    t=$(date +%s)
+    say "torch_check.py --quick with ATEN_CPU_CAPABILITY=default (limit $((rem - 5))s)"
+    ATEN_CPU_CAPABILITY=default timeout -k 5 $((rem - 5)) python3 tools/torch_check.py --lib "$LIB" \
+      --out "$OUT/torch-check-cpu-default.md" --quick --no-cuda --no-mldtypes --budget-s $((rem - 20))
+    rc=$?
+    case $rc in
+      0) st=pass ;; 1) st=MISMATCH ;; 77) st="skipped (no torch)" ;; 124|137) st="TIMEOUT" ;; *) st="ERROR rc=$rc" ;;
+    esac
+    summ "torch_check.py --quick, scalar CPU" "$st" $(($(date +%s) - t)) "torch-check-cpu-default.md"
+  else
+    summ "torch_check.py --quick, scalar CPU" "not run" 0 "no time left"
+  fi
+else
+  summ "torch_check.py" "not run" 0 "no liblowp.so"
+fi
+
+# ---------------------------------------------------------------- summary
+rm -f "$OUT"/*.tmp 2>/dev/null
+echo
+echo "================ lowp gpu_run summary ($(el)s in all) ================"
+printf '%-38s %-22s %6s  %s\n' step result seconds report
+for i in "${!SUM_STEP[@]}"; do
+  printf '%-38s %-22s %6s  %s\n' "${SUM_STEP[$i]}" "${SUM_STATUS[$i]}" "${SUM_TIME[$i]}" "${SUM_NOTE[$i]}"
+done
+if [ -f "$OUT/gpu-cvt-h200.md" ]; then
+  echo "--- gpu-cvt-h200.md (check | inputs | mismatches | result)"
+  grep -E '^\| (e[0-9]|bf16|f16|encode)' "$OUT/gpu-cvt-h200.md" |
+    awk -F'|' '{printf "  %-64s|%s|%s|%s\n", $2, $3, $4, substr($(NF-1), 1, 60)}'
+fi
+if [ -f "$OUT/torch-check.md" ]; then
+  echo "--- torch-check.md (comparison | inputs | mismatches | result)"
+  grep -E '^\| (lowp [a-z_]+ vs|torch CUDA vs)' "$OUT/torch-check.md" |
+    awk -F'|' '{printf "  %-48s|%s|%s|%s\n", $2, $3, $4, $(NF-2)}'
+fi
+echo "files in OUT: $(ls "$OUT" | tr '\n' ' ')"
+# exit status: 0 when every step passed (or was skipped for want of a GPU / torch), else 1
+for st in "${SUM_STATUS[@]}"; do
+  case $st in ok | pass | skipped*) ;; *) return 1 ;; esac
+done
+return 0
+}
+
+main "$@" 2>&1 | tee "$LOG"
