@@ -14,6 +14,7 @@
  * (N = 2^24 by default: 64 MiB of input). Speedups are the peer's time over lowp's at the
  * same thread count; the codes column says whether the two produced identical codes. */
 #define _POSIX_C_SOURCE 200809L
+#include "bench.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -35,7 +36,7 @@
 #include "oracle_cuda_host.h"
 #endif
 
-LOWP_COMMAND_DEFINE(bench, "measure encode throughput beside CUDA host functions and ml_dtypes");
+LOWP_COMMAND_DEFINE(bench, "benchmarks: convert (vs CUDA host, ml_dtypes), quantize (vs memcpy)");
 
 #define BENCH_MAX_REPS 101
 
@@ -48,11 +49,16 @@ static const char *const bench_usage =
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-static double now_s(void)
+double lowp_bench_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double now_s(void)
+{
+    return lowp_bench_now();
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -61,7 +67,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void set_threads(int t)
+void lowp_bench_set_threads(int t)
 {
 #ifdef _OPENMP
     omp_set_num_threads(t);
@@ -70,8 +76,42 @@ static void set_threads(int t)
 #endif
 }
 
+int lowp_bench_max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_procs();
+#else
+    return 1;
+#endif
+}
+
+static void set_threads(int t)
+{
+    lowp_bench_set_threads(t);
+}
+
+double lowp_bench_median(void (*fn)(void *), void *arg, int reps)
+{
+    double t[BENCH_MAX_REPS];
+    reps = reps < 1 ? 1 : reps > BENCH_MAX_REPS ? BENCH_MAX_REPS : reps;
+    fn(arg);
+    for (int i = 0; i < reps; i++) {
+        double t0 = lowp_bench_now();
+        fn(arg);
+        t[i] = lowp_bench_now() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    return t[reps / 2];
+}
+
 static unsigned long long parse_count(const char *opt, const char *s, unsigned long long lo,
                                       unsigned long long hi)
+{
+    return lowp_bench_parse_count(opt, s, lo, hi);
+}
+
+unsigned long long lowp_bench_parse_count(const char *opt, const char *s, unsigned long long lo,
+                                          unsigned long long hi)
 {
     char *end;
     errno = 0;
@@ -538,5 +578,7 @@ int lowp_cmd_bench(int argc, char **argv)
     }
     if (strcmp(argv[1], "convert") == 0)
         return bench_convert(argc - 1, argv + 1);
-    lowp_cli_fail("bench: unknown benchmark '%s' (there is: convert)", argv[1]);
+    if (strcmp(argv[1], "quantize") == 0)
+        return lowp_bench_quantize(argc - 1, argv + 1);
+    lowp_cli_fail("bench: unknown benchmark '%s' (there are: convert, quantize)", argv[1]);
 }
