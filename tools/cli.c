@@ -69,6 +69,13 @@ void lowp_out_commit(FILE *f)
     }
 }
 
+const char *lowp_cli_option_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc)
+        lowp_cli_fail("option %s needs a value", argv[*i]);
+    return argv[++*i];
+}
+
 unsigned char *lowp_read_all(const char *path, size_t *len)
 {
     int use_stdin = (path == NULL || strcmp(path, "-") == 0);

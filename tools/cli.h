@@ -23,6 +23,9 @@ void lowp_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), no
 FILE *lowp_out_open(const char *path, int binary);
 void lowp_out_commit(FILE *f);
 
+/* The value of option argv[*i] (advancing *i), or a clear failure when it is missing. */
+const char *lowp_cli_option_value(int argc, char **argv, int *i);
+
 /* Read a whole file (or stdin for NULL / "-") into memory; fails with a clear line. */
 unsigned char *lowp_read_all(const char *path, size_t *len);
 
@@ -43,5 +46,12 @@ int lowp_progress_wanted(void);
 void lowp_machine_description(char *buf, size_t len);
 /* Short git commit of the source tree lowp was built from, or "unknown". */
 void lowp_source_commit(char *buf, size_t len);
+
+/* Tensor input shared by stats and calibrate (tools/cli_input.c): lowp_cli_input_option
+ * consumes argv[*i] (and its value) if it is an input option and returns 1; the loader
+ * returns a malloc'd [T, H, D] binary32 tensor and a one-line description. */
+int lowp_cli_input_option(int argc, char **argv, int *i);
+float *lowp_cli_input_load(size_t shape[3], char *desc, size_t desc_len);
+const char *lowp_cli_input_usage(void);
 
 #endif

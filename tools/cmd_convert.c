@@ -27,14 +27,6 @@ static void convert_usage(FILE *f)
           f);
 }
 
-/* Shared by convert and the other subcommands that take a codec on the command line. */
-static const char *need_value(int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc)
-        lowp_cli_fail("option %s needs a value", argv[*i]);
-    return argv[++*i];
-}
-
 static void write_code(FILE *out, lowp_format f, uint16_t code)
 {
     if (lowp_format_bits(f) == 16) {
@@ -93,15 +85,15 @@ int lowp_cmd_convert(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--to") == 0)
-            to = need_value(argc, argv, &i);
+            to = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--compat") == 0)
-            compat = need_value(argc, argv, &i);
+            compat = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--round") == 0)
-            round = need_value(argc, argv, &i);
+            round = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--in") == 0)
-            in_path = need_value(argc, argv, &i);
+            in_path = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--out") == 0)
-            out_path = need_value(argc, argv, &i);
+            out_path = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--saturate") == 0)
             saturate = LOWP_SAT_ON;
         else if (strcmp(a, "--no-saturate") == 0)

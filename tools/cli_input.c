@@ -1,0 +1,184 @@
+/* tools/cli_input.c: the tensor-input options shared by `lowp stats` and `lowp calibrate`:
+ * a tensor file (.npy / .safetensors) or a built-in generator (lowp/gen.h), read as
+ * [T, H, D] binary32. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "lowp/cases.h"
+#include "lowp/gen.h"
+#include "lowp/tensor.h"
+
+
+/* ---------------------------------------------------------------------------------- */
+/* input options (shared)                                                              */
+
+static struct {
+    const char *in, *tensor, *gen;
+    size_t shape[3];
+    int shape_set, seed_set, scale_set;
+    uint64_t seed;
+    double scale;
+} input = {NULL, NULL, NULL, {4096, 8, 128}, 0, 0, 0, LOWP_DEFAULT_SEED, 1.0};
+
+const char *lowp_cli_input_usage(void)
+{
+    return "  input (default: --gen k-like --shape 4096,8,128):\n"
+           "    --in FILE          a .npy or .safetensors tensor (F32, F16, BF16; F64 rounded to\n"
+           "                       binary32); shape [..., H, D] is read as [T, H, D] with the leading\n"
+           "                       axes folded into T ([T, D] is H = 1; a vector is [1, 1, n])\n"
+           "    --tensor NAME      which tensor of a .safetensors file (needed if it holds several)\n"
+           "    --gen KIND         gaussian student-t k-like v-like (lowp/gen.h states each model)\n"
+           "    --shape T,H,D      generator shape (tokens, heads, head_dim)\n"
+           "    --seed S           generator seed (decimal or 0x hex; default 0x6c6f7770)\n"
+           "    --scale F          generator magnitude (the model's scale parameter; default 1)\n";
+}
+
+static size_t parse_dim(const char *s, const char *what)
+{
+    char *end;
+    errno = 0;
+    if (*s == '-' || *s == '+')
+        lowp_cli_fail("%s: '%s' is not a positive integer", what, s);
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno != 0 || v == 0 || v > ((size_t)1 << 40))
+        lowp_cli_fail("%s: '%.40s' is not a positive integer up to 2^40", what, s);
+    return (size_t)v;
+}
+
+/* Returns 1 and advances *i if argv[*i] is an input option, else 0. */
+int lowp_cli_input_option(int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    if (strcmp(a, "--in") == 0) {
+        input.in = lowp_cli_option_value(argc, argv, i);
+    } else if (strcmp(a, "--tensor") == 0) {
+        input.tensor = lowp_cli_option_value(argc, argv, i);
+    } else if (strcmp(a, "--gen") == 0) {
+        input.gen = lowp_cli_option_value(argc, argv, i);
+    } else if (strcmp(a, "--shape") == 0) {
+        const char *v = lowp_cli_option_value(argc, argv, i);
+        char buf[128];
+        if (strlen(v) >= sizeof buf)
+            lowp_cli_fail("--shape: '%.40s...' is too long (expected T,H,D)", v);
+        strcpy(buf, v);
+        char *p1 = strchr(buf, ','), *p2 = p1 ? strchr(p1 + 1, ',') : NULL;
+        if (p1 == NULL || p2 == NULL || strchr(p2 + 1, ',') != NULL)
+            lowp_cli_fail("--shape: '%s' is not T,H,D (three positive integers)", v);
+        *p1 = *p2 = '\0';
+        input.shape[0] = parse_dim(buf, "--shape T");
+        input.shape[1] = parse_dim(p1 + 1, "--shape H");
+        input.shape[2] = parse_dim(p2 + 1, "--shape D");
+        if (input.shape[0] > ((size_t)1 << 34) / input.shape[1] / input.shape[2])
+            lowp_cli_fail("--shape: %s has more than 2^34 elements", v);
+        input.shape_set = 1;
+    } else if (strcmp(a, "--seed") == 0) {
+        const char *v = lowp_cli_option_value(argc, argv, i);
+        char *end;
+        errno = 0;
+        if (*v == '-')
+            lowp_cli_fail("--seed: '%s' is not a non-negative integer", v);
+        input.seed = strtoull(v, &end, 0);
+        if (end == v || *end != '\0' || errno != 0)
+            lowp_cli_fail("--seed: '%.40s' is not an integer (decimal or 0x hex) below 2^64", v);
+        input.seed_set = 1;
+    } else if (strcmp(a, "--scale") == 0) {
+        const char *v = lowp_cli_option_value(argc, argv, i);
+        char *end;
+        input.scale = strtod(v, &end);
+        if (end == v || *end != '\0' || !(input.scale > 0) || !isfinite(input.scale))
+            lowp_cli_fail("--scale: '%.40s' is not a positive finite number", v);
+        input.scale_set = 1;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* Fold a tensor shape into [T, H, D]: [..., H, D] with the leading axes multiplied into
+ * T; [T, D] is one head; a vector is [1, 1, n]; a scalar [1, 1, 1]. */
+static void fold_shape(const size_t *dims, size_t rank, size_t shape[3])
+{
+    shape[0] = shape[1] = shape[2] = 1;
+    if (rank == 0)
+        return;
+    shape[2] = dims[rank - 1];
+    if (rank >= 2)
+        shape[1] = dims[rank - 2];
+    for (size_t k = 0; k + 2 < rank; k++)
+        shape[0] *= dims[k];
+    if (rank == 2) { /* [T, D]: one head */
+        shape[0] = dims[0];
+        shape[1] = 1;
+    }
+}
+
+static float *load_file(size_t shape[3], char *desc, size_t desc_len);
+
+/* Load the input: a file or the generator. shape gets [T, H, D]; desc a one-line summary. */
+float *lowp_cli_input_load(size_t shape[3], char *desc, size_t desc_len)
+{
+    if (input.in != NULL && input.gen != NULL)
+        lowp_cli_fail("--in and --gen are alternatives: give one");
+    if (input.tensor != NULL && input.in == NULL)
+        lowp_cli_fail("--tensor NAME selects a tensor of a --in .safetensors file");
+    if (input.in != NULL) {
+        if (input.shape_set || input.seed_set || input.scale_set)
+            lowp_cli_fail("--shape, --seed and --scale apply to --gen, not to --in");
+        return load_file(shape, desc, desc_len);
+    }
+    const char *kind_name = input.gen != NULL ? input.gen : "k-like";
+    lowp_gen_kind kind;
+    if (lowp_gen_kind_parse(kind_name, &kind))
+        lowp_cli_fail("unknown generator '%s' (gaussian student-t k-like v-like)", kind_name);
+    lowp_gen_params p = lowp_gen_defaults(kind);
+    p.scale = input.scale;
+    size_t n = input.shape[0] * input.shape[1] * input.shape[2];
+    float *x = malloc(n * sizeof *x);
+    if (x == NULL)
+        lowp_cli_fail("out of memory for %zu values", n);
+    char why[256];
+    if (lowp_gen(kind, &p, input.seed, input.shape[0], input.shape[1], input.shape[2], x, why, sizeof why))
+        lowp_cli_fail("--gen %s --shape %zu,%zu,%zu: %s", kind_name, input.shape[0], input.shape[1],
+                      input.shape[2], why);
+    memcpy(shape, input.shape, sizeof input.shape);
+    snprintf(desc, desc_len, "--gen %s [%zu, %zu, %zu] seed 0x%llx scale %g", kind_name, shape[0], shape[1],
+             shape[2], (unsigned long long)input.seed, input.scale);
+    return x;
+}
+
+static float *load_file(size_t shape[3], char *desc, size_t desc_len)
+{
+    lowp_tensor_file_kind kind = lowp_tensor_file_kind_of(input.in);
+    if (kind == LOWP_FILE_UNKNOWN)
+        lowp_cli_fail("--in: '%s' is neither .npy nor .safetensors", input.in);
+    if (kind == LOWP_FILE_NPY && input.tensor != NULL)
+        lowp_cli_fail("--tensor names a tensor of a .safetensors file; '%s' is .npy", input.in);
+    lowp_tensor t;
+    lowp_dtype src;
+    size_t rounded = 0;
+    char why[256];
+    if (lowp_tensor_load_float(input.in, input.tensor, &t, &src, &rounded, why, sizeof why))
+        lowp_cli_fail("--in %s: %s", input.in, why);
+    if (t.count == 0)
+        lowp_cli_fail("--in %s: the tensor has no elements", input.in);
+    fold_shape(t.shape, (size_t)t.ndim, shape);
+    /* a copy of the binary32 data, so the tensor can be freed whole */
+    float *x = malloc(t.count * sizeof *x);
+    if (x == NULL)
+        lowp_cli_fail("out of memory for %zu values", t.count);
+    memcpy(x, t.data, t.count * sizeof *x);
+    char dims[160] = "";
+    size_t used = 0;
+    for (int k = 0; k < t.ndim && used + 24 < sizeof dims; k++)
+        used += (size_t)snprintf(dims + used, sizeof dims - used, "%s%zu", k ? ", " : "", t.shape[k]);
+    snprintf(desc, desc_len, "%s%s%s (%s [%s]%s) as [%zu, %zu, %zu]", input.in, t.name[0] ? " " : "", t.name,
+             lowp_dtype_name(src), dims, rounded ? ", some F64 values rounded" : "", shape[0], shape[1],
+             shape[2]);
+    lowp_tensor_free(&t);
+    return x;
+}
+
