@@ -91,6 +91,8 @@ if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
     fi
   done
   export PKG_CONFIG_PATH=$LIBD/pkgconfig:$P/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  # mpfr.h includes gmp.h, which Debian keeps in the multiarch include folder
+  export CPATH=$(ls -d "$P"/usr/include/*-linux-gnu 2>/dev/null | head -1)${CPATH:+:$CPATH}
   # No global LD_LIBRARY_PATH: the compilers use the system's own gmp/mpfr. liblowp.so
   # finds the unpacked libmpfr through the build tree's RPATH (CMake links it by full path).
   if ! command -v pkg-config >/dev/null 2>&1 && [ -x "$P/usr/bin/pkgconf" ]; then

@@ -21,11 +21,23 @@ static const struct {
 #undef LOWP_COMMAND
 };
 
+/* A command file cmd_attn_sweep.c is the command "attn-sweep": users type dashes. */
+static void user_name(const char *name, char *buf, size_t len)
+{
+    size_t i = 0;
+    for (; name[i] != '\0' && i + 1 < len; i++)
+        buf[i] = name[i] == '_' ? '-' : name[i];
+    buf[i] = '\0';
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: lowp COMMAND [ARGS]   (lowp COMMAND --help for its arguments)\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        char name[64];
+        user_name(commands[i].name, name, sizeof name);
+        fprintf(f, "  %-12s %s\n", name, commands[i].summary);
+    }
 }
 
 int main(int argc, char **argv)
@@ -38,8 +50,11 @@ int main(int argc, char **argv)
         usage(stdout);
         return LOWP_EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        char name[64];
+        user_name(commands[i].name, name, sizeof name);
+        if (strcmp(argv[1], name) == 0)
             return commands[i].run(argc - 1, argv + 1);
+    }
     lowp_cli_fail("unknown command '%s' (try 'lowp --help')", argv[1]);
 }
