@@ -199,7 +199,9 @@ static int init_ctx(recipe_ctx *c, lowp_block_format f, lowp_recipe r, lowp_glob
     if (lowp_codec_init(&c->elem, ef, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_DEFAULT, NULL, 0))
         return -1;
     c->elem_max = lowp_decode_f32(ef, lowp_format_max_code(ef));
-    int up = (flags & LOWP_BLOCK_SCALE_UP) != 0;
+    /* The round-up variant is a step of the exact and modelopt recipes only (recipes.md);
+     * trtllm and sglang-kv have no such step, so the flag changes nothing there. */
+    int up = (flags & LOWP_BLOCK_SCALE_UP) != 0 && (r == LOWP_RECIPE_EXACT || r == LOWP_RECIPE_MODELOPT);
     int rc = 0;
     switch (f) {
     case LOWP_NVFP4:
@@ -317,9 +319,6 @@ static void block_scales(const recipe_ctx *c, const float *x, size_t nb, uint8_t
         const float six_g = 6.0f * g;
         for (size_t b = 0; b < nb; b++) {
             float s = amax[b] / six_g;
-            /* 0/0 and Inf/Inf give a NaN whose sign is the machine's (x86: negative); the
-             * GPU, where ModelOpt runs this, gives the canonical positive NaN. */
-            s = s != s ? fabsf(s) : s;
             s = s == 0.0f ? 1.0f : s;
             sf[b] = s < 0x1p-9f ? 0x1p-9f : s; /* clamp_(min=2**-9); NaN compares false */
         }
@@ -358,6 +357,11 @@ static void block_scales(const recipe_ctx *c, const float *x, size_t nb, uint8_t
         break;
     }
     }
+    /* A NaN from the arithmetic (Inf * 0, 0 / 0) is the GPU's canonical positive NaN; x86
+     * would make it negative, which a sign-keeping scale conversion would see. */
+    if (c->format == LOWP_NVFP4)
+        for (size_t b = 0; b < nb; b++)
+            sf[b] = sf[b] != sf[b] ? fabsf(sf[b]) : sf[b];
     lowp_encode_f32_u8(&c->scale, sf, q, nb);
     if (c->zero_amax_zero_factor || c->recipe == LOWP_RECIPE_TRTLLM)
         for (size_t b = 0; b < nb; b++)
@@ -477,8 +481,12 @@ static void quantize_chunk(const recipe_ctx *c, const float *restrict x, size_t 
                 k->nan_in += isnan(x[i]) != 0;
                 k->inf_in += isinf(x[i]) != 0;
                 k->nan_out += isnan(d) != 0;
-                if (isfinite(x[i]) && x[i] != 0.0f)
-                    k->flushed += d == 0.0f; /* BF16 overflows to Inf: nothing saturates */
+                if (isfinite(x[i]) && x[i] != 0.0f) {
+                    k->flushed += d == 0.0f;
+                    /* beyond the largest finite BF16 yet rounded to it (below the overflow
+                     * threshold): "coded as the largest finite magnitude" */
+                    k->saturated += (ec16[i] & 0x7fffu) == 0x7f7fu && fabsf(x[i]) > 0x1.fep127f;
+                }
             }
         } else {
             count_chunk(c, x, v, ec, q, n, k);

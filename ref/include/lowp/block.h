@@ -87,7 +87,8 @@ lowp_global_scale lowp_recipe_global_scale(lowp_block_format f, lowp_recipe r, f
 lowp_global_scale lowp_global_scale_from_dec(lowp_block_format f, lowp_recipe r, float dec);
 
 /* Quantize flags. */
-#define LOWP_BLOCK_SCALE_UP 1u /* NVFP4 exact/modelopt: round the E4M3 block scale up, not RN */
+#define LOWP_BLOCK_SCALE_UP 1u /* NVFP4 exact/modelopt: round the E4M3 block scale up, not RN;
+                                  ignored by the recipes that have no such step */
 
 /* What quantizing a tensor did, counted per element or per block. */
 typedef struct lowp_quant_counts {
