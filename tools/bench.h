@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 int lowp_bench_quantize(int argc, char **argv);
+int lowp_bench_attn(int argc, char **argv);
 
 /* Shared helpers (cmd_bench.c). */
 double lowp_bench_now(void);

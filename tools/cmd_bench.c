@@ -36,7 +36,7 @@
 #include "oracle_cuda_host.h"
 #endif
 
-LOWP_COMMAND_DEFINE(bench, "benchmarks: convert (vs CUDA host, ml_dtypes), quantize (vs memcpy)");
+LOWP_COMMAND_DEFINE(bench, "benchmarks: convert (vs CUDA host, ml_dtypes), quantize (vs memcpy), attn");
 
 #define BENCH_MAX_REPS 101
 
@@ -580,5 +580,7 @@ int lowp_cmd_bench(int argc, char **argv)
         return bench_convert(argc - 1, argv + 1);
     if (strcmp(argv[1], "quantize") == 0)
         return lowp_bench_quantize(argc - 1, argv + 1);
-    lowp_cli_fail("bench: unknown benchmark '%s' (there are: convert, quantize)", argv[1]);
+    if (strcmp(argv[1], "attn") == 0)
+        return lowp_bench_attn(argc - 1, argv + 1);
+    lowp_cli_fail("bench: unknown benchmark '%s' (there are: convert, quantize, attn)", argv[1]);
 }

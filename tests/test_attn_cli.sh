@@ -1,0 +1,293 @@
+#!/bin/sh
+# tests/test_attn_cli.sh LOWP: the `lowp attn` contract, adversarial cases from real bugs
+# (kernels.md section 6), the bad-input rules, and a quick `lowp attn-sweep`.
+#
+# Inputs are written here by a small deterministic perl generator (xorshift32 + Box-Muller,
+# so no numpy is needed); every expectation is a property that must hold exactly:
+#   - the correctly rounded output does not depend on how the cache is paged (page size
+#     1 / 16 / 64, shuffled page indices, a pool with unused pages, NHD vs HND with
+#     num_heads == page_size, interleaved V scales): byte-identical .npy files;
+#   - poisoned (NaN) slots that are never written never reach the output;
+#   - the reference-plus-bound fast path equals the MPFR oracle on every row (--mpfr-all);
+#   - a global scale left at 1.0 where a calibrated one was expected costs accuracy
+#     (subnormal E4M3 block scales, FP8 subnormals), and V above 448 at scale 1.0
+#     saturates on the FP8 write but becomes NaN in the extend path's torch cast;
+#   - bad input: exit 2, one "lowp: " line naming the offending argument, no output file.
+set -u
+lowp=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# ---- input generators ---------------------------------------------------------------
+cat > "$tmp/gen.pl" <<'EOF'
+# gen.pl FILE D0,D1,D2 SEED SCALE [SPIKE:PERIOD]: float32 .npy of SCALE * N(0,1), every
+# PERIOD-th element replaced by +-SPIKE (alternating). Deterministic (xorshift32).
+my ($file, $shape, $seed, $scale, $spike) = @ARGV;
+my @d = split /,/, $shape; my $n = 1; $n *= $_ for @d;
+my $x = ($seed * 2654435761 + 12345) & 0xffffffff; $x = 1 if $x == 0;
+sub nxt { $x ^= ($x << 13) & 0xffffffff; $x ^= $x >> 17; $x ^= ($x << 5) & 0xffffffff; return ($x + 0.5) / 4294967296.0; }
+my @v;
+for (my $i = 0; $i < $n; $i += 2) {
+  my ($u1, $u2) = (nxt(), nxt()); my $r = sqrt(-2 * log($u1));
+  push @v, $scale * $r * cos(6.283185307179586 * $u2), $scale * $r * sin(6.283185307179586 * $u2);
+}
+splice @v, $n;
+if (defined $spike) { my ($sv, $per) = split /:/, $spike; for (my $i = 0; $i < $n; $i += $per) { $v[$i] = ($i / $per) % 2 ? -$sv : $sv; } }
+my $h = "{'descr': '<f4', 'fortran_order': False, 'shape': (" . join(", ", @d) . (@d == 1 ? "," : "") . "), }";
+$h .= " " x (63 - (10 + length($h)) % 64) . "\n";
+open(my $f, ">", $file) or die; binmode $f;
+print $f "\x93NUMPY\x01\x00", pack("v", length($h)), $h, pack("f<*", @v); close $f;
+EOF
+cat > "$tmp/ints.pl" <<'EOF'
+# ints.pl FILE DESCR V...: a 1-D .npy of the values ('<i4', '<i8' or '<f4')
+my ($file, $descr, @v) = @ARGV;
+my %pk = ("<i4" => "l<", "<i8" => "q<", "<f4" => "f<");
+my $h = "{'descr': '$descr', 'fortran_order': False, 'shape': (" . scalar(@v) . ",), }";
+$h .= " " x (63 - (10 + length($h)) % 64) . "\n";
+open(my $f, ">", $file) or die; binmode $f;
+print $f "\x93NUMPY\x01\x00", pack("v", length($h)), $h, pack("$pk{$descr}*", @v); close $f;
+EOF
+gen() { perl "$tmp/gen.pl" "$@"; }
+ints() { perl "$tmp/ints.pl" "$@"; }
+
+# A decode-and-verify case: 2 query tokens, GQA 8 query / 2 KV heads, dim 64, 100 tokens
+# (page 16 leaves the last page 4/16 full, page 64 leaves 28 poisoned slots).
+gen "$tmp/q.npy" 2,8,64 1 1
+gen "$tmp/k.npy" 100,2,64 2 1
+gen "$tmp/v.npy" 100,2,64 3 1
+Q="--q $tmp/q.npy --k $tmp/k.npy --v $tmp/v.npy"
+
+# run NAME ARGS...: lowp attn must succeed; stdout in $tmp/NAME.txt
+run() {
+  name=$1; shift
+  if "$lowp" attn "$@" > "$tmp/$name.txt" 2> "$tmp/$name.err"; then ok; return 0; fi
+  bad "$name: exit $? ($(head -c 300 "$tmp/$name.err"))"; return 1
+}
+same() { # NAME FILE_A FILE_B: byte-identical
+  if cmp -s "$2" "$3"; then ok; else bad "$1: $2 and $3 differ"; fi
+}
+field() { # FILE: the 'all' row's column N (2 rel_L2, 3 max_abs, 4 cosine, 5 TV_mean)
+  awk -v c="$2" '$1 == "all" { print $c }' "$1"
+}
+count() { # FILE PREFIX KEY: the number after KEY on the line starting with PREFIX
+  awk -v p="$2" -v k="$3" 'index($0, p) == 1 { for (i = 1; i < NF; i++) if ($i == k) { v = $(i + 1); gsub(/[;,]/, "", v); print v; exit } }' "$1"
+}
+gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
+
+# ---- the contract ---------------------------------------------------------------------
+run base $Q --kv-format nvfp4 --out "$tmp/o.npy" --baseline "$tmp/b.npy"
+head -c 128 "$tmp/o.npy" | grep -q "'shape': (2, 8, 64)" && ok || bad "output shape header: $(head -c 100 "$tmp/o.npy" | tr -d '\0')"
+[ "$(wc -c < "$tmp/o.npy")" -eq $((128 + 2 * 8 * 64 * 4)) ] && ok || bad "output size"
+grep -q "^all " "$tmp/base.txt" && ok || bad "no 'all' statistics row"
+[ "$(grep -c '^[0-7] ' "$tmp/base.txt")" -eq 8 ] && ok || bad "expected 8 per-head rows"
+[ "$(count "$tmp/base.txt" '# output' nan)" = 0 ] && ok || bad "NaN in a clean nvfp4 output"
+r=$(field "$tmp/base.txt" 2)
+gt "$r" 0.01 && gt 0.5 "$r" && ok || bad "nvfp4 rel_L2 $r outside (0.01, 0.5)"
+# the fast path (binary64 reference + bound) equals the MPFR oracle on every row
+run mpfr $Q --kv-format nvfp4 --out "$tmp/o_mpfr.npy" --baseline "$tmp/b_mpfr.npy" --mpfr-all
+same "fast path = oracle" "$tmp/o.npy" "$tmp/o_mpfr.npy"
+same "baseline fast path = oracle" "$tmp/b.npy" "$tmp/b_mpfr.npy"
+# a longer context, where the bound leaves some query groups to the oracle: still the same bytes
+gen "$tmp/qm.npy" 4,8,64 11 1
+gen "$tmp/km.npy" 3000,2,64 12 1
+gen "$tmp/vm.npy" 3000,2,64 13 1
+QM="--q $tmp/qm.npy --k $tmp/km.npy --v $tmp/vm.npy"
+run mixed $QM --kv-format mxfp8 --out "$tmp/o_m.npy"
+run mixed_mpfr $QM --kv-format mxfp8 --out "$tmp/o_m2.npy" --mpfr-all
+same "3000 tokens: fast path + oracle groups = oracle everywhere" "$tmp/o_m.npy" "$tmp/o_m2.npy"
+# the baseline does not depend on the format; bf16 costs far less than nvfp4
+run bf16 $Q --kv-format bf16 --out "$tmp/o_bf16.npy" --baseline "$tmp/b_bf16.npy"
+same "baseline independent of format" "$tmp/b.npy" "$tmp/b_bf16.npy"
+gt "$(field "$tmp/base.txt" 2)" "$(field "$tmp/bf16.txt" 2)" && ok || bad "bf16 not better than nvfp4"
+for f in fp8_e4m3 fp8_e5m2 mxfp4 mxfp8; do
+  run "fmt_$f" $Q --kv-format "$f" --out "$tmp/o_$f.npy" && [ "$(count "$tmp/fmt_$f.txt" '# output' nan)" = 0 ] && ok || bad "$f output has NaN"
+done
+# q-offset: decode at position 50 sees 51 keys; sm-scale changes the result
+run qoff $Q --kv-format bf16 --q-offset 50 --out "$tmp/o_qoff.npy"
+cmp -s "$tmp/o_qoff.npy" "$tmp/o_bf16.npy" && bad "--q-offset had no effect" || ok
+run smsc $Q --kv-format bf16 --sm-scale 0.25 --out "$tmp/o_smsc.npy"
+cmp -s "$tmp/o_smsc.npy" "$tmp/o_bf16.npy" && bad "--sm-scale had no effect" || ok
+# production paths run and stay finite on ordinary data
+for p in decode extend prefill; do
+  run "path_$p" $Q --kv-format nvfp4 --path "$p" --out "$tmp/o_$p.npy" && [ "$(count "$tmp/path_$p.txt" '# output' nan)" = 0 ] && ok || bad "path $p: NaN"
+done
+run path_fp8kv $Q --kv-format fp8_e4m3 --path fp8kv --out "$tmp/o_fp8kv.npy"
+# fp8kv reads the same values as the exact path (Q in BF16 aside: compare with --q-type f32)
+run path_fp8kv_f32 $Q --kv-format fp8_e4m3 --path fp8kv --q-type f32 --out "$tmp/o_fp8kv32.npy"
+same "fp8kv (Q f32) = exact" "$tmp/o_fp8kv32.npy" "$tmp/o_fp8_e4m3.npy"
+# decode on NVFP4 is exact in the cache values: with Q in f32 it equals the exact path
+run decode_f32 $Q --kv-format nvfp4 --path decode --q-type f32 --out "$tmp/o_dec32.npy"
+same "nvfp4 decode (Q f32) = exact" "$tmp/o_dec32.npy" "$tmp/o.npy"
+
+# ---- adversarial: paging (vLLM #53681, ROCm #6054, FlashInfer 0x7F poison) -------------
+for ps in 1 16 64; do
+  run "page$ps" $Q --kv-format nvfp4 --page-size "$ps" --out "$tmp/o_p$ps.npy"
+  same "page size $ps" "$tmp/o_p$ps.npy" "$tmp/o.npy"
+done
+# shuffled, non-monotonic page indices in a pool with unused (poisoned) pages
+ints "$tmp/pt.npy" '<i4' 11 3 7 0 9 2 5
+run shuffled $Q --kv-format nvfp4 --page-table "$tmp/pt.npy" --num-pages 12 --out "$tmp/o_shuf.npy"
+same "shuffled pages, 5 unused poisoned pages" "$tmp/o_shuf.npy" "$tmp/o.npy"
+[ "$(count "$tmp/shuffled.txt" '# output' nan)" = 0 ] && ok || bad "poisoned slots leaked NaN"
+ints "$tmp/pt64.npy" '<i8' 1 0
+run shuffled64 $Q --kv-format nvfp4 --page-size 64 --page-table "$tmp/pt64.npy" --out "$tmp/o_shuf64.npy"
+same "int64 page table, page 64" "$tmp/o_shuf64.npy" "$tmp/o.npy"
+# interleaved V scales (TRT-LLM order) read back through the same view
+run inter $Q --kv-format nvfp4 --v-sf-order interleave4 --k-sf-order interleave4 --out "$tmp/o_inter.npy"
+same "interleaved scales" "$tmp/o_inter.npy" "$tmp/o.npy"
+# num_heads == page_size, NHD vs HND (the shape vLLM #53681 confused)
+gen "$tmp/q16.npy" 1,16,64 4 1
+gen "$tmp/k16.npy" 40,16,64 5 1
+gen "$tmp/v16.npy" 40,16,64 6 1
+Q16="--q $tmp/q16.npy --k $tmp/k16.npy --v $tmp/v16.npy"
+run h16_nhd $Q16 --kv-format nvfp4 --page-size 16 --layout nhd --out "$tmp/o16_nhd.npy"
+run h16_hnd $Q16 --kv-format nvfp4 --page-size 16 --layout hnd --out "$tmp/o16_hnd.npy"
+run h16_p1 $Q16 --kv-format nvfp4 --page-size 1 --layout hnd --out "$tmp/o16_p1.npy"
+same "num_heads = page_size, NHD vs HND" "$tmp/o16_nhd.npy" "$tmp/o16_hnd.npy"
+same "num_heads = page_size, page 16 vs 1" "$tmp/o16_nhd.npy" "$tmp/o16_p1.npy"
+# GQA ratio 6 and unequal QK / VO dims (FlashInfer #4976: 192 / 128)
+gen "$tmp/q12.npy" 3,12,192 7 1
+gen "$tmp/k12.npy" 70,2,192 8 1
+gen "$tmp/v12.npy" 70,2,128 9 1
+run gqa6 --q "$tmp/q12.npy" --k "$tmp/k12.npy" --v "$tmp/v12.npy" --kv-format nvfp4 --out "$tmp/o12.npy" --mpfr-all
+head -c 128 "$tmp/o12.npy" | grep -q "'shape': (3, 12, 128)" && ok || bad "GQA 6, 192/128 output shape"
+
+# ---- adversarial: scales (b12x #86, sglang #20705, vLLM #54705) ------------------------
+# a low-magnitude layer: a global scale left at 1.0 where a calibrated one was expected
+gen "$tmp/ks.npy" 100,2,64 2 0.004
+gen "$tmp/vs.npy" 100,2,64 3 0.004
+QS="--q $tmp/q.npy --k $tmp/ks.npy --v $tmp/vs.npy"
+run small_cal $QS --kv-format nvfp4 --out "$tmp/o_sc.npy"
+run small_one $QS --kv-format nvfp4 --k-scale 1 --v-scale 1 --out "$tmp/o_s1.npy"
+gt "$(count "$tmp/small_one.txt" '# quantizer' subnormal-scales)" 0 && ok || bad "nvfp4 at g=1: no subnormal block scales on a 0.004-magnitude K"
+[ "$(count "$tmp/small_cal.txt" '# quantizer' subnormal-scales)" = 0 ] && ok || bad "calibrated nvfp4 has subnormal block scales"
+gt "$(field "$tmp/small_one.txt" 2)" "$(awk -v x="$(field "$tmp/small_cal.txt" 2)" 'BEGIN { print 1.5 * x }')" && ok ||
+  bad "nvfp4 g=1 rel_L2 $(field "$tmp/small_one.txt" 2) not clearly worse than calibrated $(field "$tmp/small_cal.txt" 2)"
+run small_fp8_cal $QS --kv-format fp8_e4m3 --out "$tmp/o_f8c.npy"
+run small_fp8_one $QS --kv-format fp8_e4m3 --k-scale 1 --v-scale 1 --out "$tmp/o_f81.npy"
+gt "$(field "$tmp/small_fp8_one.txt" 2)" "$(awk -v x="$(field "$tmp/small_fp8_cal.txt" 2)" 'BEGIN { print 2 * x }')" && ok ||
+  bad "fp8 g=1 on small K/V not clearly worse than calibrated"
+# V outliers above 448 at scale 1.0: the FP8 write saturates (finite, counted) ...
+gen "$tmp/vo.npy" 100,2,64 3 1 600:97
+QO="--q $tmp/q.npy --k $tmp/k.npy --v $tmp/vo.npy"
+run vout_fp8 $QO --kv-format fp8_e4m3 --k-scale 1 --v-scale 1 --out "$tmp/o_vo8.npy"
+vside() { # FILE PREFIX: the number two fields after "V" on the line starting with PREFIX
+  awk -v p="$2" 'index($0, p) == 1 { for (i = 1; i < NF; i++) if ($i == "V") { v = $(i + 2); gsub(/[;,]/, "", v); print v; exit } }' "$1"
+}
+gt "$(vside "$tmp/vout_fp8.txt" '# quantizer')" 0 && ok ||
+  bad "fp8 at scale 1.0: V above 448 not counted as saturated"
+[ "$(count "$tmp/vout_fp8.txt" '# output' nan)" = 0 ] && ok || bad "fp8 saturating write produced NaN"
+# ... while the extend path's FP8 workspace (torch's non-saturating cast) turns them into NaN
+run vout_ext $QO --kv-format nvfp4 --v-scale 1 --path extend --out "$tmp/o_voe.npy"
+gt "$(vside "$tmp/vout_ext.txt" '# effective values')" 0 && ok ||
+  bad "extend: |V| >= 480 did not become NaN in the FP8 workspace"
+gt "$(count "$tmp/vout_ext.txt" '# output' nan)" 0 && ok || bad "extend: the NaN profile did not reach the output"
+run vout_exact $QO --kv-format nvfp4 --v-scale 1 --out "$tmp/o_vox.npy"
+[ "$(count "$tmp/vout_exact.txt" '# output' nan)" = 0 ] && ok || bad "exact nvfp4 path with V = 600 produced NaN"
+
+# ---- bad input ---------------------------------------------------------------------------
+expect_error() { # name pattern command...: exit 2, one "lowp: " line matching pattern, no output
+  name=$1 pat=$2; shift 2
+  rm -f "$tmp"/e.npy*
+  "$@" > "$tmp/stdout" 2> "$tmp/err" < /dev/null
+  rc=$?
+  if [ "$rc" -ne 2 ]; then bad "$name: exit $rc, expected 2 ($(head -c 200 "$tmp/err"))"; return; fi
+  if [ "$(wc -l < "$tmp/err")" -ne 1 ] || ! grep -q '^lowp: ' "$tmp/err"; then bad "$name: stderr not one 'lowp:' line: $(cat "$tmp/err")"; return; fi
+  if ! grep -q -e "$pat" "$tmp/err"; then bad "$name: message does not name '$pat': $(cat "$tmp/err")"; return; fi
+  if ls "$tmp" | grep -q '^e.npy'; then bad "$name: output file left behind"; return; fi
+  ok
+}
+E="--out $tmp/e.npy"
+gen "$tmp/v90.npy" 90,2,64 3 1
+gen "$tmp/v3h.npy" 100,3,64 3 1
+gen "$tmp/q48.npy" 2,8,48 1 1
+gen "$tmp/q6.npy" 2,6,64 1 1
+gen "$tmp/k4.npy" 100,4,64 2 1
+gen "$tmp/v4.npy" 100,4,64 3 1
+gen "$tmp/qlong.npy" 101,2,64 1 1
+gen "$tmp/k24.npy" 100,2,24 2 1
+gen "$tmp/q24.npy" 2,8,24 1 1
+gen "$tmp/k2d.npy" 100,128 2 1
+gen "$tmp/knan.npy" 100,2,64 2 1
+# poison one element of K with a NaN (bytes 0x7fc00000 at element 5)
+perl -e 'open(F, "+<", $ARGV[0]) or die; binmode F; seek(F, 128 + 20, 0); print F pack("V", 0x7fc00000); close F' "$tmp/knan.npy"
+A="$lowp attn"
+expect_error "V tokens != K tokens"   "--v"          $A --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v90.npy" --kv-format nvfp4 $E
+expect_error "V heads != K heads"     "--v"          $A --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v3h.npy" --kv-format nvfp4 $E
+expect_error "Q dim != K dim"         "--q"          $A --q "$tmp/q48.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
+expect_error "heads not divisible"    "--q"          $A --q "$tmp/q6.npy" --k "$tmp/k4.npy" --v "$tmp/v4.npy" --kv-format nvfp4 $E
+expect_error "q_len > ctx"            "--q"          $A --q "$tmp/qlong.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
+expect_error "q-offset past ctx"      "--q-offset"   $A $Q --kv-format nvfp4 --q-offset 99 $E
+expect_error "rank-2 K"               "--k"          $A --q "$tmp/q.npy" --k "$tmp/k2d.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
+expect_error "NaN in K"               "--k"          $A --q "$tmp/q.npy" --k "$tmp/knan.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
+expect_error "dim not a block multiple" "--kv-format" $A --q "$tmp/q24.npy" --k "$tmp/k24.npy" --v "$tmp/k24.npy" --kv-format nvfp4 $E
+ints "$tmp/pt_short.npy" '<i4' 0 1 2
+ints "$tmp/pt_oor.npy" '<i4' 0 1 2 3 4 5 9
+ints "$tmp/pt_neg.npy" '<i4' 0 1 2 -1 4 5 6
+ints "$tmp/pt_dup.npy" '<i4' 0 1 2 3 4 5 5
+ints "$tmp/pt_f.npy" '<f4' 0 1 2 3 4 5 6
+expect_error "page table too short"   "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_short.npy" $E
+expect_error "page index out of range" "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_oor.npy" --num-pages 8 $E
+expect_error "negative page index"    "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_neg.npy" $E
+expect_error "repeated page"          "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_dup.npy" $E
+expect_error "float page table"       "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_f.npy" $E
+expect_error "unknown format"         "--kv-format"  $A $Q --kv-format fp6 $E
+expect_error "unknown recipe"         "--recipe"     $A $Q --kv-format nvfp4 --recipe fast $E
+expect_error "recipe not for format"  "--recipe"     $A $Q --kv-format nvfp4 --recipe ocp $E
+expect_error "unknown path"           "--path"       $A $Q --kv-format nvfp4 --path verify $E
+expect_error "unknown layout"         "--layout"     $A $Q --kv-format nvfp4 --layout nchw $E
+expect_error "unknown scale order"    "--v-sf-order" $A $Q --kv-format nvfp4 --v-sf-order swizzle $E
+expect_error "interleave on fp8"      "interleave"   $A $Q --kv-format fp8_e4m3 --v-sf-order interleave4 $E
+expect_error "interleave page 6"      "page"         $A $Q --kv-format nvfp4 --v-sf-order interleave4 --page-size 6 $E
+expect_error "global scale on mxfp4"  "--k-scale"    $A $Q --kv-format mxfp4 --k-scale 2 $E
+expect_error "zero scale"             "--v-scale"    $A $Q --kv-format nvfp4 --v-scale 0 $E
+expect_error "extend on fp8"          "--path"       $A $Q --kv-format fp8_e4m3 --path extend $E
+expect_error "fp8kv on nvfp4"         "--path"       $A $Q --kv-format nvfp4 --path fp8kv $E
+expect_error "chunk-start off extend" "--chunk-start" $A $Q --kv-format nvfp4 --chunk-start 3 $E
+expect_error "missing --out"          "--out"        $A $Q --kv-format nvfp4
+expect_error "missing --kv-format"    "--kv-format"  $A $Q $E
+expect_error "unknown option"         "--fast"       $A $Q --kv-format nvfp4 --fast $E
+expect_error "missing value"          "--page-size"  $A $Q --kv-format nvfp4 $E --page-size
+expect_error "page size 0"            "--page-size"  $A $Q --kv-format nvfp4 --page-size 0 $E
+expect_error "missing input"          "--q"          $A --q "$tmp/none.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
+expect_error "unwritable --baseline"  "--baseline"   $A $Q --kv-format nvfp4 $E --baseline "$tmp/no/such/dir/b.npy"
+expect_error "unwritable --out"       "--out"        $A $Q --kv-format nvfp4 --out "$tmp/no/such/dir/e.npy"
+
+# ---- lowp attn-sweep (quick) -------------------------------------------------------------
+sweep=attn-sweep
+if "$lowp" $sweep --quick --workloads gaussian,small --csv "$tmp/s.csv" --md "$tmp/s.md" > "$tmp/s.txt" 2> "$tmp/s.err"; then
+  ok
+  # header + 2 contexts x 2 workloads x 8 configs x (8 heads + all)
+  [ "$(wc -l < "$tmp/s.csv")" -eq $((1 + 2 * 2 * 8 * 9)) ] && ok || bad "sweep CSV has $(wc -l < "$tmp/s.csv") lines"
+  grep -q '^Generated by `lowp attn-sweep --quick' "$tmp/s.md" && ok || bad "sweep Markdown lacks the command line"
+  # the oracle ran at these contexts, and the bound held everywhere it was compared
+  awk -F, 'NR > 1 && $12 == "all" && ($33 == 0 || $38 != 1) { bad = 1 } END { exit bad }' "$tmp/s.csv" && ok ||
+    bad "sweep: an oracle comparison is missing or the bound failed"
+  # the unquantized config costs nothing; nvfp4 g=1 on the small workload costs more than calibrated
+  awk -F, 'NR > 1 && $8 == "f32" && $15 != 0 { bad = 1 } END { exit bad }' "$tmp/s.csv" && ok || bad "sweep: f32 row with nonzero error"
+  a=$(awk -F, '$1 == "small" && $2 == 1024 && $8 == "nvfp4 g=1" && $12 == "all" { print $15 }' "$tmp/s.csv")
+  b=$(awk -F, '$1 == "small" && $2 == 1024 && $8 == "nvfp4 g=amax/2688" && $12 == "all" { print $15 }' "$tmp/s.csv")
+  gt "$a" "$b" && ok || bad "sweep: small workload nvfp4 g=1 ($a) not worse than calibrated ($b)"
+else
+  bad "attn-sweep --quick: exit $? ($(head -c 300 "$tmp/s.err"))"
+fi
+# thread-count independence: workloads, quantizers, statistics (the seconds column aside)
+for t in 1 2; do
+  OMP_NUM_THREADS=$t "$lowp" $sweep --quick --workloads rope,needle --oracle-ctx 0 --csv "$tmp/t$t.csv" --md "$tmp/t$t.md" > /dev/null 2>&1 || bad "sweep with $t threads"
+  awk -F, '{ NF = NF - 1; print }' OFS=, "$tmp/t$t.csv" > "$tmp/t$t.cut"
+done
+same "sweep CSV, 1 vs 2 threads" "$tmp/t1.cut" "$tmp/t2.cut"
+OMP_NUM_THREADS=1 "$lowp" attn $QM --kv-format nvfp4 --out "$tmp/o_t1.npy" > /dev/null 2>&1 || bad "attn with 1 thread"
+OMP_NUM_THREADS=2 "$lowp" attn $QM --kv-format nvfp4 --out "$tmp/o_t2.npy" > /dev/null 2>&1 || bad "attn with 2 threads"
+same "attn output, 1 vs 2 threads" "$tmp/o_t1.npy" "$tmp/o_t2.npy"
+rm -f "$tmp"/e.npy*
+expect_error "sweep unknown workload" "--workloads" "$lowp" $sweep --quick --workloads haystack --csv "$tmp/e.npy" --md "$tmp/e.md"
+expect_error "sweep bad size"         "--size"      "$lowp" $sweep --size 1024:4:6:4 --csv "$tmp/e.npy" --md "$tmp/e.md"
+expect_error "sweep unwritable md"    "--md"        "$lowp" $sweep --quick --csv "$tmp/e.npy" --md "$tmp/no/dir/e.md"
+
+echo "test_attn_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,694 @@
+/* tools/cmd_attn.c: `lowp attn`: attention over a quantized KV cache, one case.
+ *
+ *   lowp attn --q Q.npy --k K.npy --v V.npy --kv-format F [--recipe R] [--sm-scale S]
+ *             [--q-offset P] [--path exact|decode|extend|prefill|fp8kv] --out O.npy
+ *             [--baseline B.npy] [cache and scale options]
+ *
+ * Q is float [q_len, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx,
+ * num_kv_heads, vo_dim] (F32, F16, BF16; F64 rounded to binary32; lowp_tensor_load_float).
+ * K and V are quantized to F under recipe R (default: the cache's, lowp_kv_config_default)
+ * with blocks along the head dim and a global scale from the whole K or V tensor
+ * (lowp_sweep_global_scale, calibrated; --k-scale / --v-scale override it). Query token i
+ * sits at position P + i (P defaults to ctx - q_len) and sees positions 0..P+i.
+ *
+ * The tokens are written one by one into a paged cache (lowp/kvcache.h: --page-size,
+ * --page-table, --num-pages, --layout, --k-sf-order, --v-sf-order). The cache starts
+ * poisoned (every byte 0xFF, NaN in every scale format), so a slot read that was never
+ * written shows up as NaN in the output. The exact path reads the cache through the page
+ * table (lowp_kvcache_gather); every path is also computed by lowp_kv_path_run, and the
+ * exact values read from the cache must equal the path's exact values bit for bit.
+ *
+ * O is the exact attention over the path's effective values, correctly rounded to
+ * binary32: the binary64 reference (lowp_attn_ref_f64) decides an output when its bound
+ * (lowp_attn_ref_bounds) puts the exact value inside one binary32 rounding interval, and the
+ * MPFR oracle (lowp_attn_oracle_mpfr) computes the rows where it does not (--mpfr-all: every
+ * row). --baseline writes the same for the unquantized K/V (and Q as given). Error
+ * statistics of the path's attention against the unquantized one (both exact math,
+ * binary64) go to stdout, per query head and overall (lowp/attn_sweep.h defines them). */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "lowp/attn.h"
+#include "lowp/attn_sweep.h"
+#include "lowp/block.h"
+#include "lowp/calib.h"
+#include "lowp/kvcache.h"
+#include "lowp/tensor.h"
+
+LOWP_COMMAND_DEFINE(attn, "attention over a quantized paged KV cache: correctly rounded output, error stats");
+
+static void attn_usage(FILE *f)
+{
+    fputs("usage: lowp attn --q Q.npy --k K.npy --v V.npy --kv-format F --out O.npy [options]\n"
+          "  Q [q_len, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx, num_kv_heads, vo_dim]\n"
+          "  (.npy or .safetensors; F32, F16, BF16, F64 rounded to binary32; finite values only)\n"
+          "  --kv-format F     bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4 mxfp8\n"
+          "  --recipe R        the quantizer (default: sglang-kv for nvfp4, else the format's default)\n"
+          "  --k-scale G, --v-scale G  decode-side global scales (default: from the tensor amax,\n"
+          "                    lowp_sweep_global_scale; only 1 for formats without a global scale)\n"
+          "  --sm-scale S      softmax scale (default 1/sqrt(qk_dim))\n"
+          "  --q-offset P      position of query token 0 (default ctx - q_len)\n"
+          "  --path P          exact (default) decode extend prefill fp8kv (lowp/kvcache.h)\n"
+          "  --chunk-start C   extend: first token of the current chunk (default: the q-offset)\n"
+          "  --q-type T        default f32 bf16 fp8: Q as the kernel sees it (default: the path's)\n"
+          "  --page-size N     cache page size in tokens (default 16)\n"
+          "  --page-table FILE .npy of integers: the physical page of each logical page, exactly\n"
+          "                    ceil(ctx / page-size) entries, distinct (default 0, 1, 2, ...)\n"
+          "  --num-pages N     pages in the pool (default: the largest page index + 1); unused\n"
+          "                    pages and slots stay poisoned (NaN)\n"
+          "  --layout L        nhd (default) hnd;  --k-sf-order / --v-sf-order linear interleave4\n"
+          "  --out O.npy       the attention output, float32 [q_len, num_q_heads, vo_dim]\n"
+          "  --baseline B.npy  the same over the unquantized K/V\n"
+          "  --mpfr-all        compute every output row with the MPFR oracle (slow; a check of the\n"
+          "                    reference-plus-bound fast path)\n"
+          "  stdout: the case, what the quantizer did, and per-head / overall rel_L2, max_abs,\n"
+          "  cosine and softmax total-variation distance against the unquantized attention\n",
+          f);
+}
+
+static const char *need_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc)
+        lowp_cli_fail("option %s needs a value", argv[*i]);
+    return argv[++*i];
+}
+
+static size_t parse_count(const char *opt, const char *s, int allow_zero)
+{
+    char *end;
+    errno = 0;
+    if (*s == '-' || *s == '+' || *s == '\0')
+        lowp_cli_fail("%s: '%.40s' is not a %s integer", opt, s, allow_zero ? "non-negative" : "positive");
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0' || errno != 0 || (!allow_zero && v == 0) || v > ((unsigned long long)1 << 40))
+        lowp_cli_fail("%s: '%.40s' is not a %s integer up to 2^40", opt, s, allow_zero ? "non-negative" : "positive");
+    return (size_t)v;
+}
+
+static double parse_positive(const char *opt, const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !(v > 0) || !isfinite(v))
+        lowp_cli_fail("%s: '%.40s' is not a positive finite number", opt, s);
+    return v;
+}
+
+/* A float tensor of rank 3 with finite values, as a malloc'ed copy. */
+static float *load3(const char *opt, const char *path, size_t dims[3], const char *expect)
+{
+    lowp_tensor t;
+    char why[256];
+    if (lowp_tensor_load_float(path, NULL, &t, NULL, NULL, why, sizeof why))
+        lowp_cli_fail("%s %s: %s", opt, path, why);
+    if (t.ndim != 3) {
+        char sh[128] = "";
+        size_t used = 0;
+        for (int k = 0; k < t.ndim && used + 24 < sizeof sh; k++)
+            used += (size_t)snprintf(sh + used, sizeof sh - used, "%s%zu", k ? ", " : "", t.shape[k]);
+        lowp_cli_fail("%s %s: shape [%s] is not %s", opt, path, sh, expect);
+    }
+    for (int k = 0; k < 3; k++) {
+        dims[k] = t.shape[k];
+        if (dims[k] == 0)
+            lowp_cli_fail("%s %s: shape [%zu, %zu, %zu] has a zero dimension (expected %s)", opt, path,
+                          t.shape[0], t.shape[1], t.shape[2], expect);
+    }
+    const float *x = (const float *)(const void *)t.data;
+    for (size_t i = 0; i < t.count; i++)
+        if (!isfinite(x[i])) {
+            size_t d = i % dims[2], h = (i / dims[2]) % dims[1], r = i / dims[2] / dims[1];
+            lowp_cli_fail("%s %s: element [%zu, %zu, %zu] is %s (inputs must be finite)", opt, path, r, h, d,
+                          isnan(x[i]) ? "NaN" : "infinite");
+        }
+    float *out = malloc(t.count * sizeof *out);
+    if (out == NULL)
+        lowp_cli_fail("out of memory for %s", opt);
+    memcpy(out, x, t.count * sizeof *out);
+    lowp_tensor_free(&t);
+    return out;
+}
+
+/* An integer vector (any integer dtype), each entry checked into int32. */
+static int32_t *load_page_table(const char *path, size_t *n)
+{
+    lowp_tensor_file tf;
+    lowp_tensor_file_init(&tf);
+    char why[256];
+    if (lowp_tensor_file_kind_of(path) != LOWP_FILE_NPY)
+        lowp_cli_fail("--page-table %s: expected a .npy file of integers", path);
+    if (lowp_tensor_file_read(path, &tf, why, sizeof why))
+        lowp_cli_fail("--page-table %s: %s", path, why);
+    const lowp_tensor *t = &tf.tensors[0];
+    if (t->ndim != 1)
+        lowp_cli_fail("--page-table %s: expected a vector of page indices, got %d dimensions", path, t->ndim);
+    int is_signed;
+    switch (t->dtype) {
+    case LOWP_DT_I8: case LOWP_DT_I16: case LOWP_DT_I32: case LOWP_DT_I64: is_signed = 1; break;
+    case LOWP_DT_U8: case LOWP_DT_U16: case LOWP_DT_U32: case LOWP_DT_U64: is_signed = 0; break;
+    default:
+        lowp_cli_fail("--page-table %s: dtype %s is not an integer type", path, lowp_dtype_name(t->dtype));
+    }
+    size_t es = lowp_dtype_size(t->dtype);
+    int32_t *out = malloc((t->count ? t->count : 1) * sizeof *out);
+    if (out == NULL)
+        lowp_cli_fail("out of memory for --page-table");
+    for (size_t i = 0; i < t->count; i++) {
+        const unsigned char *p = t->data + i * es;
+        uint64_t u = 0;
+        for (size_t b = 0; b < es; b++)
+            u |= (uint64_t)p[b] << (8 * b);
+        int64_t v;
+        if (is_signed) {
+            if (es < 8 && (u >> (8 * es - 1)) & 1u) /* sign-extend */
+                u |= ~(uint64_t)0 << (8 * es);
+            memcpy(&v, &u, sizeof v);
+        } else {
+            if (u > (uint64_t)INT64_MAX)
+                lowp_cli_fail("--page-table %s: entry %zu (%llu) is out of range", path, i, (unsigned long long)u);
+            v = (int64_t)u;
+        }
+        if (v < 0)
+            lowp_cli_fail("--page-table %s: entry %zu is page %lld, a negative page index", path, i, (long long)v);
+        if (v > INT32_MAX)
+            lowp_cli_fail("--page-table %s: entry %zu is page %lld, beyond int32 page indices", path, i,
+                          (long long)v);
+        out[i] = (int32_t)v;
+    }
+    *n = t->count;
+    lowp_tensor_file_free(&tf);
+    return out;
+}
+
+/* The directory of path is writable (checked before any work, so that a second output
+ * that cannot be written never leaves the first one behind). */
+static void check_writable(const char *opt, const char *path)
+{
+    char dir[4096];
+    if (strlen(path) >= sizeof dir)
+        lowp_cli_fail("%s: the path is too long", opt);
+    strcpy(dir, path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (access(dir, W_OK | X_OK) != 0)
+        lowp_cli_fail("%s: cannot write '%s': %s", opt, path, strerror(errno));
+}
+
+static void write_npy(const char *path, const float *x, size_t d0, size_t d1, size_t d2)
+{
+    lowp_tensor t;
+    size_t shape[3] = {d0, d1, d2};
+    char why[256];
+    if (lowp_tensor_alloc(&t, "", LOWP_DT_F32, 3, shape, why, sizeof why))
+        lowp_cli_fail("%s", why);
+    memcpy(t.data, x, t.nbytes);
+    FILE *o = lowp_out_open(path, 1);
+    if (lowp_npy_emit(o, &t, why, sizeof why))
+        lowp_cli_fail("cannot write '%s': %s", path, why);
+    lowp_out_commit(o);
+    lowp_tensor_free(&t);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* correctly rounded output                                                            */
+
+/* 1 if every real number within b of x rounds (RN) to the same binary32, which is then
+ * *out. The interval is widened by two binary64 ulps so that computing x - b and x + b in
+ * binary64 cannot shrink it. */
+static int rounding_decided(double x, double b, float *out)
+{
+    if (!isfinite(x) || !(b >= 0) || !isfinite(b))
+        return 0;
+    double lo = nextafter(nextafter(x - b, -INFINITY), -INFINITY);
+    double hi = nextafter(nextafter(x + b, INFINITY), INFINITY);
+    float flo = (float)lo, fhi = (float)hi;
+    if (flo != fhi || signbit(flo) != signbit(fhi))
+        return 0;
+    *out = flo;
+    return 1;
+}
+
+/* The oracle on the query group of KV head g at query token i: a sub-problem with that
+ * token, the group's G query heads (contiguous), its KV head and the visible positions
+ * only. The oracle runs the G rows in parallel (OpenMP). out32 gets [G][vo_dim]. */
+static void oracle_group(const lowp_attn_shape *s, const double *q, const double *k, const double *v, size_t i,
+                         size_t g, float *out32)
+{
+    size_t G = s->num_q_heads / s->num_kv_heads, vis = s->q_offset + i + 1;
+    size_t D = s->qk_dim, Dv = s->vo_dim;
+    double *ks = malloc(vis * D * sizeof *ks), *vs = malloc(vis * Dv * sizeof *vs);
+    if (ks == NULL || vs == NULL)
+        lowp_cli_fail("out of memory for an oracle group");
+    for (size_t t = 0; t < vis; t++) {
+        memcpy(ks + t * D, k + (t * s->num_kv_heads + g) * D, D * sizeof *ks);
+        memcpy(vs + t * Dv, v + (t * s->num_kv_heads + g) * Dv, Dv * sizeof *vs);
+    }
+    lowp_attn_shape sub = *s;
+    sub.q_len = 1;
+    sub.num_q_heads = G;
+    sub.num_kv_heads = 1;
+    sub.ctx = vis;
+    sub.q_offset = vis - 1;
+    char why[256];
+    if (lowp_attn_oracle_mpfr(&sub, q + (i * s->num_q_heads + g * G) * D, ks, vs, 0, out32, NULL, why, sizeof why))
+        lowp_cli_fail("the MPFR oracle failed on query token %zu, KV head %zu: %s", i, g, why);
+    free(ks);
+    free(vs);
+}
+
+/* out32 = RN_binary32(exact attention) from the binary64 reference ref and its bound, the
+ * oracle where the bound leaves the rounding open (a non-finite reference output, whose
+ * bound is +Inf, always goes to the oracle): every query group with an open output is
+ * recomputed whole. Returns the number of rows the oracle computed. */
+static size_t round_outputs(const lowp_attn_shape *s, const double *q, const double *k, const double *v,
+                            const double *ref, int all_mpfr, float *out32)
+{
+    size_t rows = s->q_len * s->num_q_heads, Dv = s->vo_dim, G = s->num_q_heads / s->num_kv_heads;
+    char why[256];
+    if (all_mpfr) {
+        if (lowp_attn_oracle_mpfr(s, q, k, v, 0, out32, NULL, why, sizeof why))
+            lowp_cli_fail("the MPFR oracle failed: %s", why);
+        return rows;
+    }
+    double *bound = malloc(rows * Dv * sizeof *bound);
+    if (bound == NULL)
+        lowp_cli_fail("out of memory for the bounds");
+    if (lowp_attn_ref_bounds(s, q, k, v, bound, why, sizeof why))
+        lowp_cli_fail("attention bound: %s", why);
+    size_t groups = s->q_len * s->num_kv_heads, n_oracle = 0, done = 0;
+    unsigned char *open = calloc(groups, 1);
+    if (open == NULL)
+        lowp_cli_fail("out of memory for the bounds");
+    size_t n_open = 0;
+    for (size_t r = 0; r < rows; r++) {
+        size_t grp = (r / s->num_q_heads) * s->num_kv_heads + (r % s->num_q_heads) / G;
+        for (size_t d = 0; d < Dv && !open[grp]; d++)
+            if (!rounding_decided(ref[r * Dv + d], bound[r * Dv + d], &out32[r * Dv + d])) {
+                open[grp] = 1;
+                n_open++;
+            }
+    }
+    int progress = lowp_progress_wanted();
+    for (size_t grp = 0; grp < groups; grp++) {
+        if (!open[grp])
+            continue;
+        size_t i = grp / s->num_kv_heads, g = grp % s->num_kv_heads;
+        if (progress)
+            fprintf(stderr, "\rlowp attn: MPFR oracle on query group %zu/%zu", ++done, n_open);
+        oracle_group(s, q, k, v, i, g, out32 + (i * s->num_q_heads + g * G) * Dv);
+        n_oracle += G;
+    }
+    if (progress && n_open > 0)
+        fputc('\n', stderr);
+    free(open);
+    free(bound);
+    return n_oracle;
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *q, *k, *v, *out, *baseline, *page_table;
+    const char *format, *recipe, *path, *layout, *k_sf, *v_sf, *q_type;
+    double sm_scale, k_scale, v_scale;
+    int sm_scale_set, k_scale_set, v_scale_set, q_offset_set, chunk_set, num_pages_set, mpfr_all;
+    size_t q_offset, chunk_start, page_size, num_pages;
+} attn_args;
+
+static void parse_args(int argc, char **argv, attn_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->path = "exact";
+    a->layout = "nhd";
+    a->k_sf = a->v_sf = "linear";
+    a->q_type = "default";
+    a->page_size = 16;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "--q") == 0)
+            a->q = need_value(argc, argv, &i);
+        else if (strcmp(s, "--k") == 0)
+            a->k = need_value(argc, argv, &i);
+        else if (strcmp(s, "--v") == 0)
+            a->v = need_value(argc, argv, &i);
+        else if (strcmp(s, "--out") == 0)
+            a->out = need_value(argc, argv, &i);
+        else if (strcmp(s, "--baseline") == 0)
+            a->baseline = need_value(argc, argv, &i);
+        else if (strcmp(s, "--kv-format") == 0)
+            a->format = need_value(argc, argv, &i);
+        else if (strcmp(s, "--recipe") == 0)
+            a->recipe = need_value(argc, argv, &i);
+        else if (strcmp(s, "--path") == 0)
+            a->path = need_value(argc, argv, &i);
+        else if (strcmp(s, "--layout") == 0)
+            a->layout = need_value(argc, argv, &i);
+        else if (strcmp(s, "--k-sf-order") == 0)
+            a->k_sf = need_value(argc, argv, &i);
+        else if (strcmp(s, "--v-sf-order") == 0)
+            a->v_sf = need_value(argc, argv, &i);
+        else if (strcmp(s, "--q-type") == 0)
+            a->q_type = need_value(argc, argv, &i);
+        else if (strcmp(s, "--page-table") == 0)
+            a->page_table = need_value(argc, argv, &i);
+        else if (strcmp(s, "--sm-scale") == 0) {
+            a->sm_scale = parse_positive(s, need_value(argc, argv, &i));
+            a->sm_scale_set = 1;
+        } else if (strcmp(s, "--k-scale") == 0) {
+            a->k_scale = parse_positive(s, need_value(argc, argv, &i));
+            a->k_scale_set = 1;
+        } else if (strcmp(s, "--v-scale") == 0) {
+            a->v_scale = parse_positive(s, need_value(argc, argv, &i));
+            a->v_scale_set = 1;
+        } else if (strcmp(s, "--q-offset") == 0) {
+            a->q_offset = parse_count(s, need_value(argc, argv, &i), 1);
+            a->q_offset_set = 1;
+        } else if (strcmp(s, "--chunk-start") == 0) {
+            a->chunk_start = parse_count(s, need_value(argc, argv, &i), 1);
+            a->chunk_set = 1;
+        } else if (strcmp(s, "--page-size") == 0)
+            a->page_size = parse_count(s, need_value(argc, argv, &i), 0);
+        else if (strcmp(s, "--num-pages") == 0) {
+            a->num_pages = parse_count(s, need_value(argc, argv, &i), 0);
+            a->num_pages_set = 1;
+        } else if (strcmp(s, "--mpfr-all") == 0)
+            a->mpfr_all = 1;
+        else if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            attn_usage(stdout);
+            exit(LOWP_EXIT_OK);
+        } else
+            lowp_cli_fail("attn: unknown argument '%s' (see lowp attn --help)", s);
+    }
+    if (a->q == NULL || a->k == NULL || a->v == NULL)
+        lowp_cli_fail("attn: --q, --k and --v are required (see lowp attn --help)");
+    if (a->format == NULL)
+        lowp_cli_fail("attn: --kv-format is required (bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4 mxfp8)");
+    if (a->out == NULL)
+        lowp_cli_fail("attn: --out is required");
+    if (a->baseline != NULL && strcmp(a->baseline, a->out) == 0)
+        lowp_cli_fail("--baseline and --out name the same file '%s'", a->out);
+    if (strcmp(a->out, "-") == 0 || (a->baseline != NULL && strcmp(a->baseline, "-") == 0))
+        lowp_cli_fail("attn: --out and --baseline are .npy files, not standard output (the statistics go there)");
+}
+
+static const char *const format_list = "bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4 mxfp8";
+
+int lowp_cmd_attn(int argc, char **argv)
+{
+    attn_args a;
+    parse_args(argc, argv, &a);
+    char why[512];
+
+    /* names first: a typo fails before any file is read */
+    lowp_block_format f;
+    if (lowp_block_format_parse(a.format, &f))
+        lowp_cli_fail("--kv-format: unknown format '%s' (%s)", a.format, format_list);
+    lowp_recipe recipe = lowp_kv_config_default(f, 1, 1, 1, 1, 1).recipe;
+    if (a.recipe != NULL) {
+        if (lowp_recipe_parse(a.recipe, &recipe))
+            lowp_cli_fail("--recipe: unknown recipe '%s' (trtllm exact modelopt ocp rceil sglang-kv)", a.recipe);
+        if (lowp_recipe_check(f, recipe, why, sizeof why))
+            lowp_cli_fail("--recipe %s --kv-format %s: %s", a.recipe, a.format, why);
+    }
+    lowp_kv_path path;
+    if (lowp_kv_path_parse(a.path, &path))
+        lowp_cli_fail("--path: unknown data path '%s' (exact decode extend prefill fp8kv)", a.path);
+    lowp_kv_layout layout;
+    if (lowp_kv_layout_parse(a.layout, &layout))
+        lowp_cli_fail("--layout: unknown layout '%s' (nhd hnd)", a.layout);
+    lowp_kv_sf_order k_sf, v_sf;
+    if (lowp_kv_sf_order_parse(a.k_sf, &k_sf))
+        lowp_cli_fail("--k-sf-order: unknown scale order '%s' (linear interleave4)", a.k_sf);
+    if (lowp_kv_sf_order_parse(a.v_sf, &v_sf))
+        lowp_cli_fail("--v-sf-order: unknown scale order '%s' (linear interleave4)", a.v_sf);
+    lowp_kv_qtype q_type;
+    static const char *const qt_names[] = {"default", "f32", "bf16", "fp8"};
+    int qt = -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(a.q_type, qt_names[i]) == 0)
+            qt = i;
+    if (qt < 0)
+        lowp_cli_fail("--q-type: unknown Q type '%s' (default f32 bf16 fp8)", a.q_type);
+    q_type = (lowp_kv_qtype)qt;
+    if ((a.k_scale_set && a.k_scale != 1.0) || (a.v_scale_set && a.v_scale != 1.0))
+        if (!lowp_block_has_global_scale(f))
+            lowp_cli_fail("--%s-scale: %s has no global scale (only 1 is accepted)",
+                          a.k_scale_set && a.k_scale != 1.0 ? "k" : "v", a.format);
+    if (a.k_scale_set && !((float)a.k_scale > 0 && isfinite((float)a.k_scale)))
+        lowp_cli_fail("--k-scale: %g is not a positive finite binary32 value", a.k_scale);
+    if (a.v_scale_set && !((float)a.v_scale > 0 && isfinite((float)a.v_scale)))
+        lowp_cli_fail("--v-scale: %g is not a positive finite binary32 value", a.v_scale);
+    /* the paths' format requirements (lowp/kvcache.h), before anything is allocated */
+    if (path == LOWP_KV_PATH_EXTEND && f != LOWP_NVFP4)
+        lowp_cli_fail("--path extend dequantizes an NVFP4 prefix into the FP8 workspace; --kv-format is %s",
+                      a.format);
+    if (path == LOWP_KV_PATH_FP8KV && f != LOWP_FP8_E4M3 && f != LOWP_FP8_E5M2)
+        lowp_cli_fail("--path fp8kv reads an FP8 cache; --kv-format is %s", a.format);
+    if (a.chunk_set && path != LOWP_KV_PATH_EXTEND)
+        lowp_cli_fail("--chunk-start applies to --path extend only (the path is %s)", a.path);
+    check_writable("--out", a.out);
+    if (a.baseline != NULL)
+        check_writable("--baseline", a.baseline);
+
+    /* inputs and their shapes */
+    size_t qd[3], kd[3], vd[3];
+    float *q = load3("--q", a.q, qd, "[q_len, num_q_heads, qk_dim]");
+    float *k = load3("--k", a.k, kd, "[ctx, num_kv_heads, qk_dim]");
+    float *v = load3("--v", a.v, vd, "[ctx, num_kv_heads, vo_dim]");
+    if (vd[0] != kd[0])
+        lowp_cli_fail("--v has %zu tokens but --k has %zu (K and V hold the same context)", vd[0], kd[0]);
+    if (vd[1] != kd[1])
+        lowp_cli_fail("--v has %zu KV heads but --k has %zu", vd[1], kd[1]);
+    if (qd[2] != kd[2])
+        lowp_cli_fail("--q has qk_dim %zu but --k has %zu", qd[2], kd[2]);
+    if (qd[1] % kd[1] != 0)
+        lowp_cli_fail("--q has %zu query heads, not a multiple of --k's %zu KV heads", qd[1], kd[1]);
+    lowp_attn_shape s;
+    memset(&s, 0, sizeof s);
+    s.q_len = qd[0];
+    s.num_q_heads = qd[1];
+    s.num_kv_heads = kd[1];
+    s.qk_dim = kd[2];
+    s.vo_dim = vd[2];
+    s.ctx = kd[0];
+    if (s.q_len > s.ctx)
+        lowp_cli_fail("--q has %zu query tokens but the context (--k) has only %zu", s.q_len, s.ctx);
+    s.q_offset = a.q_offset_set ? a.q_offset : s.ctx - s.q_len;
+    if (s.q_offset + s.q_len > s.ctx)
+        lowp_cli_fail("--q-offset %zu + %zu query tokens runs past the context of %zu tokens", s.q_offset, s.q_len,
+                      s.ctx);
+    s.sm_scale = a.sm_scale_set ? a.sm_scale : 0.0;
+    if (lowp_attn_check_shape(&s, why, sizeof why))
+        lowp_cli_fail("attn: %s", why);
+    size_t chunk_start = a.chunk_set ? a.chunk_start : s.q_offset;
+    if (chunk_start > s.ctx)
+        lowp_cli_fail("--chunk-start %zu is past the context of %zu tokens", chunk_start, s.ctx);
+    size_t bs = lowp_block_size(f);
+    if (s.qk_dim % bs != 0 || s.vo_dim % bs != 0)
+        lowp_cli_fail("--kv-format %s quantizes blocks of %zu along the head dim; qk_dim %zu and vo_dim %zu must "
+                      "be multiples of it",
+                      a.format, bs, s.qk_dim, s.vo_dim);
+
+    /* the page table */
+    size_t P = a.page_size, n_log = (s.ctx + P - 1) / P, n_tab = 0;
+    int32_t *table;
+    if (a.page_table != NULL) {
+        table = load_page_table(a.page_table, &n_tab);
+        if (n_tab != n_log)
+            lowp_cli_fail("--page-table %s has %zu entries; a context of %zu tokens at --page-size %zu needs %zu",
+                          a.page_table, n_tab, s.ctx, P, n_log);
+    } else {
+        if (n_log > INT32_MAX)
+            lowp_cli_fail("--page-size %zu: %zu pages exceed int32 page indices", P, n_log);
+        table = malloc(n_log * sizeof *table);
+        if (table == NULL)
+            lowp_cli_fail("out of memory for the page table");
+        for (size_t i = 0; i < n_log; i++)
+            table[i] = (int32_t)i;
+    }
+    size_t max_page = 0;
+    for (size_t i = 0; i < n_log; i++)
+        if ((size_t)table[i] > max_page)
+            max_page = (size_t)table[i];
+    size_t num_pages = a.num_pages_set ? a.num_pages : max_page + 1;
+    for (size_t i = 0; i < n_log; i++)
+        if ((size_t)table[i] >= num_pages)
+            lowp_cli_fail("--page-table entry %zu is page %d, outside the pool of --num-pages %zu", i, (int)table[i],
+                          num_pages);
+    int32_t indptr[2] = {0, (int32_t)n_log};
+    int32_t last = (int32_t)(s.ctx - (n_log - 1) * P);
+    lowp_kv_page_table pt = {1, indptr, table, &last};
+    if (lowp_kv_page_table_check(&pt, num_pages, P, why, sizeof why))
+        lowp_cli_fail("--page-table%s%s: %s", a.page_table ? " " : " (default)", a.page_table ? a.page_table : "",
+                      why);
+
+    /* the cache */
+    lowp_kv_config cfg = lowp_kv_config_default(f, num_pages, P, s.num_kv_heads, s.qk_dim, s.vo_dim);
+    cfg.recipe = recipe;
+    cfg.layout = layout;
+    cfg.k_sf_order = k_sf;
+    cfg.v_sf_order = v_sf;
+    if (lowp_kv_config_check(&cfg, why, sizeof why))
+        lowp_cli_fail("cache (--kv-format %s --page-size %zu --layout %s --k-sf-order %s --v-sf-order %s): %s",
+                      a.format, P, a.layout, a.k_sf, a.v_sf, why);
+    size_t nk = s.ctx * s.num_kv_heads * s.qk_dim, nv = s.ctx * s.num_kv_heads * s.vo_dim;
+    size_t nq = s.q_len * s.num_q_heads * s.qk_dim, no = s.q_len * s.num_q_heads * s.vo_dim;
+    float kamax = lowp_calib_amax(k, nk), vamax = lowp_calib_amax(v, nv);
+    float kg = a.k_scale_set ? (float)a.k_scale : lowp_sweep_global_scale(f, recipe, LOWP_SWEEP_SCALE_CALIBRATED, kamax).dec;
+    float vg = a.v_scale_set ? (float)a.v_scale : lowp_sweep_global_scale(f, recipe, LOWP_SWEEP_SCALE_CALIBRATED, vamax).dec;
+    lowp_kvcache *cache;
+    if (lowp_kvcache_create(&cfg, &cache, why, sizeof why))
+        lowp_cli_fail("cache: %s", why);
+    if (lowp_kvcache_set_global_scales(cache, &kg, &vg, 1, why, sizeof why))
+        lowp_cli_fail("global scales: %s", why);
+    for (size_t t = 0; t < s.ctx; t++)
+        if (lowp_kvcache_write_pos(cache, &pt, 0, t, k + t * s.num_kv_heads * s.qk_dim,
+                                   v + t * s.num_kv_heads * s.vo_dim, NULL, NULL, why, sizeof why))
+            lowp_cli_fail("cache write of token %zu: %s", t, why);
+    double *kc = malloc(nk * sizeof *kc), *vc = malloc(nv * sizeof *vc);
+    double *qe = malloc(nq * sizeof *qe), *ke = malloc(nk * sizeof *ke), *ve = malloc(nv * sizeof *ve);
+    if (kc == NULL || vc == NULL || qe == NULL || ke == NULL || ve == NULL)
+        lowp_cli_fail("out of memory for the effective K/V");
+    lowp_kv_view view = lowp_kv_view_of(&cfg);
+    if (lowp_kvcache_gather(cache, &view, &pt, 0, s.ctx, kc, vc, why, sizeof why))
+        lowp_cli_fail("cache read: %s", why);
+
+    /* the exact path must equal what the paged cache holds, bit for bit */
+    lowp_kv_path_args pa = lowp_kv_path_args_init(LOWP_KV_PATH_EXACT, &cfg, s.ctx, s.q_len, s.num_q_heads, q, k, v);
+    pa.k_gs = &kg;
+    pa.v_gs = &vg;
+    if (lowp_kv_path_run(&pa, 1, NULL, ke, ve, NULL, NULL, NULL, why, sizeof why))
+        lowp_cli_fail("--path exact: %s", why);
+    for (size_t i = 0; i < nk + nv; i++) {
+        double x = i < nk ? kc[i] : vc[i - nk], y = i < nk ? ke[i] : ve[i - nk];
+        if (memcmp(&x, &y, sizeof x) != 0 && !(isnan(x) && isnan(y))) {
+            size_t j = i < nk ? i : i - nk, d = i < nk ? s.qk_dim : s.vo_dim;
+            fprintf(stderr, "lowp: internal mismatch: %s[%zu, %zu, %zu] read from the paged cache is %a, the exact "
+                            "path gives %a\n",
+                    i < nk ? "K" : "V", j / d / s.num_kv_heads, (j / d) % s.num_kv_heads, j % d, x, y);
+            return LOWP_EXIT_MISMATCH;
+        }
+    }
+
+    /* the path's effective values (the exact path: the cache's own values) */
+    lowp_kv_path_result pres;
+    pa = lowp_kv_path_args_init(path, &cfg, s.ctx, s.q_len, s.num_q_heads, q, k, v);
+    pa.k_gs = &kg;
+    pa.v_gs = &vg;
+    pa.chunk_start = path == LOWP_KV_PATH_EXTEND ? chunk_start : 0;
+    pa.q_type = q_type;
+    if (lowp_kv_path_run(&pa, 1, qe, ke, ve, NULL, NULL, &pres, why, sizeof why))
+        lowp_cli_fail("--path %s: %s", a.path, why);
+    if (path == LOWP_KV_PATH_EXACT) {
+        memcpy(ke, kc, nk * sizeof *ke);
+        memcpy(ve, vc, nv * sizeof *ve);
+    }
+    free(kc);
+    free(vc);
+
+    /* attention: the path's, and the unquantized baseline */
+    double *qb = malloc(nq * sizeof *qb), *kb = malloc(nk * sizeof *kb), *vb = malloc(nv * sizeof *vb);
+    double *o64 = malloc(no * sizeof *o64), *b64 = malloc(no * sizeof *b64);
+    size_t np = s.q_len * s.num_q_heads * s.ctx;
+    double *pq = malloc(np * sizeof *pq), *pb = malloc(np * sizeof *pb);
+    float *o32 = malloc(no * sizeof *o32), *b32 = malloc(no * sizeof *b32);
+    if (qb == NULL || kb == NULL || vb == NULL || o64 == NULL || b64 == NULL || pq == NULL || pb == NULL ||
+        o32 == NULL || b32 == NULL)
+        lowp_cli_fail("out of memory for the attention");
+    for (size_t i = 0; i < nq; i++)
+        qb[i] = q[i];
+    for (size_t i = 0; i < nk; i++)
+        kb[i] = k[i];
+    for (size_t i = 0; i < nv; i++)
+        vb[i] = v[i];
+    if (lowp_attn_ref_f64(&s, qe, ke, ve, o64, pq, why, sizeof why) ||
+        lowp_attn_ref_f64(&s, qb, kb, vb, b64, pb, why, sizeof why))
+        lowp_cli_fail("attention: %s", why);
+    size_t oracle_rows = round_outputs(&s, qe, ke, ve, o64, a.mpfr_all, o32);
+    size_t oracle_rows_b = a.baseline != NULL ? round_outputs(&s, qb, kb, vb, b64, a.mpfr_all, b32) : 0;
+    size_t nan_out = 0, inf_out = 0;
+    for (size_t i = 0; i < no; i++) {
+        nan_out += isnan(o32[i]) != 0;
+        inf_out += isinf(o32[i]) != 0;
+    }
+
+    /* report */
+    const lowp_quant_counts *kq = lowp_kvcache_counts(cache, LOWP_KV_K), *vq = lowp_kvcache_counts(cache, LOWP_KV_V);
+    printf("# lowp attn: Q [%zu, %zu, %zu], K [%zu, %zu, %zu], V [%zu, %zu, %zu]; query token 0 at position %zu; "
+           "sm_scale %.9g\n",
+           s.q_len, s.num_q_heads, s.qk_dim, s.ctx, s.num_kv_heads, s.qk_dim, s.ctx, s.num_kv_heads, s.vo_dim,
+           s.q_offset, s.sm_scale);
+    printf("# format %s, recipe %s, path %s%s, Q %s; global scales (decode side) K %.9g%s, V %.9g%s\n",
+           lowp_block_format_name(f), lowp_recipe_name(recipe), lowp_kv_path_name(path),
+           path == LOWP_KV_PATH_EXTEND ? (chunk_start == s.ctx ? " (no current chunk)" : "") : "",
+           q_type == LOWP_KV_Q_DEFAULT ? (path == LOWP_KV_PATH_EXACT ? "f32" : "bf16") : qt_names[qt], (double)kg,
+           a.k_scale_set ? " (given)" : lowp_block_has_global_scale(f) ? " (from the amax)" : "", (double)vg,
+           a.v_scale_set ? " (given)" : lowp_block_has_global_scale(f) ? " (from the amax)" : "");
+    if (path == LOWP_KV_PATH_EXTEND)
+        printf("# extend: tokens 0..%zu from the cache through the FP8 workspace, %zu..%zu the current chunk\n",
+               chunk_start ? chunk_start - 1 : 0, chunk_start, s.ctx - 1);
+    printf("# cache: %zu pages of %zu tokens (%zu used), layout %s, K scales %s, V scales %s; unused slots poisoned "
+           "0x%02X\n",
+           num_pages, P, n_log, lowp_kv_layout_name(layout), lowp_kv_sf_order_name(k_sf),
+           lowp_kv_sf_order_name(v_sf), LOWP_KV_POISON);
+    printf("# quantizer: K saturated %zu flushed %zu nan %zu subnormal-scales %zu zero-scales %zu; V saturated %zu "
+           "flushed %zu nan %zu subnormal-scales %zu zero-scales %zu\n",
+           kq->saturated, kq->flushed, kq->nan_out, kq->scale_subnormal, kq->scale_zero, vq->saturated, vq->flushed,
+           vq->nan_out, vq->scale_subnormal, vq->scale_zero);
+    printf("# effective values: K nan %zu inf %zu; V nan %zu inf %zu; Q nan %zu\n", pres.k_nan, pres.k_inf,
+           pres.v_nan, pres.v_inf, pres.q_nan);
+    printf("# output: binary32, correctly rounded; %zu of %zu rows by the MPFR oracle, the rest by the binary64 "
+           "reference and its bound; nan %zu inf %zu\n",
+           oracle_rows, s.q_len * s.num_q_heads, nan_out, inf_out);
+    if (a.baseline != NULL)
+        printf("# baseline: %zu of %zu rows by the MPFR oracle\n", oracle_rows_b, s.q_len * s.num_q_heads);
+    printf("# error against attention over the unquantized K/V (Q as given), both exact math (binary64 reference)\n");
+    printf("%-5s %12s %12s %12s %12s %12s %9s\n", "head", "rel_L2", "max_abs", "cosine", "TV_mean", "TV_max",
+           "nonfinite");
+    for (long h = 0; h <= (long)s.num_q_heads; h++) {
+        long hh = h == (long)s.num_q_heads ? -1 : h;
+        lowp_attn_err e;
+        lowp_attn_err_compute(&s, b64, o64, pb, pq, hh, &e);
+        char lab[24];
+        if (hh < 0)
+            snprintf(lab, sizeof lab, "all");
+        else
+            snprintf(lab, sizeof lab, "%ld", hh);
+        printf("%-5s %12.5e %12.5e %12.9f %12.5e %12.5e %9zu\n", lab, e.rel_l2, e.max_abs, e.cosine, e.tv_mean,
+               e.tv_max, e.nonfinite);
+    }
+    if (fflush(stdout) != 0)
+        lowp_cli_fail("cannot write to standard output");
+    write_npy(a.out, o32, s.q_len, s.num_q_heads, s.vo_dim);
+    if (a.baseline != NULL)
+        write_npy(a.baseline, b32, s.q_len, s.num_q_heads, s.vo_dim);
+
+    lowp_kvcache_destroy(cache);
+    free(q);
+    free(k);
+    free(v);
+    free(table);
+    free(qe);
+    free(ke);
+    free(ve);
+    free(qb);
+    free(kb);
+    free(vb);
+    free(o64);
+    free(b64);
+    free(pq);
+    free(pb);
+    free(o32);
+    free(b32);
+    return LOWP_EXIT_OK;
+}
