@@ -1,7 +1,7 @@
 /* lowp/kvcache.h: a paged KV cache as production systems store it, and the data paths
  * that turn it into the K/V/Q an attention kernel actually consumes.
  *
- * Sources (quoted in /work/shared/research/kernels.md, section numbers below):
+ * Sources (quoted in ../shared/research/kernels.md, section numbers below):
  *   - FlashInfer docs/tutorials/kv_layout.rst: NHD/HND pages, CSR page table (3.1);
  *   - SGLang NVFP4KVCacheMethod / _store_nvfp4_kv_kernel: packed E2M1 (low nibble = even
  *     element), E4M3 block scales per 16 elements of head_dim, V scales 4-token
