@@ -1,0 +1,153 @@
+/* gpu/mma_probe.cu: the device half of lowp_gpu_mma_probe (gpu/mma_probe_main.c holds
+ * the rest: cases, the CPU model, the report). It runs
+ *     mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+ * on many independent tiles, one warp per tile, and returns D's bit patterns.
+ *
+ * Tile layout in memory (what the host fills; tile t starts at t * the tile size):
+ *   A  uint16_t[16][16]  A[i][k] at i*16 + k   (bf16 bits, row-major: .row)
+ *   B  uint16_t[16][8]   B[k][j] at k*8 + j    (bf16 bits, K x N; held per column: .col)
+ *   C  uint32_t[16][8]   C[i][j] at i*8 + j    (binary32 bits)
+ *   D  uint32_t[16][8]   D[i][j] at i*8 + j    (binary32 bits, written)
+ * D[i][j] = sum_k A[i][k] * B[k][j] + C[i][j] as the tensor core computes it.
+ *
+ * Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type",
+ * .f16/.bf16), lane L, g = L >> 2, t = L & 3; two bf16 per 32-bit register, the lower k
+ * (or column) index in the low half:
+ *   A: a0,a1 = A[g][2t..2t+1]      a2,a3 = A[g+8][2t..2t+1]
+ *      a4,a5 = A[g][2t+8..2t+9]    a6,a7 = A[g+8][2t+8..2t+9]   (registers ra0..ra3)
+ *   B: b0,b1 = B[2t..2t+1][g]      b2,b3 = B[2t+8..2t+9][g]     (registers rb0, rb1)
+ *   C/D: c0,c1 = C[g][2t..2t+1]    c2,c3 = C[g+8][2t..2t+1]
+ * A wrong layout cannot go unnoticed: the main program runs two tiles of exact small
+ * integers first (every (i, k, j) contributes distinguishably) and stops if they differ.
+ *
+ * Bits pass through float registers unchanged (no arithmetic touches C or D on the way),
+ * so NaN payloads and -0 in C reach the instruction as given.
+ *
+ * Every CUDA call is checked; a failure returns 3 with one line in err. */
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+
+#include <cuda_runtime.h>
+
+/* The interface with gpu/mma_probe_main.c (C), declared identically there. */
+extern "C" {
+int lowp_mma_gpu_device(char *desc, size_t len);
+int lowp_mma_gpu_run(const uint16_t *A, const uint16_t *B, const uint32_t *C, uint32_t *D,
+                     size_t ntiles, char *err, size_t errlen);
+}
+
+#define CK(call)                                                                         \
+    do {                                                                                 \
+        cudaError_t e_ = (call);                                                         \
+        if (e_ != cudaSuccess) {                                                         \
+            snprintf(err, errlen, "%s failed: %s (%s) [mma_probe.cu:%d]", #call,         \
+                     cudaGetErrorName(e_), cudaGetErrorString(e_), __LINE__);            \
+            rc = 3;                                                                      \
+            goto done;                                                                   \
+        }                                                                                \
+    } while (0)
+
+__global__ void mma_tiles(const uint16_t *__restrict__ A, const uint16_t *__restrict__ B,
+                          const uint32_t *__restrict__ C, uint32_t *__restrict__ D,
+                          size_t ntiles)
+{
+    const unsigned lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    /* tile depends on the warp only: the loop is warp-uniform, as mma.sync requires */
+    for (size_t tile = warp; tile < ntiles; tile += nwarps) {
+        const uint16_t *a = A + tile * 256;
+        const uint16_t *b = B + tile * 128;
+        const uint32_t *c = C + tile * 128;
+        uint32_t *d = D + tile * 128;
+        const unsigned r0 = g * 16, r1 = (g + 8) * 16, k0 = 2 * t, k1 = 2 * t + 8;
+        const uint32_t ra0 = a[r0 + k0] | (uint32_t)a[r0 + k0 + 1] << 16;
+        const uint32_t ra1 = a[r1 + k0] | (uint32_t)a[r1 + k0 + 1] << 16;
+        const uint32_t ra2 = a[r0 + k1] | (uint32_t)a[r0 + k1 + 1] << 16;
+        const uint32_t ra3 = a[r1 + k1] | (uint32_t)a[r1 + k1 + 1] << 16;
+        const uint32_t rb0 = b[k0 * 8 + g] | (uint32_t)b[(k0 + 1) * 8 + g] << 16;
+        const uint32_t rb1 = b[k1 * 8 + g] | (uint32_t)b[(k1 + 1) * 8 + g] << 16;
+        const unsigned c0 = g * 8 + 2 * t, c2 = (g + 8) * 8 + 2 * t;
+        const float fc0 = __uint_as_float(c[c0]), fc1 = __uint_as_float(c[c0 + 1]);
+        const float fc2 = __uint_as_float(c[c2]), fc3 = __uint_as_float(c[c2 + 1]);
+        float d0, d1, d2, d3;
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                     : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+                     : "r"(ra0), "r"(ra1), "r"(ra2), "r"(ra3), "r"(rb0), "r"(rb1), "f"(fc0),
+                       "f"(fc1), "f"(fc2), "f"(fc3));
+        d[c0] = __float_as_uint(d0);
+        d[c0 + 1] = __float_as_uint(d1);
+        d[c2] = __float_as_uint(d2);
+        d[c2 + 1] = __float_as_uint(d3);
+    }
+}
+
+/* 0 with a description of device 0, 77 when there is no CUDA GPU (desc says why), 3 on
+ * another CUDA error. */
+extern "C" int lowp_mma_gpu_device(char *desc, size_t len)
+{
+    int n = 0, drv = 0, rt = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        snprintf(desc, len, "no CUDA GPU (%s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return 77;
+    }
+    cudaDeviceProp p;
+    e = cudaGetDeviceProperties(&p, 0);
+    if (e == cudaSuccess)
+        e = cudaDriverGetVersion(&drv);
+    if (e == cudaSuccess)
+        e = cudaRuntimeGetVersion(&rt);
+    if (e != cudaSuccess) {
+        snprintf(desc, len, "device query failed: %s", cudaGetErrorString(e));
+        return 3;
+    }
+    snprintf(desc, len, "%s, sm_%d%d, %d SMs, CUDA driver %d.%d, runtime %d.%d", p.name, p.major,
+             p.minor, p.multiProcessorCount, drv / 1000, (drv % 1000) / 10, rt / 1000,
+             (rt % 1000) / 10);
+    return p.major == 9 ? 0 : 1; /* 1: runs, but not the sm_90 this probe is about */
+}
+
+/* D for ntiles tiles (layout above). 0, or 3 with a reason in err. */
+extern "C" int lowp_mma_gpu_run(const uint16_t *A, const uint16_t *B, const uint32_t *C,
+                                uint32_t *D, size_t ntiles, char *err, size_t errlen)
+{
+    int rc = 0;
+    uint16_t *dA = nullptr, *dB = nullptr;
+    uint32_t *dC = nullptr, *dD = nullptr;
+    if (ntiles == 0)
+        return 0;
+    {
+        CK(cudaSetDevice(0));
+        CK(cudaMalloc(&dA, ntiles * 256 * sizeof(uint16_t)));
+        CK(cudaMalloc(&dB, ntiles * 128 * sizeof(uint16_t)));
+        CK(cudaMalloc(&dC, ntiles * 128 * sizeof(uint32_t)));
+        CK(cudaMalloc(&dD, ntiles * 128 * sizeof(uint32_t)));
+        CK(cudaMemcpy(dA, A, ntiles * 256 * sizeof(uint16_t), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dB, B, ntiles * 128 * sizeof(uint16_t), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dC, C, ntiles * 128 * sizeof(uint32_t), cudaMemcpyHostToDevice));
+        /* Poison D so that a tile the kernel skipped cannot pass as a result. */
+        CK(cudaMemset(dD, 0xA5, ntiles * 128 * sizeof(uint32_t)));
+        const unsigned threads = 256; /* 8 warps */
+        size_t blocks = (ntiles + 7) / 8;
+        if (blocks > 65535)
+            blocks = 65535; /* the kernel strides over the rest */
+        mma_tiles<<<(unsigned)blocks, threads>>>(dA, dB, dC, dD, ntiles);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(D, dD, ntiles * 128 * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    }
+done:
+    if (dA)
+        cudaFree(dA);
+    if (dB)
+        cudaFree(dB);
+    if (dC)
+        cudaFree(dC);
+    if (dD)
+        cudaFree(dD);
+    return rc;
+}

@@ -1,0 +1,839 @@
+/* gpu/mma_probe_main.c: lowp_gpu_mma_probe, which measures which parameters of lowp's
+ * tensor-core model (lowp/mma.h) the hardware's
+ *     mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+ * follows, in one run. Device code: gpu/mma_probe.cu.
+ *
+ *   lowp_gpu_mma_probe REPORT.md [--quick]
+ *
+ * 1. Layout: two tiles of exact small integers (a one-hot A picks one B row per output)
+ *    must come back exactly; otherwise the fragment layout is wrong and nothing else
+ *    means anything (reported first, exit 1).
+ * 2. Probes: every hand-made vector of lowp_mma_probes() in a tile of its own (all 16
+ *    rows = a, all 8 columns = b, all C = c: the 128 outputs must agree), compared with
+ *    its hand-computed prediction, its named alternative and every candidate.
+ * 3. Random differential test: 10^7 outputs (--quick: 10^6) in tiles of 12 adversarial
+ *    kinds (uniform bits with specials, narrow exponents, a dominant term with the rest
+ *    5..35 binades below, dominant C, cancellation against C, cancelling pairs,
+ *    tiny/subnormal, zeros beside huge partners, halves k0..7 / k8..15, overflow, carries,
+ *    NaN/Inf/-0/subnormal sprinkled), each output compared bit for bit with the model
+ *    under every candidate: group {8, 16} x n_frac 23..27 x C in window {0, 1} x zero
+ *    rule {arithmetic.py, e_zero -132, -133, -134, skip} x prod_norm {0, 1} = 200 sets
+ *    (plus lowp_mma_sm90_bf16 if it is none of them). OpenMP over tiles.
+ * 4. REPORT.md: device, summary, layout, probe table, candidate table (mismatches per
+ *    kind, sorted), the first mismatching cases of the best candidates and the default.
+ *    One summary line on stdout.
+ * Exit: 0 iff lowp_mma_sm90_bf16 matches every probe and every random output and the
+ * layout check passes; 1 otherwise; 2 usage or file error; 3 CUDA error; 77 no GPU.
+ * Cases depend only on the seed (LOWP_SEED overrides the default) and the tile index. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lowp/cases.h"
+#include "lowp/mma.h"
+
+/* gpu/mma_probe.cu (declared identically there). */
+int lowp_mma_gpu_device(char *desc, size_t len);
+int lowp_mma_gpu_run(const uint16_t *A, const uint16_t *B, const uint32_t *C, uint32_t *D,
+                     size_t ntiles, char *err, size_t errlen);
+
+#define FULL_OUTPUTS 10000000u
+#define QUICK_OUTPUTS 1000000u
+#define NKINDS 12
+#define NCAND_MAX 256
+#define NFIRST 3
+#define NLAYOUT 2
+#define DETAIL_BEST 10
+
+enum { K_UNIFORM, K_NARROW, K_WINDOW, K_CDOM, K_CANCEL, K_PAIRS, K_TINY, K_ZEROS, K_HALVES,
+       K_OVF, K_CARRY, K_SPECIAL };
+static const char *kind_name[NKINDS] = {"uniform", "narrow", "window",  "c-dom",
+                                        "cancel-c", "pairs", "tiny",    "zeros",
+                                        "halves",  "ovf",    "carry",   "specials"};
+
+static uint64_t seed = LOWP_DEFAULT_SEED;
+
+/* ---------------------------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------------------------- */
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static uint32_t fbits(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+static float bitsf(uint32_t b)
+{
+    float x;
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+static float bf16_value(uint16_t h)
+{
+    return bitsf((uint32_t)h << 16);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (p == NULL) {
+        fprintf(stderr, "lowp_gpu_mma_probe: out of memory (%zu x %zu bytes)\n", n, size);
+        exit(2);
+    }
+    return p;
+}
+
+static uint64_t stream(uint64_t a, uint64_t b)
+{
+    uint64_t s = seed ^ (a * UINT64_C(0x9E3779B97F4A7C15)) ^ (b * UINT64_C(0xD1B54A32D192ED03));
+    (void)lowp_splitmix64(&s);
+    return s;
+}
+
+static uint64_t nx(uint64_t *s)
+{
+    return lowp_splitmix64(s);
+}
+
+static int irange(uint64_t *s, int lo, int hi) /* [lo, hi] */
+{
+    return lo + (int)(nx(s) % (uint64_t)(hi - lo + 1));
+}
+
+/* bf16 bits of (-1)^neg (1 + f/128) 2^e, e clamped to 127; below 2^-126 the subnormal with
+ * the truncated significand (0 below the smallest one). */
+static uint16_t mkbf(int neg, int e, unsigned f)
+{
+    const unsigned s = neg ? 0x8000u : 0u;
+    f &= 0x7Fu;
+    if (e > 127)
+        e = 127;
+    if (e >= -126)
+        return (uint16_t)(s | (unsigned)(e + 127) << 7 | f);
+    const int sh = -126 - e;
+    return (uint16_t)(s | (sh >= 8 ? 0u : (0x80u | f) >> sh));
+}
+
+static uint32_t mkf(int neg, int e, uint32_t f)
+{
+    const uint32_t s = neg ? 0x80000000u : 0u;
+    f &= 0x7FFFFFu;
+    if (e > 127)
+        e = 127;
+    if (e >= -126)
+        return s | (uint32_t)(e + 127) << 23 | f;
+    const int sh = -126 - e;
+    return s | (sh >= 24 ? 0u : (0x800000u | f) >> sh);
+}
+
+static uint16_t rbf(uint64_t *s, int elo, int ehi)
+{
+    const uint64_t r = nx(s);
+    return mkbf((int)(r & 1), irange(s, elo, ehi), (unsigned)(r >> 8));
+}
+
+static uint32_t rf(uint64_t *s, int elo, int ehi)
+{
+    const uint64_t r = nx(s);
+    return mkf((int)(r & 1), irange(s, elo, ehi), (uint32_t)(r >> 8));
+}
+
+static uint16_t special_bf(uint64_t *s)
+{
+    static const uint16_t sp[] = {0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x0000,
+                                  0x8000, 0x0001, 0x807F, 0x7F7F, 0xFF7F};
+    return sp[nx(s) % (sizeof sp / sizeof sp[0])];
+}
+
+static uint32_t special_f(uint64_t *s)
+{
+    static const uint32_t sp[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u,
+                                  0x7FC00000u, 0xFFC00123u, 0x7F800001u, 0x00000001u,
+                                  0x807FFFFFu, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x00800000u};
+    return sp[nx(s) % (sizeof sp / sizeof sp[0])];
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Tiles: A[16][16], B[16][8] (k-major), C[16][8] (see gpu/mma_probe.cu)
+ * ------------------------------------------------------------------------------------- */
+
+#define AI(i, k) ((i) * 16 + (k))
+#define BI(k, j) ((k) * 8 + (j))
+#define CI(i, j) ((i) * 8 + (j))
+
+static double tile_dot(const uint16_t *A, const uint16_t *B, int i, int j)
+{
+    double d = 0;
+    for (int k = 0; k < 16; k++)
+        d += (double)bf16_value(A[AI(i, k)]) * (double)bf16_value(B[BI(k, j)]);
+    return d;
+}
+
+static void gen_tile(uint64_t *s, int kind, uint16_t *A, uint16_t *B, uint32_t *C)
+{
+    const uint64_t r0 = nx(s);
+    switch (kind) {
+    case K_UNIFORM:
+        for (int x = 0; x < 256; x++) {
+            A[x] = (uint16_t)(nx(s) % 0x7F80u | (nx(s) & 0x8000u));
+            if (nx(s) % 48 == 0)
+                A[x] = special_bf(s);
+        }
+        for (int x = 0; x < 128; x++) {
+            B[x] = (uint16_t)(nx(s) % 0x7F80u | (nx(s) & 0x8000u));
+            if (nx(s) % 48 == 0)
+                B[x] = special_bf(s);
+            C[x] = (uint32_t)(nx(s) % 0x7F800000u) | (uint32_t)(nx(s) & 0x80000000u);
+            if (nx(s) % 40 == 0)
+                C[x] = special_f(s);
+        }
+        break;
+    case K_NARROW: {
+        const int e0 = irange(s, -30, 30);
+        for (int x = 0; x < 256; x++)
+            A[x] = rbf(s, e0 - 2, e0 + 2);
+        for (int x = 0; x < 128; x++) {
+            B[x] = rbf(s, -2, 2);
+            C[x] = nx(s) % 8 == 0 ? (uint32_t)(nx(s) & 0x80000000u) : rf(s, e0 - 30, e0 + 8);
+        }
+        break;
+    }
+    case K_WINDOW: { /* per row a dominant product, the rest 5..35 binades below */
+        const int e0 = irange(s, -40, 40);
+        for (int i = 0; i < 16; i++) {
+            const int d = (int)(nx(s) % 16);
+            for (int k = 0; k < 16; k++)
+                A[AI(i, k)] = k == d ? rbf(s, e0, e0) : rbf(s, e0 - 35, e0 - 5);
+        }
+        for (int x = 0; x < 128; x++) {
+            B[x] = rbf(s, -1, 1);
+            C[x] = nx(s) % 4 == 0 ? (uint32_t)(nx(s) & 0x80000000u) : rf(s, e0 - 35, e0 + 3);
+        }
+        break;
+    }
+    case K_CDOM: /* C at or above the products, which sit 0..35 binades below */
+        for (int x = 0; x < 256; x++)
+            A[x] = rbf(s, -3, 3);
+        for (int x = 0; x < 128; x++) {
+            B[x] = rbf(s, -3, 3);
+            C[x] = rf(s, -3, 35);
+        }
+        break;
+    case K_CANCEL: { /* C = -(products) to within a few ulps */
+        const int e0 = irange(s, -10, 10);
+        for (int x = 0; x < 256; x++)
+            A[x] = rbf(s, e0 - 2, e0 + 2);
+        for (int x = 0; x < 128; x++)
+            B[x] = rbf(s, -2, 2);
+        for (int i = 0; i < 16; i++)
+            for (int j = 0; j < 8; j++) {
+                const float d = (float)-tile_dot(A, B, i, j);
+                uint32_t cb = fbits(d);
+                if (d != 0.0f)
+                    cb = (uint32_t)((int64_t)cb + irange(s, -3, 3));
+                else
+                    cb = rf(s, e0 - 30, e0 - 20);
+                C[CI(i, j)] = cb;
+            }
+        break;
+    }
+    case K_PAIRS: { /* x*y - x*y' with y' = y or its neighbour, a small rest */
+        const int e0 = irange(s, -20, 20);
+        for (int i = 0; i < 16; i++) {
+            for (int m = 0; m < 8; m++) {
+                A[AI(i, 2 * m)] = rbf(s, e0 - 1, e0 + 1);
+                A[AI(i, 2 * m + 1)] = A[AI(i, 2 * m)] ^ 0x8000u;
+            }
+            if (nx(s) & 1)
+                A[AI(i, nx(s) % 16)] = rbf(s, e0 - 30, e0 - 20);
+        }
+        for (int j = 0; j < 8; j++)
+            for (int m = 0; m < 8; m++) {
+                B[BI(2 * m, j)] = rbf(s, -1, 1);
+                B[BI(2 * m + 1, j)] = (uint16_t)(B[BI(2 * m, j)] + (nx(s) % 3 == 0 ? 1 : 0));
+            }
+        for (int x = 0; x < 128; x++)
+            C[x] = nx(s) % 3 == 0 ? (uint32_t)(nx(s) & 0x80000000u) : rf(s, e0 - 30, e0 - 20);
+        break;
+    }
+    case K_TINY:
+        if (r0 & 4) { /* every product below 2^-133 (a zero term's e_zero), C = +-0 */
+            for (int i = 0; i < 16; i++) {
+                for (int k = 0; k < 16; k++)
+                    A[AI(i, k)] = rbf(s, -82, -68);
+                A[AI(i, nx(s) % 16)] = (uint16_t)(nx(s) & 0x8000u);
+            }
+            for (int x = 0; x < 128; x++) {
+                B[x] = rbf(s, -82, -68);
+                C[x] = (uint32_t)(nx(s) & 0x80000000u);
+            }
+            break;
+        }
+        for (int x = 0; x < 256; x++) {
+            const uint64_t r = nx(s);
+            A[x] = r % 8 == 0 ? (uint16_t)((r >> 8) & 0x807Fu) : rbf(s, -82, -55);
+        }
+        for (int x = 0; x < 128; x++) {
+            const uint64_t r = nx(s);
+            B[x] = r % 4 == 1 ? (uint16_t)(r & 0x8000u) : rbf(s, -82, -55);
+            switch ((r >> 20) % 4) {
+            case 0:
+                C[x] = (uint32_t)(r & 0x80000000u);
+                break;
+            case 1:
+                C[x] = (uint32_t)((r >> 24) & 0x807FFFFFu);
+                break;
+            default:
+                C[x] = rf(s, -149, -118);
+            }
+        }
+        break;
+    case K_ZEROS: { /* zero A where B is huge: does 0 * 2^100 count as 2^-26? */
+        const uint64_t mask = nx(s);
+        for (int i = 0; i < 16; i++) {
+            const int use_mask = nx(s) % 8 != 0;
+            for (int k = 0; k < 16; k++)
+                A[AI(i, k)] = (use_mask && (mask >> k & 1)) ? (uint16_t)(nx(s) & 0x8000u)
+                                                            : rbf(s, -60, 10);
+        }
+        for (int k = 0; k < 16; k++)
+            for (int j = 0; j < 8; j++)
+                B[BI(k, j)] = (mask >> k & 1) ? rbf(s, 20, 127) : rbf(s, -60, 10);
+        for (int x = 0; x < 128; x++)
+            C[x] = nx(s) % 2 ? (uint32_t)(nx(s) & 0x80000000u) : rf(s, -140, 20);
+        break;
+    }
+    case K_HALVES: { /* large terms in one half (some zero), small ones in the other */
+        const int big_lo = (int)(r0 & 1), e0 = irange(s, -20, 20);
+        for (int i = 0; i < 16; i++)
+            for (int k = 0; k < 16; k++) {
+                const int in_big = (k < 8) == big_lo;
+                A[AI(i, k)] = in_big ? rbf(s, e0 - 2, e0) : rbf(s, e0 - 30, e0 - 15);
+                if (in_big && nx(s) % 3 == 0)
+                    A[AI(i, k)] = 0;
+            }
+        for (int x = 0; x < 128; x++) {
+            B[x] = rbf(s, -1, 1);
+            C[x] = nx(s) % 4 == 0 ? rf(s, e0 - 1, e0 + 1) : rf(s, e0 - 30, e0 - 10);
+        }
+        break;
+    }
+    case K_OVF:
+        for (int x = 0; x < 256; x++)
+            A[x] = rbf(s, 55, 127);
+        for (int x = 0; x < 128; x++) {
+            B[x] = rbf(s, 55, 127);
+            C[x] = nx(s) % 3 == 0 ? (uint32_t)(nx(s) & 0x80000000u) : rf(s, 100, 127);
+        }
+        break;
+    case K_CARRY: { /* one sign, equal exponents, large significands: many carries */
+        const int e0 = irange(s, -30, 30), neg = (int)(r0 & 1);
+        for (int x = 0; x < 256; x++)
+            A[x] = mkbf(neg, e0, 0x60u | (unsigned)(nx(s) & 0x1Fu));
+        for (int x = 0; x < 128; x++) {
+            B[x] = mkbf(0, 0, 0x60u | (unsigned)(nx(s) & 0x1Fu));
+            C[x] = mkf((int)(nx(s) & 1), e0 + irange(s, -24, 6), (uint32_t)(nx(s) >> 20));
+        }
+        break;
+    }
+    default: { /* K_SPECIAL: narrow data with NaN / Inf / -0 / subnormals sprinkled */
+        const int e0 = irange(s, -20, 20);
+        for (int x = 0; x < 256; x++)
+            A[x] = rbf(s, e0 - 3, e0 + 3);
+        for (int x = 0; x < 128; x++) {
+            B[x] = rbf(s, -3, 3);
+            C[x] = nx(s) % 8 == 0 ? special_f(s) : rf(s, e0 - 10, e0 + 5);
+        }
+        for (int i = 0; i < 16; i++)
+            if (nx(s) % 3 == 0)
+                A[AI(i, nx(s) % 16)] = special_bf(s);
+        for (int j = 0; j < 8; j++)
+            if (nx(s) % 3 == 0)
+                B[BI(nx(s) % 16, j)] = special_bf(s);
+    }
+    }
+}
+
+static uint16_t bf16_of_int(int v) /* exact for |v| <= 256 */
+{
+    return (uint16_t)(fbits((float)v) >> 16);
+}
+
+/* Layout tiles: exact small integers, results never zero (C is a half- or quarter-
+ * integer), so every model and every zero rule gives the same, exact, answer. */
+static void layout_tile(int which, uint16_t *A, uint16_t *B, uint32_t *C, uint32_t *want)
+{
+    int ai[16][16], bi[16][8];
+    for (int i = 0; i < 16; i++)
+        for (int k = 0; k < 16; k++)
+            ai[i][k] = which == 0 ? (i * 7 + k * 3) % 9 - 4 : (k == (5 * i + 3) % 16);
+    for (int k = 0; k < 16; k++)
+        for (int j = 0; j < 8; j++)
+            bi[k][j] = which == 0 ? (k * 5 + j * 11) % 7 - 3 : k * 8 + j + 1;
+    for (int i = 0; i < 16; i++)
+        for (int k = 0; k < 16; k++)
+            A[AI(i, k)] = bf16_of_int(ai[i][k]);
+    for (int k = 0; k < 16; k++)
+        for (int j = 0; j < 8; j++)
+            B[BI(k, j)] = bf16_of_int(bi[k][j]);
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 8; j++) {
+            const float c = which == 0 ? (float)(i * 8 + j) + 0.5f : -(float)(i * 8 + j) - 0.25f;
+            int dot = 0;
+            for (int k = 0; k < 16; k++)
+                dot += ai[i][k] * bi[k][j];
+            C[CI(i, j)] = fbits(c);
+            want[CI(i, j)] = fbits((float)dot + c); /* exact: |.| < 2^12, quarters */
+        }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Candidates
+ * ------------------------------------------------------------------------------------- */
+
+static size_t candidates(lowp_mma_params *out, size_t *def)
+{
+    static const int zm[5][2] = {{LOWP_MMA_ZERO_SUBNORMAL, 0},
+                                 {LOWP_MMA_ZERO_FIXED, -132},
+                                 {LOWP_MMA_ZERO_FIXED, -133},
+                                 {LOWP_MMA_ZERO_FIXED, -134},
+                                 {LOWP_MMA_ZERO_SKIP, 0}};
+    size_t n = 0;
+    for (int g = 0; g < 2; g++)
+        for (int f = 23; f <= 27; f++)
+            for (int ci = 0; ci < 2; ci++)
+                for (int z = 0; z < 5; z++)
+                    for (int pn = 0; pn < 2; pn++)
+                        out[n++] = (lowp_mma_params){g ? 16 : 8, f, ci, zm[z][0], zm[z][1], pn};
+    const lowp_mma_params *D = &lowp_mma_sm90_bf16;
+    for (size_t i = 0; i < n; i++) {
+        const lowp_mma_params *c = &out[i];
+        if (c->group == D->group && c->n_frac == D->n_frac &&
+            c->c_in_window == D->c_in_window && c->zero_mode == D->zero_mode &&
+            (c->zero_mode != LOWP_MMA_ZERO_FIXED || c->e_zero == D->e_zero) &&
+            c->prod_norm == D->prod_norm) {
+            *def = i;
+            return n;
+        }
+    }
+    out[n] = *D; /* the record is none of the sweep's sets: evaluate it too */
+    *def = n;
+    return n + 1;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Evaluation
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct firstmis {
+    size_t tile;
+    int i, j;
+    uint32_t hw, model;
+} firstmis;
+
+typedef struct tally {
+    unsigned long long cnt[NCAND_MAX][NKINDS];
+    firstmis first[NCAND_MAX][NFIRST];
+    int nfirst[NCAND_MAX];
+    unsigned long long nan_other; /* hardware NaN outputs that are not 0x7FFFFFFF */
+    uint32_t nan_other_example;
+} tally;
+
+static void gather(const uint16_t *A, const uint16_t *B, int i, int j, uint16_t *a, uint16_t *b)
+{
+    for (int k = 0; k < 16; k++) {
+        a[k] = A[AI(i, k)];
+        b[k] = B[BI(k, j)];
+    }
+}
+
+static int is_nan_bits(uint32_t u)
+{
+    return (u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFFu) != 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Report
+ * ------------------------------------------------------------------------------------- */
+
+static void hexrow(FILE *f, const uint16_t *v)
+{
+    for (int k = 0; k < 16; k++)
+        fprintf(f, "%04x%s", v[k], k < 15 ? " " : "");
+}
+
+/* Candidates best first: fewest mismatches (random + probes), then sweep order. */
+static const unsigned long long *sort_key;
+static int cmp_rank(const void *x, const void *y)
+{
+    const size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    if (sort_key[a] != sort_key[b])
+        return sort_key[a] < sort_key[b] ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static const char *usage = "usage: lowp_gpu_mma_probe REPORT.md [--quick]\n";
+
+int main(int argc, char **argv)
+{
+    const char *report = NULL;
+    int quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0)
+            quick = 1;
+        else if (argv[i][0] != '-' && report == NULL)
+            report = argv[i];
+        else {
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (report == NULL) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *env = getenv("LOWP_SEED");
+    if (env != NULL && *env != '\0') {
+        char *end;
+        seed = strtoull(env, &end, 0);
+        if (*end != '\0') {
+            fprintf(stderr, "lowp_gpu_mma_probe: LOWP_SEED=\"%s\" is not a number\n", env);
+            return 2;
+        }
+    }
+    char dev[512];
+    const int drc = lowp_mma_gpu_device(dev, sizeof dev);
+    if (drc == 77) {
+        printf("lowp_gpu_mma_probe: skipped, %s\n", dev);
+        return 77;
+    }
+    if (drc == 3) {
+        fprintf(stderr, "lowp_gpu_mma_probe: %s\n", dev);
+        return 3;
+    }
+    if (drc == 1)
+        fprintf(stderr, "lowp_gpu_mma_probe: warning: %s is not sm_90; the record is sm_90's\n",
+                dev);
+    FILE *rep = fopen(report, "w");
+    if (rep == NULL) {
+        fprintf(stderr, "lowp_gpu_mma_probe: cannot write %s\n", report);
+        return 2;
+    }
+    const double t_start = now();
+
+    /* Candidates. */
+    static lowp_mma_params cand[NCAND_MAX];
+    size_t idef = 0;
+    const size_t nc = candidates(cand, &idef);
+
+    /* Tiles: layout, probes, random. */
+    size_t nprobe;
+    const lowp_mma_probe *probes = lowp_mma_probes(&nprobe);
+    const size_t nout_target = quick ? QUICK_OUTPUTS : FULL_OUTPUTS;
+    const size_t nrand = (nout_target + 127) / 128;
+    const size_t t_probe0 = NLAYOUT, t_rand0 = NLAYOUT + nprobe, nt = t_rand0 + nrand;
+    uint16_t *A = xcalloc(nt * 256, sizeof *A);
+    uint16_t *B = xcalloc(nt * 128, sizeof *B);
+    uint32_t *C = xcalloc(nt * 128, sizeof *C);
+    uint32_t *D = xcalloc(nt * 128, sizeof *D);
+    uint32_t layout_want[NLAYOUT][128];
+    for (int w = 0; w < NLAYOUT; w++)
+        layout_tile(w, A + (size_t)w * 256, B + (size_t)w * 128, C + (size_t)w * 128,
+                    layout_want[w]);
+    for (size_t p = 0; p < nprobe; p++) {
+        const size_t t = t_probe0 + p;
+        for (int i = 0; i < 16; i++)
+            for (int k = 0; k < 16; k++)
+                A[t * 256 + AI(i, k)] = probes[p].a[k];
+        for (int k = 0; k < 16; k++)
+            for (int j = 0; j < 8; j++)
+                B[t * 128 + BI(k, j)] = probes[p].b[k];
+        for (int x = 0; x < 128; x++)
+            C[t * 128 + x] = probes[p].c;
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t r = 0; r < nrand; r++) {
+        uint64_t s = stream(0x6d6d61, r);
+        const size_t t = t_rand0 + r;
+        gen_tile(&s, (int)(r % NKINDS), A + t * 256, B + t * 128, C + t * 128);
+    }
+    const double t_gen = now();
+
+    /* The hardware. */
+    char err[512] = "";
+    const int grc = lowp_mma_gpu_run(A, B, C, D, nt, err, sizeof err);
+    if (grc != 0) {
+        fprintf(stderr, "lowp_gpu_mma_probe: %s\n", err);
+        fprintf(rep, "# lowp_gpu_mma_probe: CUDA error\n\n%s\n", err);
+        fclose(rep);
+        return 3;
+    }
+    const double t_gpu = now();
+
+    /* 1. Layout. */
+    int layout_bad = 0;
+    for (int w = 0; w < NLAYOUT; w++)
+        for (int x = 0; x < 128; x++)
+            layout_bad += D[(size_t)w * 128 + x] != layout_want[w][x];
+
+    /* 2. Probes: lanes agree, hardware vs hand predictions and every candidate. */
+    uint32_t *probe_hw = xcalloc(nprobe, sizeof *probe_hw);
+    int *probe_lanes_bad = xcalloc(nprobe, sizeof *probe_lanes_bad);
+    int *probe_ncand = xcalloc(nprobe, sizeof *probe_ncand);
+    unsigned long long *cand_probe_bad = xcalloc(nc, sizeof *cand_probe_bad);
+    int *probe_first_cand_bad = xcalloc(nc, sizeof *probe_first_cand_bad);
+    for (size_t c = 0; c < nc; c++)
+        probe_first_cand_bad[c] = -1;
+    for (size_t p = 0; p < nprobe; p++) {
+        const size_t t = t_probe0 + p;
+        probe_hw[p] = D[t * 128];
+        for (int x = 1; x < 128; x++)
+            probe_lanes_bad[p] += D[t * 128 + x] != probe_hw[p];
+        float out[NCAND_MAX];
+        lowp_mma_dot_add_bf16_multi(probes[p].a, probes[p].b, 16, bitsf(probes[p].c), cand, nc,
+                                    out);
+        for (size_t c = 0; c < nc; c++) {
+            if (fbits(out[c]) == probe_hw[p]) {
+                probe_ncand[p]++;
+            } else {
+                cand_probe_bad[c]++;
+                if (probe_first_cand_bad[c] < 0)
+                    probe_first_cand_bad[c] = (int)p;
+            }
+        }
+    }
+
+    /* 3. Random outputs against every candidate. */
+    const int nthr = omp_get_max_threads();
+    tally *tl = xcalloc((size_t)nthr, sizeof *tl);
+#pragma omp parallel
+    {
+        tally *T = &tl[omp_get_thread_num()];
+        uint16_t a[16], b[16];
+        float out[NCAND_MAX];
+#pragma omp for schedule(static)
+        for (size_t r = 0; r < nrand; r++) {
+            const size_t t = t_rand0 + r;
+            const int kind = (int)(r % NKINDS);
+            for (int i = 0; i < 16; i++)
+                for (int j = 0; j < 8; j++) {
+                    gather(A + t * 256, B + t * 128, i, j, a, b);
+                    const uint32_t hw = D[t * 128 + CI(i, j)];
+                    if (is_nan_bits(hw) && hw != 0x7FFFFFFFu) {
+                        if (T->nan_other++ == 0)
+                            T->nan_other_example = hw;
+                    }
+                    lowp_mma_dot_add_bf16_multi(a, b, 16, bitsf(C[t * 128 + CI(i, j)]), cand, nc,
+                                                out);
+                    for (size_t c = 0; c < nc; c++) {
+                        const uint32_t m = fbits(out[c]);
+                        if (m == hw)
+                            continue;
+                        T->cnt[c][kind]++;
+                        if (T->nfirst[c] < NFIRST)
+                            T->first[c][T->nfirst[c]++] = (firstmis){t, i, j, hw, m};
+                    }
+                }
+        }
+    }
+    /* Merge: static schedule gives thread 0 the first tiles, so thread order is tile order. */
+    static unsigned long long cnt[NCAND_MAX][NKINDS], tot[NCAND_MAX];
+    static firstmis first[NCAND_MAX][NFIRST];
+    static int nfirst[NCAND_MAX];
+    unsigned long long nan_other = 0;
+    uint32_t nan_other_example = 0;
+    for (int th = 0; th < nthr; th++) {
+        for (size_t c = 0; c < nc; c++) {
+            for (int k = 0; k < NKINDS; k++)
+                cnt[c][k] += tl[th].cnt[c][k];
+            for (int x = 0; x < tl[th].nfirst[c] && nfirst[c] < NFIRST; x++)
+                first[c][nfirst[c]++] = tl[th].first[c][x];
+        }
+        if (tl[th].nan_other && nan_other == 0)
+            nan_other_example = tl[th].nan_other_example;
+        nan_other += tl[th].nan_other;
+    }
+    unsigned long long kind_outputs[NKINDS] = {0};
+    for (size_t r = 0; r < nrand; r++)
+        kind_outputs[r % NKINDS] += 128;
+    size_t order[NCAND_MAX];
+    unsigned long long rank_key[NCAND_MAX];
+    for (size_t c = 0; c < nc; c++) {
+        for (int k = 0; k < NKINDS; k++)
+            tot[c] += cnt[c][k];
+        rank_key[c] = tot[c] + cand_probe_bad[c];
+        order[c] = c;
+    }
+    sort_key = rank_key;
+    qsort(order, nc, sizeof order[0], cmp_rank);
+    const double t_model = now();
+
+    /* Verdict. */
+    int lanes_bad = 0;
+    for (size_t p = 0; p < nprobe; p++)
+        lanes_bad += probe_lanes_bad[p] != 0;
+    const int def_ok = layout_bad == 0 && lanes_bad == 0 && tot[idef] == 0 &&
+                       cand_probe_bad[idef] == 0;
+    size_t nperfect = 0;
+    for (size_t c = 0; c < nc; c++)
+        nperfect += rank_key[c] == 0;
+    char ps[64], ps2[64];
+    lowp_mma_params_str(&cand[idef], ps, sizeof ps);
+
+    /* 4. Report. */
+    FILE *f = rep;
+    fprintf(f, "# mma.sync m16n8k16 bf16 -> f32: which model parameters the hardware follows\n\n");
+    fprintf(f, "Generated by `lowp_gpu_mma_probe` (gpu/mma_probe_main.c, gpu/mma_probe.cu); the "
+               "model is ref/src/mma.c (lowp/mma.h).\n\n");
+    fprintf(f, "- device: %s\n", dev);
+    fprintf(f, "- mode: %s; seed 0x%016" PRIx64 " (LOWP_SEED); %d OpenMP threads\n",
+            quick ? "--quick" : "full", seed, nthr);
+    fprintf(f, "- tiles: %d layout + %zu probe + %zu random (%zu random outputs); %zu candidate "
+               "parameter sets\n",
+            NLAYOUT, nprobe, nrand, nrand * 128, nc);
+    fprintf(f, "- time: generate %.1f s, GPU %.1f s, model %.1f s, total %.1f s\n\n",
+            t_gen - t_start, t_gpu - t_gen, t_model - t_gpu, t_model - t_start);
+
+    fprintf(f, "## Summary\n\n");
+    fprintf(f, "- **lowp_mma_sm90_bf16 = `%s`: %s** (%llu random mismatches, %llu probe "
+               "mismatches)\n",
+            ps, def_ok ? "MATCHES the hardware" : "DOES NOT MATCH", tot[idef],
+            cand_probe_bad[idef]);
+    fprintf(f, "- layout check (exact integer tiles): %s\n",
+            layout_bad ? "**FAILED: the fragment layout is wrong; nothing below is meaningful**"
+                       : "passed");
+    fprintf(f, "- probe tiles whose 128 outputs disagree among themselves: %d\n", lanes_bad);
+    fprintf(f, "- candidates with zero mismatches (probes and random): %zu", nperfect);
+    for (size_t x = 0, shown = 0; x < nc && shown < 12; x++)
+        if (rank_key[order[x]] == 0) {
+            fprintf(f, "%s`%s`", shown ? ", " : ": ",
+                    lowp_mma_params_str(&cand[order[x]], ps2, sizeof ps2));
+            shown++;
+        }
+    fprintf(f, "\n- hardware NaN outputs other than 0x7FFFFFFF: %llu", nan_other);
+    if (nan_other)
+        fprintf(f, " (first: 0x%08x)", nan_other_example);
+    fprintf(f, "\n\n");
+
+    fprintf(f, "## How to read this\n\n"
+               "Parameters (`lowp/mma.h`): `g` = products fused per step (16: one fused step; 8: "
+               "k0..7 with C, then k8..15 with that result), `f` = n_frac, fraction bits kept "
+               "below the largest term's exponent, `cin` = C inside the alignment window (1) or "
+               "added exactly after (0), zero rule `zsub` (arithmetic.py: a zero operand is "
+               "0*2^-126, so 0*2^100 counts as 2^-26) / `zN` (every zero term at exponent N, "
+               "MMA-Sim fdpa.py e_zero) / `zskip` (zeros ignored), `pn` = products with "
+               "significand >= 2 renormalised. Rules outside the parameters (Inf on overflow, "
+               "zero signs, canonical NaN) are fixed; the probes marked with a rule alternative "
+               "test them. A candidate is right only with 0 everywhere. If none is, the "
+               "probe table and the per-kind columns say which behaviour is missing: e.g. "
+               "mismatches only in `tiny` / `zeros` point at the zero rule, only in `specials` / "
+               "`uniform` at NaN/Inf handling, a probe matching its rule alternative at that "
+               "rule.\n\n");
+
+    fprintf(f, "## Probes (one tile each, all 128 outputs the same case)\n\n");
+    fprintf(f, "| probe | hardware | default predicts | | alternative | alt predicts | | "
+               "candidates agreeing | lanes | what it reveals |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---:|---|---|\n");
+    for (size_t p = 0; p < nprobe; p++) {
+        const lowp_mma_probe *q = &probes[p];
+        fprintf(f, "| %s | 0x%08x | 0x%08x | %s | %s | ", q->name, probe_hw[p], q->expect,
+                probe_hw[p] == q->expect ? "ok" : "**differs**", q->has_alt ? q->alt_what : "");
+        if (q->has_alt)
+            fprintf(f, "0x%08x | %s |", q->alt, probe_hw[p] == q->alt ? "**hardware**" : "");
+        else
+            fprintf(f, " | |");
+        fprintf(f, " %d/%zu | %s | %s |\n", probe_ncand[p], nc,
+                probe_lanes_bad[p] ? "**differ**" : "same", q->reveals);
+    }
+    fprintf(f, "\nA probe's inputs: `lowp_mma_probes()` in ref/src/mma.c (a[16], b[16] as bf16 "
+               "bits, c as binary32 bits).\n\n");
+
+    fprintf(f, "## Candidates, best first\n\n");
+    fprintf(f, "Random mismatches per kind (outputs per kind: ~%llu).\n\n", kind_outputs[0]);
+    fprintf(f, "| # | parameters | random | probes | first probe missed |");
+    for (int k = 0; k < NKINDS; k++)
+        fprintf(f, " %s |", kind_name[k]);
+    fprintf(f, "\n|---:|---|---:|---:|---|");
+    for (int k = 0; k < NKINDS; k++)
+        fprintf(f, "---:|");
+    fprintf(f, "\n");
+    for (size_t x = 0; x < nc; x++) {
+        const size_t c = order[x];
+        fprintf(f, "| %zu | `%s`%s | %llu | %llu | %s |", x + 1,
+                lowp_mma_params_str(&cand[c], ps2, sizeof ps2), c == idef ? " (default)" : "",
+                tot[c], cand_probe_bad[c],
+                probe_first_cand_bad[c] >= 0 ? probes[probe_first_cand_bad[c]].name : "");
+        for (int k = 0; k < NKINDS; k++)
+            fprintf(f, " %llu |", cnt[c][k]);
+        fprintf(f, "\n");
+    }
+
+    fprintf(f, "\n## First mismatching random outputs (default and the %d best)\n\n",
+            DETAIL_BEST);
+    fprintf(f, "Each: tile, output (i, j), kind; a = A row i, b = B column j (k = 0..15, bf16 "
+               "bits), c (binary32 bits); hardware and model results.\n\n");
+    for (size_t x = 0; x <= (size_t)DETAIL_BEST && x <= nc; x++) {
+        const size_t c = x == 0 ? idef : order[x - 1];
+        if (x > 0 && c == idef)
+            continue;
+        fprintf(f, "### `%s`%s: %llu random mismatches\n\n",
+                lowp_mma_params_str(&cand[c], ps2, sizeof ps2), c == idef ? " (default)" : "",
+                tot[c]);
+        if (nfirst[c] == 0) {
+            fprintf(f, "none\n\n");
+            continue;
+        }
+        fprintf(f, "```\n");
+        for (int m = 0; m < nfirst[c]; m++) {
+            const firstmis *q = &first[c][m];
+            uint16_t a[16], b[16];
+            gather(A + q->tile * 256, B + q->tile * 128, q->i, q->j, a, b);
+            fprintf(f, "tile %zu (%d,%d) kind %s\n  a = ", q->tile, q->i, q->j,
+                    kind_name[(q->tile - t_rand0) % NKINDS]);
+            hexrow(f, a);
+            fprintf(f, "\n  b = ");
+            hexrow(f, b);
+            fprintf(f, "\n  c = %08x  hardware %08x (%a)  model %08x (%a)\n",
+                    C[q->tile * 128 + CI(q->i, q->j)], q->hw, (double)bitsf(q->hw), q->model,
+                    (double)bitsf(q->model));
+        }
+        fprintf(f, "```\n\n");
+    }
+    const int close_rc = fclose(f);
+
+    printf("lowp_gpu_mma_probe: %zu random outputs + %zu probes on %s: default %s %s "
+           "(%llu random, %llu probe mismatches); %zu of %zu candidates match everything; "
+           "layout %s; report %s (%.1f s)\n",
+           nrand * 128, nprobe, dev, ps, def_ok ? "MATCHES" : "DOES NOT MATCH", tot[idef],
+           cand_probe_bad[idef], nperfect, nc, layout_bad ? "FAILED" : "ok", report,
+           now() - t_start);
+    free(A);
+    free(B);
+    free(C);
+    free(D);
+    free(tl);
+    free(probe_hw);
+    free(probe_lanes_bad);
+    free(probe_ncand);
+    free(cand_probe_bad);
+    free(probe_first_cand_bad);
+    if (close_rc != 0) {
+        fprintf(stderr, "lowp_gpu_mma_probe: error writing %s\n", report);
+        return 2;
+    }
+    return def_ok ? 0 : 1;
+}
