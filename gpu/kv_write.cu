@@ -1,0 +1,636 @@
+/* gpu/kv_write.cu: quantize-on-write into a paged GPU KV cache (lowp/gpu_kvcache.h).
+ *
+ * One thread writes one unit: one quantization block (NVFP4 16, MX 32 elements) of one
+ * (token, head) row of K or V, or one element for the element-wise formats (FP8, BF16).
+ * It reads the inputs, computes the block scale and element codes, and stores them at the
+ * byte offsets of ref/src/kvcache.c (lowp_kvcache_code_offset / lowp_kvcache_scale_offset).
+ *
+ * Bit-exactness with the CPU writer. Every arithmetic step below names the step of
+ * ref/src/block.c it mirrors (init_ctx, code_factor, block_amax, block_scales,
+ * quantize_chunk) and is the same binary32 operation in the same order:
+ *   - this file is compiled with --fmad=false, and has no a*b+c anyway;
+ *   - no fast math: '/' is IEEE division, no flush to zero (nvcc defaults -prec-div=true,
+ *     -ftz=false; gpu/kv_write.cmake passes them explicitly);
+ *   - rcp.approx.ftz.f32 is the PTX instruction on the device and lowp_rcp_approx_ftz (its
+ *     bit-exact model on sm_90) on the host;
+ *   - the element and scale conversions are lowp's own encoders (format_internal.h
+ *     lowp_encode_bits_signed / lowp_encode_bits_e8m0) restated in integer arithmetic for
+ *     the codec settings init_ctx chooses, so no PTX cvt (E2M1/UE8M0 cvt does not exist on
+ *     sm_90) and no host/device difference;
+ *   - NaN signs and payloads never reach a byte: the CPU makes a NaN block scale input
+ *     positive (block_scales, "GPU's canonical positive NaN"), and every element and scale
+ *     codec used here maps both NaN signs of an element to one code.
+ * The functions are __host__ __device__: lowp_gpu_kv_write_emulate runs them on the CPU,
+ * so a logic error shows up on machines without a GPU.
+ */
+#include <float.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "lowp/gpu_kvcache.h"
+
+#define HD __host__ __device__ __forceinline__
+
+namespace { /* everything up to the host API is internal to this file */
+
+/* ---------------------------------------------------------------- bit helpers */
+
+HD uint32_t f2u(float x)
+{
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(x);
+#else
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+#endif
+}
+
+HD float u2f(uint32_t u)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+#endif
+}
+
+/* The positive quiet NaN the CPU's NAN constant is (block_amax, code_factor). */
+HD float qnan(void) { return u2f(0x7fc00000u); }
+
+/* rcp~: rcp.approx.ftz.f32 (recipes.md); lowp_rcp_approx_ftz is its model, bit-exact on
+ * all 2^32 inputs on the H200 (reports/rcp-approx-h200.md). */
+HD float rcp_approx(float x)
+{
+#ifdef __CUDA_ARCH__
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+#else
+    return lowp_rcp_approx_ftz(x);
+#endif
+}
+
+/* pow2f of block.c: 2^k as a binary32, k in [-149, 127]. */
+HD float pow2f(int k)
+{
+    uint32_t b = k >= -126 ? (uint32_t)(k + 127) << 23 : 1u << (k + 149);
+    return u2f(b);
+}
+
+/* ---------------------------------------------------------------- codecs */
+
+/* The settings lowp_codec_init resolves for one (format, profile, mode, saturation), as
+ * far as lowp_encode_bits_signed reads them (NaN rule LOWP_NAN_FIXED for all used here). */
+struct enc_spec {
+    int ru;            /* 1: LOWP_RU, 0: LOWP_RN */
+    int mbits, emin;   /* stored fraction bits, 1 - bias */
+    uint32_t max_mag;  /* lowp_format_table max_mag */
+    uint32_t sign_bit;
+    uint32_t ovf_mag;  /* codec ovf_mag */
+    uint32_t inf_mag;  /* codec inf_mag */
+    uint32_t nan_pos, nan_neg; /* codec nan_code[0], nan_code[1] */
+};
+
+/* (e2m1, cuda, rn, sat): the element codec of NVFP4 and MXFP4. */
+HD enc_spec spec_e2m1_cuda(void) { return enc_spec{0, 1, 0, 0x7u, 0x8u, 0x7u, 0x7u, 0x7u, 0x7u}; }
+/* (e4m3, cuda, rn, sat): MXFP8 / FP8 elements, the NVFP4 block scale (trtllm, exact,
+ * sglang-kv). */
+HD enc_spec spec_e4m3_cuda(void) { return enc_spec{0, 3, -6, 0x7eu, 0x80u, 0x7eu, 0x7eu, 0x7fu, 0x7fu}; }
+/* (e5m2, cuda, rn, sat): FP8 E5M2 elements. */
+HD enc_spec spec_e5m2_cuda(void) { return enc_spec{0, 2, -14, 0x7bu, 0x80u, 0x7bu, 0x7bu, 0x7fu, 0x7fu}; }
+/* (bf16, cuda, rn, no saturation): BF16 passthrough; NaN -> 0x7FFF. */
+HD enc_spec spec_bf16_cuda(void)
+{
+    return enc_spec{0, 7, -126, 0x7f7fu, 0x8000u, 0x7f80u, 0x7f80u, 0x7fffu, 0x7fffu};
+}
+/* (e4m3, ocp, ru, sat): NVFP4 exact with LOWP_BLOCK_SCALE_UP. */
+HD enc_spec spec_e4m3_ocp_ru_sat(void) { return enc_spec{1, 3, -6, 0x7eu, 0x80u, 0x7eu, 0x7eu, 0x7fu, 0xffu}; }
+/* (e4m3, torch, rn, no saturation): NVFP4 modelopt; beyond 464 -> NaN keeping the sign. */
+HD enc_spec spec_e4m3_torch(void) { return enc_spec{0, 3, -6, 0x7eu, 0x80u, 0x7fu, 0x7fu, 0x7fu, 0xffu}; }
+/* (e4m3, ocp, ru, no saturation): NVFP4 modelopt with LOWP_BLOCK_SCALE_UP. */
+HD enc_spec spec_e4m3_ocp_ru_nosat(void) { return enc_spec{1, 3, -6, 0x7eu, 0x80u, 0x7fu, 0x7fu, 0x7fu, 0xffu}; }
+
+/* lowp_encode_bits_signed (ref/src/format_internal.h), the same steps for a fixed-NaN
+ * codec in mode rn or ru. */
+HD uint32_t encode_signed(const enc_spec &c, uint32_t b)
+{
+    const int mbits = c.mbits, emin = c.emin;
+    uint32_t neg = b >> 31;
+    uint32_t a = b & 0x7fffffffu;
+    uint32_t E = a >> 23;
+    uint32_t Eeff = E + (E == 0);
+    uint32_t M = (a & 0x7fffffu) | ((uint32_t)(E != 0) << 23);
+    int32_t e = (int32_t)Eeff - 127;
+    int32_t under = emin - e;
+    under = under > 0 ? under : 0;
+    uint32_t shift = (uint32_t)(23 - mbits + under);
+    shift = shift > 25u ? 25u : shift;
+    uint32_t q = M >> shift;
+    uint32_t rem = M & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1u);
+    uint32_t inc = c.ru ? ((rem != 0) & (neg ^ 1u)) : ((rem > half) | ((rem == half) & q));
+    int32_t ee = e > emin ? e : emin;
+    uint32_t mag = ((uint32_t)(ee - emin) << mbits) + (q & ((2u << mbits) - 1u)) + inc;
+    uint32_t sign = neg ? c.sign_bit : 0u;
+    uint32_t nan = neg ? c.nan_neg : c.nan_pos;
+    uint32_t toward0 = c.ru ? neg : 0u;
+    uint32_t ovf = sign | (toward0 ? c.max_mag : c.ovf_mag);
+    uint32_t inf = sign | c.inf_mag;
+    uint32_t r = mag > c.max_mag ? ovf : (sign | mag);
+    r = a == 0x7f800000u ? inf : r;
+    r = a > 0x7f800000u ? nan : r;
+    return r;
+}
+
+/* lowp_encode_bits_e8m0 for (e8m0, cuda, ru, sat): code = biased exponent, +1 when any
+ * fraction bit is set (a subnormal rounds up past 2^-127 only above it), 0xFE at most,
+ * 0 for +-0, |x| for negatives, 0xFF for NaN. */
+HD uint32_t encode_e8m0_cuda_ru_sat(uint32_t b)
+{
+    uint32_t a = b & 0x7fffffffu;
+    uint32_t E = a >> 23;
+    uint32_t m = a & 0x7fffffu;
+    uint32_t up = E ? (uint32_t)(m != 0) : (uint32_t)(m > 0x400000u);
+    uint32_t code = E + up;
+    code = code >= 0xffu ? 0xfeu : code; /* also Inf: E = 255 */
+    code = a == 0 ? 0u : code;
+    code = a > 0x7f800000u ? 0xffu : code;
+    return code;
+}
+
+/* lowp_decode_f32(LOWP_E4M3, q): exact; 0x7F / 0xFF are NaN (their sign never matters
+ * here: every use multiplies or divides it into an element code that ignores NaN signs). */
+HD float decode_e4m3(uint32_t q)
+{
+    uint32_t mag = q & 0x7fu, sign = (q & 0x80u) << 24;
+    if (mag == 0x7fu)
+        return u2f(sign | 0x7fc00000u);
+    uint32_t E = mag >> 3, M = mag & 7u;
+    if (E == 0) /* subnormal M * 2^-9: an integer times a power of two, exact */
+        return u2f(sign | f2u((float)M * 0x1p-9f));
+    return u2f(sign | ((E - 7u + 127u) << 23) | (M << 20));
+}
+
+/* lowp_decode_f32(LOWP_E8M0, q): 2^(q - 127), NaN for 0xFF. */
+HD float decode_e8m0(uint32_t q) { return q == 0xffu ? qnan() : pow2f((int)q - 127); }
+
+/* ---------------------------------------------------------------- recipes */
+
+/* recipe_ctx of block.c, for one global scale. */
+struct qctx {
+    int format, recipe;
+    float dec, enc;                       /* lowp_global_scale_from_dec: {g, 1/g} */
+    float rcp6, rcp448, rcp_enc, rcp_dec; /* init_ctx: rcp~ constants */
+    enc_spec elem, scale;                 /* element and (E4M3) block scale codecs */
+    int divide;                           /* elements are x / factor */
+};
+
+/* init_ctx + lowp_global_scale_from_dec(f, r, g). */
+HD void qctx_init(qctx *c, int f, int r, unsigned flags, float g)
+{
+    c->format = f;
+    c->recipe = r;
+    c->dec = g;
+    c->enc = 1.0f / g;
+    switch (f) {
+    case LOWP_NVFP4:
+    case LOWP_MXFP4: c->elem = spec_e2m1_cuda(); break;
+    case LOWP_MXFP8:
+    case LOWP_FP8_E4M3: c->elem = spec_e4m3_cuda(); break;
+    case LOWP_FP8_E5M2: c->elem = spec_e5m2_cuda(); break;
+    default: c->elem = spec_bf16_cuda(); break;
+    }
+    /* the round-up flag is a step of exact and modelopt only */
+    int up = (flags & LOWP_BLOCK_SCALE_UP) != 0 &&
+             (r == LOWP_RECIPE_EXACT || r == LOWP_RECIPE_MODELOPT);
+    if (r == LOWP_RECIPE_MODELOPT)
+        c->scale = up ? spec_e4m3_ocp_ru_nosat() : spec_e4m3_torch();
+    else
+        c->scale = up ? spec_e4m3_ocp_ru_sat() : spec_e4m3_cuda();
+    if (f == LOWP_NVFP4)
+        c->divide = r == LOWP_RECIPE_MODELOPT;
+    else if (f == LOWP_MXFP4 || f == LOWP_MXFP8)
+        c->divide = r == LOWP_RECIPE_RCEIL;
+    else
+        c->divide = f != LOWP_BF16_PASS;
+    c->rcp6 = rcp_approx(6.0f);
+    c->rcp448 = rcp_approx(448.0f);
+    c->rcp_enc = rcp_approx(c->enc);
+    c->rcp_dec = rcp_approx(c->dec);
+}
+
+/* code_factor: the element multiplier (or divisor when c->divide) of a block whose scale
+ * code is q and whose amax is nonzero. */
+HD float code_factor(const qctx *c, uint32_t q)
+{
+    if (c->format == LOWP_NVFP4) {
+        float qv = decode_e4m3(q);
+        switch (c->recipe) {
+        case LOWP_RECIPE_TRTLLM: return rcp_approx(qv * c->rcp_enc);
+        case LOWP_RECIPE_EXACT: return fminf(1.0f / (qv * (1.0f / c->enc)), FLT_MAX);
+        case LOWP_RECIPE_MODELOPT: return qv * c->dec; /* the divisor */
+        default: return rcp_approx(qv * c->dec);        /* sglang-kv */
+        }
+    }
+    /* MXFP4 / MXFP8 */
+    switch (c->recipe) {
+    case LOWP_RECIPE_OCP: return q == 0xffu ? qnan() : pow2f(127 - (int)q);
+    case LOWP_RECIPE_RCEIL: return decode_e8m0(q); /* the divisor */
+    default: /* trtllm; MXFP4's exp2f_rcp gives 1.0 for code 0x00 (TRT-LLM's quirk) */
+        if (c->format == LOWP_MXFP4)
+            return q == 0 ? 1.0f : pow2f(127 - (int)q);
+        return rcp_approx(decode_e8m0(q));
+    }
+}
+
+/* One block of BS elements (BS = 16 NVFP4, 32 MX): block_amax + block_scales +
+ * quantize_chunk. ec gets BS element codes, *scale the block scale code. */
+template <int BS>
+HD void quant_block(const qctx *c, const float *x, uint8_t *ec, uint8_t *scale)
+{
+    const int r = c->recipe;
+    /* block_amax: NaN ignored (fmaxf) or propagated (torch.amax) */
+    int propagate = r == LOWP_RECIPE_MODELOPT || r == LOWP_RECIPE_OCP || r == LOWP_RECIPE_RCEIL;
+    float m = 0.0f;
+    int nan = 0;
+    for (int i = 0; i < BS; i++) {
+        float a = fabsf(x[i]);
+        nan |= a != a;
+        m = a > m ? a : m; /* a NaN compares false: ignored */
+    }
+    const float amax = (propagate && nan) ? qnan() : m;
+    uint32_t q;
+    float factor;
+    if (c->format != LOWP_NVFP4 && r == LOWP_RECIPE_OCP) {
+        /* block_scales, ocp: floor(log2 amax) - emax from the exponent bits; subnormal and
+         * zero amax count as -127; code clamped at 0; NaN and Inf amax give 0xFF */
+        const int emax = c->format == LOWP_MXFP4 ? 2 : 8;
+        uint32_t mb = f2u(amax);
+        int biased = (int)((mb >> 23) & 0xffu);
+        int code = biased == 0 ? 0 : biased - emax;
+        code = code < 0 ? 0 : code;
+        q = biased == 0xff ? 0xffu : (uint32_t)code;
+        factor = code_factor(c, q);
+    } else {
+        float sf;
+        if (c->format == LOWP_NVFP4) {
+            switch (r) {
+            case LOWP_RECIPE_TRTLLM: sf = c->enc * (amax * c->rcp6); break;
+            case LOWP_RECIPE_EXACT: {
+                const float k = c->enc * (1.0f / 6.0f);
+                sf = amax != 0.0f ? amax * k : 0.0f;
+                break;
+            }
+            case LOWP_RECIPE_MODELOPT: {
+                const float six_g = 6.0f * c->dec;
+                float s = amax / six_g;
+                s = s == 0.0f ? 1.0f : s;
+                sf = s < 0x1p-9f ? 0x1p-9f : s; /* clamp_(min=2**-9); NaN compares false */
+                break;
+            }
+            default: sf = c->rcp_dec * (amax * c->rcp6); break; /* sglang-kv */
+            }
+            /* a NaN from the arithmetic is the GPU's canonical positive NaN */
+            sf = sf != sf ? fabsf(sf) : sf;
+            q = encode_signed(c->scale, f2u(sf));
+        } else {
+            if (r == LOWP_RECIPE_RCEIL)
+                sf = amax * (c->format == LOWP_MXFP4 ? 1.0f / 6.0f : 1.0f / 448.0f);
+            else /* trtllm MX */
+                sf = amax * (c->format == LOWP_MXFP4 ? c->rcp6 : c->rcp448);
+            q = encode_e8m0_cuda_ru_sat(f2u(sf));
+        }
+        /* zero_amax_zero_factor (trtllm, exact, sglang-kv): an all-zero block gets factor 0 */
+        int zero_rule = r == LOWP_RECIPE_TRTLLM || r == LOWP_RECIPE_EXACT || r == LOWP_RECIPE_SGLANG_KV;
+        factor = (zero_rule && amax == 0.0f) ? 0.0f : code_factor(c, q);
+    }
+    /* quantize_chunk: scale, then the element codec */
+    for (int i = 0; i < BS; i++) {
+        float v = c->divide ? x[i] / factor : x[i] * factor;
+        uint32_t code = encode_signed(c->elem, f2u(v));
+        if (r == LOWP_RECIPE_MODELOPT) /* _cast_fp4: sign bit = (scaled < 0): -0, NaN -> + */
+            code = (code & 7u) | ((uint32_t)(v < 0.0f) << 3);
+        ec[i] = (uint8_t)code;
+    }
+    *scale = (uint8_t)q;
+}
+
+/* ---------------------------------------------------------------- placement */
+
+/* Everything one launch (K or V) needs; plain data, passed by value. */
+struct kvw_side {
+    int format, recipe;
+    unsigned flags;
+    int hnd;        /* layout HND */
+    int interleave; /* scale order INTERLEAVE4 */
+    int in_e4m3;    /* input type: E4M3 codes (else BF16 bits) */
+    size_t num_pages, page_size, num_heads;
+    size_t dim, rb, S, bs, nblk; /* row elements, code bytes, scales; block size, units per row */
+    size_t n_tokens;
+    const void *x;
+    const int64_t *slots;
+    uint8_t *codes, *scales;
+    const float *gdec; /* decode-side global scales, n_global of them */
+    size_t n_global;
+};
+
+/* Input element i of the [n_tokens][num_heads][dim] array, as its exact binary32 value. */
+HD float load_input(const kvw_side &p, size_t i)
+{
+    if (p.in_e4m3)
+        return decode_e4m3(((const uint8_t *)p.x)[i]);
+    return u2f((uint32_t)((const uint16_t *)p.x)[i] << 16);
+}
+
+/* Row index of (page, slot, head) in a [..][row] buffer: lowp_kvcache_code_offset. */
+HD size_t row_index(const kvw_side &p, size_t page, size_t slot, size_t head)
+{
+    return p.hnd ? (page * p.num_heads + head) * p.page_size + slot
+                 : (page * p.page_size + slot) * p.num_heads + head;
+}
+
+/* Unit u = ((token * num_heads) + head) * nblk + block. Mirrors lowp_kvcache_write: the
+ * row of (token, head) quantized with that head's global scale, codes at
+ * lowp_kvcache_code_offset + the block's code bytes, scale s at lowp_kvcache_scale_offset. */
+HD void kvw_unit(const kvw_side &p, size_t u)
+{
+    size_t blk = u % p.nblk;
+    size_t row = u / p.nblk;
+    size_t head = row % p.num_heads;
+    size_t tok = row / p.num_heads;
+    int64_t slot = p.slots[tok];
+    if (slot < 0) /* padding: skipped */
+        return;
+    if ((uint64_t)slot >= (uint64_t)(p.num_pages * p.page_size)) /* never out of bounds */
+        return;
+    size_t page = (size_t)slot / p.page_size, sip = (size_t)slot % p.page_size;
+    size_t in0 = row * p.dim + blk * p.bs;
+    float g = p.gdec[p.n_global == 1 ? 0 : head];
+    qctx c;
+    qctx_init(&c, p.format, p.recipe, p.flags, g);
+    uint8_t *dst = p.codes + row_index(p, page, sip, head) * p.rb;
+    if (p.bs == 1) {
+        /* FP8: x / g (true division); BF16: x as is (quantize_chunk, bs == 1) */
+        float x = load_input(p, in0);
+        float v = c.divide ? x / c.dec : x;
+        uint32_t code = encode_signed(c.elem, f2u(v));
+        if (p.format == LOWP_BF16_PASS) { /* two bytes, little-endian */
+            dst[2 * blk] = (uint8_t)(code & 0xffu);
+            dst[2 * blk + 1] = (uint8_t)(code >> 8);
+        } else {
+            dst[blk] = (uint8_t)code;
+        }
+        return;
+    }
+    float x[32];
+    uint8_t ec[32];
+    uint8_t q;
+    for (size_t i = 0; i < p.bs; i++)
+        x[i] = load_input(p, in0 + i);
+    if (p.bs == 16)
+        quant_block<16>(&c, x, ec, &q);
+    else
+        quant_block<32>(&c, x, ec, &q);
+    if (p.format == LOWP_MXFP8) {
+        for (size_t i = 0; i < p.bs; i++)
+            dst[blk * p.bs + i] = ec[i];
+    } else { /* 4-bit codes, element 2j in the low nibble */
+        for (size_t j = 0; j < p.bs / 2; j++)
+            dst[blk * (p.bs / 2) + j] = (uint8_t)(ec[2 * j] | (ec[2 * j + 1] << 4));
+    }
+    /* lowp_kvcache_scale_offset: (t, s) -> interleaved (t', s') within the page's tile */
+    size_t t = sip, s = blk;
+    if (p.interleave) {
+        size_t qq = p.S / 4;
+        t = (sip / 4) * 4 + blk / qq;
+        s = (blk % qq) * 4 + sip % 4;
+    }
+    p.scales[row_index(p, page, t, head) * p.S + s] = q;
+}
+
+__global__ void kvw_kernel(kvw_side p, size_t units)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += stride)
+        kvw_unit(p, u);
+}
+
+} /* namespace */
+
+/* ---------------------------------------------------------------- host side */
+
+static int fail(char *why, size_t why_len, const char *fmt, ...)
+{
+    if (why != NULL && why_len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+extern "C" const char *lowp_gpu_kv_input_name(lowp_gpu_kv_input in)
+{
+    return in == LOWP_GPU_IN_BF16 ? "bf16" : in == LOWP_GPU_IN_E4M3 ? "e4m3" : "?";
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Host checks of a slot mapping: every slot < num_pages * page_size, none given twice. */
+static int check_slots(const lowp_kv_config *cfg, const int64_t *slots, size_t n, char *why,
+                       size_t why_len)
+{
+    uint64_t cap = (uint64_t)cfg->num_pages * (uint64_t)cfg->page_size; /* checked: no overflow */
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (slots[i] >= 0 && (uint64_t)slots[i] >= cap)
+            return fail(why, why_len,
+                        "slots[%zu] = %lld is not below num_pages * page_size = %llu", i,
+                        (long long)slots[i], (unsigned long long)cap);
+        used += slots[i] >= 0;
+    }
+    if (used < 2)
+        return 0;
+    int64_t *s = (int64_t *)malloc(used * sizeof *s);
+    if (s == NULL)
+        return fail(why, why_len, "out of host memory checking %zu slots for repeats", used);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (slots[i] >= 0)
+            s[k++] = slots[i];
+    qsort(s, used, sizeof *s, cmp_i64);
+    int64_t dup = -1;
+    for (size_t i = 1; i < used && dup < 0; i++)
+        if (s[i] == s[i - 1])
+            dup = s[i];
+    free(s);
+    if (dup >= 0) {
+        size_t first = n, second = n;
+        for (size_t i = 0; i < n; i++)
+            if (slots[i] == dup) {
+                if (first == n)
+                    first = i;
+                else if (second == n)
+                    second = i;
+            }
+        return fail(why, why_len,
+                    "slot %lld is given to tokens %zu and %zu: the order of two writes to one slot is undefined on the GPU",
+                    (long long)dup, first, second);
+    }
+    return 0;
+}
+
+/* Geometry of side w (0 K, 1 V) of cfg, without pointers. cfg is checked. */
+static kvw_side side_of(const lowp_kv_config *cfg, int w, lowp_gpu_kv_input in, size_t n_tokens)
+{
+    kvw_side p;
+    memset(&p, 0, sizeof p);
+    p.format = (int)cfg->format;
+    p.recipe = (int)cfg->recipe;
+    p.flags = cfg->quant_flags;
+    p.hnd = cfg->layout == LOWP_KV_HND;
+    p.interleave = (w == 0 ? cfg->k_sf_order : cfg->v_sf_order) == LOWP_KV_SF_INTERLEAVE4;
+    p.in_e4m3 = in == LOWP_GPU_IN_E4M3;
+    p.num_pages = cfg->num_pages;
+    p.page_size = cfg->page_size;
+    p.num_heads = cfg->num_heads;
+    p.dim = w == 0 ? cfg->qk_dim : cfg->vo_dim;
+    p.rb = lowp_kv_row_code_bytes(cfg, (lowp_kv_which)w);
+    p.S = lowp_kv_row_scales(cfg, (lowp_kv_which)w);
+    p.bs = lowp_block_size(cfg->format);
+    p.nblk = p.dim / p.bs;
+    p.n_tokens = n_tokens;
+    return p;
+}
+
+/* n_tokens * num_heads * dim * elem_bytes fits size_t (so does the unit count, which is
+ * at most the element count), and n_tokens fits int64. cfg is checked. */
+static int check_token_sizes(const lowp_kv_config *cfg, size_t n_tokens, size_t esize, char *why,
+                             size_t why_len)
+{
+    size_t dmax = cfg->qk_dim > cfg->vo_dim ? cfg->qk_dim : cfg->vo_dim;
+    if (dmax > SIZE_MAX / cfg->num_heads / esize)
+        return fail(why, why_len, "num_heads * dim * element bytes overflows size_t");
+    size_t row = cfg->num_heads * dmax * esize;
+    if (n_tokens > SIZE_MAX / row)
+        return fail(why, why_len, "n_tokens = %zu makes the input arrays overflow size_t", n_tokens);
+    if ((unsigned long long)n_tokens > (unsigned long long)INT64_MAX)
+        return fail(why, why_len, "n_tokens = %zu does not fit int64", n_tokens);
+    return 0;
+}
+
+/* 0 if p is device-accessible (device, managed or registered host memory). */
+static int check_dev_ptr(const void *p, const char *name, char *why, size_t why_len)
+{
+    if (p == NULL)
+        return fail(why, why_len, "%s is NULL", name);
+    cudaPointerAttributes a;
+    memset(&a, 0, sizeof a);
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        return fail(why, why_len, "%s: cudaPointerGetAttributes failed: %s", name,
+                    cudaGetErrorString(e));
+    }
+    if (a.type == cudaMemoryTypeUnregistered)
+        return fail(why, why_len,
+                    "%s is ordinary host memory, not a device pointer (copy it to the GPU first)",
+                    name);
+    return 0;
+}
+
+extern "C" int lowp_gpu_kv_write(lowp_gpu_kvcache *c, lowp_gpu_kv_input in, const void *k_dev,
+                                 const void *v_dev, const int64_t *slots_dev,
+                                 const int64_t *slots_host, size_t n_tokens, cudaStream_t stream,
+                                 char *why, size_t why_len)
+{
+    /* every check first; nothing is launched or changed on a refusal */
+    if (lowp_gpu_kvcache_check(c, why, why_len))
+        return -1;
+    if (in != LOWP_GPU_IN_BF16 && in != LOWP_GPU_IN_E4M3)
+        return fail(why, why_len, "in = %d is not an input type (LOWP_GPU_IN_BF16 or LOWP_GPU_IN_E4M3)",
+                    (int)in);
+    if (n_tokens == 0)
+        return 0;
+    size_t esize = in == LOWP_GPU_IN_BF16 ? 2 : 1;
+    if (check_token_sizes(&c->cfg, n_tokens, esize, why, why_len))
+        return -1;
+    if (check_dev_ptr(k_dev, "k_dev", why, why_len) || check_dev_ptr(v_dev, "v_dev", why, why_len) ||
+        check_dev_ptr(slots_dev, "slots_dev", why, why_len))
+        return -1;
+    if (slots_host != NULL && check_slots(&c->cfg, slots_host, n_tokens, why, why_len))
+        return -1;
+    for (int w = 0; w < 2; w++) {
+        kvw_side p = side_of(&c->cfg, w, in, n_tokens);
+        p.x = w == 0 ? k_dev : v_dev;
+        p.slots = slots_dev;
+        p.codes = w == 0 ? c->k_codes : c->v_codes;
+        p.scales = w == 0 ? c->k_scales : c->v_scales;
+        p.gdec = w == 0 ? c->k_global : c->v_global;
+        p.n_global = c->n_global;
+        size_t units = n_tokens * p.num_heads * p.nblk; /* <= the input element count */
+        const unsigned threads = 256;
+        size_t blocks = (units + threads - 1) / threads;
+        if (blocks > ((size_t)1 << 20)) /* grid-stride beyond this */
+            blocks = (size_t)1 << 20;
+        kvw_kernel<<<(unsigned)blocks, threads, 0, stream>>>(p, units);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return fail(why, why_len, "launching the %s write kernel failed: %s (%s)",
+                        w == 0 ? "K" : "V", cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    return 0;
+}
+
+extern "C" int lowp_gpu_kv_write_emulate(lowp_kvcache *host, lowp_gpu_kv_input in, const void *k,
+                                         const void *v, const int64_t *slots, size_t n_tokens,
+                                         char *why, size_t why_len)
+{
+    if (host == NULL)
+        return fail(why, why_len, "host cache is NULL");
+    const lowp_kv_config *cfg = lowp_kvcache_config(host);
+    if (lowp_kv_config_check(cfg, why, why_len))
+        return -1;
+    if (in != LOWP_GPU_IN_BF16 && in != LOWP_GPU_IN_E4M3)
+        return fail(why, why_len, "in = %d is not an input type", (int)in);
+    if (n_tokens == 0)
+        return 0;
+    if (k == NULL || v == NULL || slots == NULL)
+        return fail(why, why_len, "%s is NULL", k == NULL ? "k" : v == NULL ? "v" : "slots");
+    if (check_token_sizes(cfg, n_tokens, in == LOWP_GPU_IN_BF16 ? 2 : 1, why, why_len) ||
+        check_slots(cfg, slots, n_tokens, why, why_len))
+        return -1;
+    size_t H = cfg->num_heads;
+    float *gs = (float *)malloc(2 * H * sizeof *gs);
+    if (gs == NULL)
+        return fail(why, why_len, "out of host memory");
+    for (int w = 0; w < 2; w++)
+        for (size_t h = 0; h < H; h++)
+            gs[(size_t)w * H + h] = lowp_kvcache_global_scale(host, (lowp_kv_which)w, h);
+    for (int w = 0; w < 2; w++) {
+        kvw_side p = side_of(cfg, w, in, n_tokens);
+        p.x = w == 0 ? k : v;
+        p.slots = slots;
+        p.codes = lowp_kvcache_buffer(host, (lowp_kv_which)w, LOWP_KV_CODES, NULL);
+        p.scales = lowp_kvcache_buffer(host, (lowp_kv_which)w, LOWP_KV_SCALES, NULL);
+        p.gdec = gs + (size_t)w * H;
+        p.n_global = H;
+        size_t units = n_tokens * p.num_heads * p.nblk;
+        for (size_t u = 0; u < units; u++)
+            kvw_unit(p, u);
+    }
+    free(gs);
+    return 0;
+}
