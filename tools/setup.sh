@@ -6,9 +6,10 @@
 #   BUILD_DIR=dir CMAKE_ARGS="-DLOWP_SANITIZE=ON" tools/setup.sh --no-conform
 #
 # Dependencies are Debian packages (cmake, gcc, libmpfr-dev, check, pkg-config, python3)
-# and, for the interop tests, numpy / ml_dtypes / safetensors from PyPI in a virtual
-# environment at .venv (nothing is vendored). The CUDA parts build when nvcc is found
-# (on PATH or in /usr/local/cuda/bin); without it they are skipped with a message.
+# and, for the interop tests, numpy / ml_dtypes / safetensors (for the SASS tests, NVIDIA's
+# cuobjdump / nvdisasm) from PyPI in a virtual environment at .venv (nothing is vendored).
+# The CUDA parts build when nvcc is found (on PATH or in /usr/local/cuda/bin); without it
+# they are skipped with a message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run_conform=1
@@ -36,6 +37,13 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check numpy 'ml_dtypes==0.6.*' safetensors
+# SASS inspection (tools/sass_check.sh, the sass_* tests of gpu/sass.cmake): NVIDIA's
+# cuobjdump and the nvdisasm it calls, from PyPI (the toolkit here ships neither; 13.2 is
+# the oldest on PyPI and reads nvcc 13.0's sm_90/sm_100a/sm_120a cubins). Optional: without
+# them those tests exit 77 (skipped), so a failed install warns instead of stopping setup.
+.venv/bin/python -m pip install -q --disable-pip-version-check \
+  'nvidia-cuda-cuobjdump==13.2.86' 'nvidia-cuda-nvdisasm==13.2.86' ||
+  echo "setup: warning: could not install cuobjdump/nvdisasm from PyPI; the sass_* tests will be skipped" >&2
 
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
