@@ -54,4 +54,16 @@ int lowp_cli_input_option(int argc, char **argv, int *i);
 float *lowp_cli_input_load(size_t shape[3], char *desc, size_t desc_len);
 const char *lowp_cli_input_usage(void);
 
+
+/* Shared by the attention commands (tools/cli_attn_io.c). */
+const char *lowp_cli_need_value(int argc, char **argv, int *i);
+size_t lowp_cli_parse_count(const char *opt, const char *s, int allow_zero);
+double lowp_cli_parse_positive(const char *opt, const char *s);
+/* A finite float tensor of rank 3 (.npy / .safetensors, any float dtype), malloc'ed. */
+float *lowp_cli_load_f32_3(const char *opt, const char *path, size_t dims[3], const char *expect);
+/* A .npy vector of page indices (any integer dtype), each checked into int32. */
+int32_t *lowp_cli_load_page_table(const char *path, size_t *n);
+void lowp_cli_check_writable(const char *opt, const char *path);
+void lowp_cli_write_npy_f32_3(const char *path, const float *x, size_t d0, size_t d1, size_t d2);
+
 #endif

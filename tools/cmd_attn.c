@@ -71,153 +71,12 @@ static void attn_usage(FILE *f)
           f);
 }
 
-static const char *need_value(int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc)
-        lowp_cli_fail("option %s needs a value", argv[*i]);
-    return argv[++*i];
-}
 
-static size_t parse_count(const char *opt, const char *s, int allow_zero)
-{
-    char *end;
-    errno = 0;
-    if (*s == '-' || *s == '+' || *s == '\0')
-        lowp_cli_fail("%s: '%.40s' is not a %s integer", opt, s, allow_zero ? "non-negative" : "positive");
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end != '\0' || errno != 0 || (!allow_zero && v == 0) || v > ((unsigned long long)1 << 40))
-        lowp_cli_fail("%s: '%.40s' is not a %s integer up to 2^40", opt, s, allow_zero ? "non-negative" : "positive");
-    return (size_t)v;
-}
 
-static double parse_positive(const char *opt, const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || !(v > 0) || !isfinite(v))
-        lowp_cli_fail("%s: '%.40s' is not a positive finite number", opt, s);
-    return v;
-}
 
-/* A float tensor of rank 3 with finite values, as a malloc'ed copy. */
-static float *load3(const char *opt, const char *path, size_t dims[3], const char *expect)
-{
-    lowp_tensor t;
-    char why[256];
-    if (lowp_tensor_load_float(path, NULL, &t, NULL, NULL, why, sizeof why))
-        lowp_cli_fail("%s %s: %s", opt, path, why);
-    if (t.ndim != 3) {
-        char sh[128] = "";
-        size_t used = 0;
-        for (int k = 0; k < t.ndim && used + 24 < sizeof sh; k++)
-            used += (size_t)snprintf(sh + used, sizeof sh - used, "%s%zu", k ? ", " : "", t.shape[k]);
-        lowp_cli_fail("%s %s: shape [%s] is not %s", opt, path, sh, expect);
-    }
-    for (int k = 0; k < 3; k++) {
-        dims[k] = t.shape[k];
-        if (dims[k] == 0)
-            lowp_cli_fail("%s %s: shape [%zu, %zu, %zu] has a zero dimension (expected %s)", opt, path,
-                          t.shape[0], t.shape[1], t.shape[2], expect);
-    }
-    const float *x = (const float *)(const void *)t.data;
-    for (size_t i = 0; i < t.count; i++)
-        if (!isfinite(x[i])) {
-            size_t d = i % dims[2], h = (i / dims[2]) % dims[1], r = i / dims[2] / dims[1];
-            lowp_cli_fail("%s %s: element [%zu, %zu, %zu] is %s (inputs must be finite)", opt, path, r, h, d,
-                          isnan(x[i]) ? "NaN" : "infinite");
-        }
-    float *out = malloc(t.count * sizeof *out);
-    if (out == NULL)
-        lowp_cli_fail("out of memory for %s", opt);
-    memcpy(out, x, t.count * sizeof *out);
-    lowp_tensor_free(&t);
-    return out;
-}
 
-/* An integer vector (any integer dtype), each entry checked into int32. */
-static int32_t *load_page_table(const char *path, size_t *n)
-{
-    lowp_tensor_file tf;
-    lowp_tensor_file_init(&tf);
-    char why[256];
-    if (lowp_tensor_file_kind_of(path) != LOWP_FILE_NPY)
-        lowp_cli_fail("--page-table %s: expected a .npy file of integers", path);
-    if (lowp_tensor_file_read(path, &tf, why, sizeof why))
-        lowp_cli_fail("--page-table %s: %s", path, why);
-    const lowp_tensor *t = &tf.tensors[0];
-    if (t->ndim != 1)
-        lowp_cli_fail("--page-table %s: expected a vector of page indices, got %d dimensions", path, t->ndim);
-    int is_signed;
-    switch (t->dtype) {
-    case LOWP_DT_I8: case LOWP_DT_I16: case LOWP_DT_I32: case LOWP_DT_I64: is_signed = 1; break;
-    case LOWP_DT_U8: case LOWP_DT_U16: case LOWP_DT_U32: case LOWP_DT_U64: is_signed = 0; break;
-    default:
-        lowp_cli_fail("--page-table %s: dtype %s is not an integer type", path, lowp_dtype_name(t->dtype));
-    }
-    size_t es = lowp_dtype_size(t->dtype);
-    int32_t *out = malloc((t->count ? t->count : 1) * sizeof *out);
-    if (out == NULL)
-        lowp_cli_fail("out of memory for --page-table");
-    for (size_t i = 0; i < t->count; i++) {
-        const unsigned char *p = t->data + i * es;
-        uint64_t u = 0;
-        for (size_t b = 0; b < es; b++)
-            u |= (uint64_t)p[b] << (8 * b);
-        int64_t v;
-        if (is_signed) {
-            if (es < 8 && (u >> (8 * es - 1)) & 1u) /* sign-extend */
-                u |= ~(uint64_t)0 << (8 * es);
-            memcpy(&v, &u, sizeof v);
-        } else {
-            if (u > (uint64_t)INT64_MAX)
-                lowp_cli_fail("--page-table %s: entry %zu (%llu) is out of range", path, i, (unsigned long long)u);
-            v = (int64_t)u;
-        }
-        if (v < 0)
-            lowp_cli_fail("--page-table %s: entry %zu is page %lld, a negative page index", path, i, (long long)v);
-        if (v > INT32_MAX)
-            lowp_cli_fail("--page-table %s: entry %zu is page %lld, beyond int32 page indices", path, i,
-                          (long long)v);
-        out[i] = (int32_t)v;
-    }
-    *n = t->count;
-    lowp_tensor_file_free(&tf);
-    return out;
-}
 
-/* The directory of path is writable (checked before any work, so that a second output
- * that cannot be written never leaves the first one behind). */
-static void check_writable(const char *opt, const char *path)
-{
-    char dir[4096];
-    if (strlen(path) >= sizeof dir)
-        lowp_cli_fail("%s: the path is too long", opt);
-    strcpy(dir, path);
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL)
-        strcpy(dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    if (access(dir, W_OK | X_OK) != 0)
-        lowp_cli_fail("%s: cannot write '%s': %s", opt, path, strerror(errno));
-}
 
-static void write_npy(const char *path, const float *x, size_t d0, size_t d1, size_t d2)
-{
-    lowp_tensor t;
-    size_t shape[3] = {d0, d1, d2};
-    char why[256];
-    if (lowp_tensor_alloc(&t, "", LOWP_DT_F32, 3, shape, why, sizeof why))
-        lowp_cli_fail("%s", why);
-    memcpy(t.data, x, t.nbytes);
-    FILE *o = lowp_out_open(path, 1);
-    if (lowp_npy_emit(o, &t, why, sizeof why))
-        lowp_cli_fail("cannot write '%s': %s", path, why);
-    lowp_out_commit(o);
-    lowp_tensor_free(&t);
-}
 
 /* ---------------------------------------------------------------------------------- */
 /* correctly rounded output                                                            */
@@ -336,50 +195,50 @@ static void parse_args(int argc, char **argv, attn_args *a)
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (strcmp(s, "--q") == 0)
-            a->q = need_value(argc, argv, &i);
+            a->q = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--k") == 0)
-            a->k = need_value(argc, argv, &i);
+            a->k = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--v") == 0)
-            a->v = need_value(argc, argv, &i);
+            a->v = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--out") == 0)
-            a->out = need_value(argc, argv, &i);
+            a->out = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--baseline") == 0)
-            a->baseline = need_value(argc, argv, &i);
+            a->baseline = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--kv-format") == 0)
-            a->format = need_value(argc, argv, &i);
+            a->format = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--recipe") == 0)
-            a->recipe = need_value(argc, argv, &i);
+            a->recipe = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--path") == 0)
-            a->path = need_value(argc, argv, &i);
+            a->path = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--layout") == 0)
-            a->layout = need_value(argc, argv, &i);
+            a->layout = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--k-sf-order") == 0)
-            a->k_sf = need_value(argc, argv, &i);
+            a->k_sf = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--v-sf-order") == 0)
-            a->v_sf = need_value(argc, argv, &i);
+            a->v_sf = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--q-type") == 0)
-            a->q_type = need_value(argc, argv, &i);
+            a->q_type = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--page-table") == 0)
-            a->page_table = need_value(argc, argv, &i);
+            a->page_table = lowp_cli_need_value(argc, argv, &i);
         else if (strcmp(s, "--sm-scale") == 0) {
-            a->sm_scale = parse_positive(s, need_value(argc, argv, &i));
+            a->sm_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
             a->sm_scale_set = 1;
         } else if (strcmp(s, "--k-scale") == 0) {
-            a->k_scale = parse_positive(s, need_value(argc, argv, &i));
+            a->k_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
             a->k_scale_set = 1;
         } else if (strcmp(s, "--v-scale") == 0) {
-            a->v_scale = parse_positive(s, need_value(argc, argv, &i));
+            a->v_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
             a->v_scale_set = 1;
         } else if (strcmp(s, "--q-offset") == 0) {
-            a->q_offset = parse_count(s, need_value(argc, argv, &i), 1);
+            a->q_offset = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 1);
             a->q_offset_set = 1;
         } else if (strcmp(s, "--chunk-start") == 0) {
-            a->chunk_start = parse_count(s, need_value(argc, argv, &i), 1);
+            a->chunk_start = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 1);
             a->chunk_set = 1;
         } else if (strcmp(s, "--page-size") == 0)
-            a->page_size = parse_count(s, need_value(argc, argv, &i), 0);
+            a->page_size = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 0);
         else if (strcmp(s, "--num-pages") == 0) {
-            a->num_pages = parse_count(s, need_value(argc, argv, &i), 0);
+            a->num_pages = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 0);
             a->num_pages_set = 1;
         } else if (strcmp(s, "--mpfr-all") == 0)
             a->mpfr_all = 1;
@@ -456,15 +315,15 @@ int lowp_cmd_attn(int argc, char **argv)
         lowp_cli_fail("--path fp8kv reads an FP8 cache; --kv-format is %s", a.format);
     if (a.chunk_set && path != LOWP_KV_PATH_EXTEND)
         lowp_cli_fail("--chunk-start applies to --path extend only (the path is %s)", a.path);
-    check_writable("--out", a.out);
+    lowp_cli_check_writable("--out", a.out);
     if (a.baseline != NULL)
-        check_writable("--baseline", a.baseline);
+        lowp_cli_check_writable("--baseline", a.baseline);
 
     /* inputs and their shapes */
     size_t qd[3], kd[3], vd[3];
-    float *q = load3("--q", a.q, qd, "[q_len, num_q_heads, qk_dim]");
-    float *k = load3("--k", a.k, kd, "[ctx, num_kv_heads, qk_dim]");
-    float *v = load3("--v", a.v, vd, "[ctx, num_kv_heads, vo_dim]");
+    float *q = lowp_cli_load_f32_3("--q", a.q, qd, "[q_len, num_q_heads, qk_dim]");
+    float *k = lowp_cli_load_f32_3("--k", a.k, kd, "[ctx, num_kv_heads, qk_dim]");
+    float *v = lowp_cli_load_f32_3("--v", a.v, vd, "[ctx, num_kv_heads, vo_dim]");
     if (vd[0] != kd[0])
         lowp_cli_fail("--v has %zu tokens but --k has %zu (K and V hold the same context)", vd[0], kd[0]);
     if (vd[1] != kd[1])
@@ -503,7 +362,7 @@ int lowp_cmd_attn(int argc, char **argv)
     size_t P = a.page_size, n_log = (s.ctx + P - 1) / P, n_tab = 0;
     int32_t *table;
     if (a.page_table != NULL) {
-        table = load_page_table(a.page_table, &n_tab);
+        table = lowp_cli_load_page_table(a.page_table, &n_tab);
         if (n_tab != n_log)
             lowp_cli_fail("--page-table %s has %zu entries; a context of %zu tokens at --page-size %zu needs %zu",
                           a.page_table, n_tab, s.ctx, P, n_log);
@@ -669,9 +528,9 @@ int lowp_cmd_attn(int argc, char **argv)
     }
     if (fflush(stdout) != 0)
         lowp_cli_fail("cannot write to standard output");
-    write_npy(a.out, o32, s.q_len, s.num_q_heads, s.vo_dim);
+    lowp_cli_write_npy_f32_3(a.out, o32, s.q_len, s.num_q_heads, s.vo_dim);
     if (a.baseline != NULL)
-        write_npy(a.baseline, b32, s.q_len, s.num_q_heads, s.vo_dim);
+        lowp_cli_write_npy_f32_3(a.baseline, b32, s.q_len, s.num_q_heads, s.vo_dim);
 
     lowp_kvcache_destroy(cache);
     free(q);

@@ -11,6 +11,17 @@
 #   3. tools/torch_check.py --quick with ATEN_CPU_CAPABILITY=default
 #                          -> $OUT/torch-check-cpu-default.md (torch's scalar CPU kernels: its
 #                             vectorized kernels treat NaN differently for bf16 on AVX2/AVX512)
+#   4. the GPU kernels (step "kernels", issue #5), each program writing its report to $OUT:
+#      lowp_gpu_mma_probe     -> gpu-mma-probe-h200.md   (mma.sync bf16 vs lowp's MMA model)
+#      lowp_gpu_kv_write_check -> gpu-kv-write-h200.md  (quantize-on-write vs the CPU writer)
+#      lowp gpu conform       -> gpu-decode-conform-h200.md (decode vs emulator and bound)
+#      compute-sanitizer memcheck / racecheck on reduced runs -> sanitizer-*.log
+#      lowp gpu attn vs lowp gpu attn --emulate (byte for byte) on a generated case
+#      lowp gpu bench         -> gpu-bench-h200.csv/.txt; tools/sdpa_bench.py -> sdpa-bench-h200.csv
+# Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
+#   cvt torch mma kvwrite decode sanitize attn bench   ("kernels" = the last six).
+# LOWP_GPU_CONFORM_ARGS (default empty: 10^5 cases per format) is passed to lowp gpu conform;
+# LOWP_GPU_BENCH_ARGS to lowp gpu bench; LOWP_GPU_RUN_ARCHS (default "90;100a;120a") to CMake.
 # Everything printed also goes to $OUT/gpu-run.log; the build's own output to $OUT/build.log.
 # A short summary table is printed last. Target: done within about 8 minutes (budget below).
 #
@@ -71,6 +82,12 @@ DEBS=${LOWP_DEB_DIR:-$ROOT/.deb}
 BROOT=${LOWP_BUILD_ROOT:-$ROOT}
 QUICK=""
 [ "${LOWP_GPU_RUN_QUICK:-0}" = 1 ] && QUICK=--quick
+STEPS=" ${LOWP_GPU_RUN_STEPS:-cvt torch kernels} "
+STEPS=${STEPS/ kernels / mma kvwrite decode sanitize attn bench }
+want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
+say "steps:$STEPS"
+KERNELS=0
+for k in mma kvwrite decode sanitize attn bench; do want $k && KERNELS=1; done
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
   P=/tmp/lowp-deps
   say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
@@ -117,13 +134,25 @@ if [ "${LOWP_GPU_RUN_FORCE_DIRECT:-0}" = 1 ]; then
 else
   say "cmake configure (LOWP_BUILD_TESTS=OFF) into $B"
   if cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DLOWP_BUILD_TESTS=OFF \
-       -DLOWP_GPU_CUDA_ARCHITECTURES="90;100a;120a" >>"$BLOG" 2>&1; then
+       -DLOWP_GPU_CUDA_ARCHITECTURES="${LOWP_GPU_RUN_ARCHS:-90;100a;120a}" >>"$BLOG" 2>&1; then
+    if [ $KERNELS = 1 ]; then
+      for t in lowp_cli lowp_gpu_mma_probe lowp_gpu_kv_write_check lowp_gpu_decode_check; do
+        say "cmake build $t"
+        cmake --build "$B" -j "$NPROC" --target $t >>"$BLOG" 2>&1 || say "build of $t FAILED"
+      done
+    fi
+    if want cvt; then
     say "cmake build lowp_gpu_cvt_check"
     cmake --build "$B" -j "$NPROC" --target lowp_gpu_cvt_check >>"$BLOG" 2>&1 && CHECK=$B/gpu/lowp_gpu_cvt_check
+    fi
+    if want torch; then
     say "cmake build lowp (liblowp.so)"
     cmake --build "$B" -j "$NPROC" --target lowp >>"$BLOG" 2>&1 && LIB=$B/ref/liblowp.so
+    fi
   fi
-  if [ -n "$CHECK" ] && [ -n "$LIB" ]; then
+  if ! want cvt && ! want torch; then
+    summ "build (cmake)" "$([ -x "$B/tools/lowp" ] && echo ok || echo FAILED)" $(($(date +%s) - tb)) "kernel targets; see build.log"
+  elif [ -n "$CHECK" ] && [ -n "$LIB" ]; then
     summ "build (cmake)" ok $(($(date +%s) - tb)) "lowp, lowp_gpu_cvt_check; sm_90, sm_100a, sm_120a"
   else
     say "the CMake build did not give everything (check=${CHECK:-none} lib=${LIB:-none}); last lines of build.log:"
@@ -131,7 +160,7 @@ else
     summ "build (cmake)" FAILED $(($(date +%s) - tb)) "check=${CHECK:+ok} lib=${LIB:+ok}; see build.log"
   fi
 fi
-if [ -z "$CHECK" ]; then
+if [ -z "$CHECK" ] && want cvt; then
   say "direct build of lowp_gpu_cvt_check (gcc + nvcc, no MPFR)"
   tb=$(date +%s)
   D=$BROOT/build-direct
@@ -160,7 +189,7 @@ fi
 say "build done: lib=${LIB:-none} check=${CHECK:-none}"
 # torch_check.py needs only the codec: if liblowp.so does not load (a module half brought
 # up, say), build the codec alone (format.c, format_array.c) and use that.
-if [ -z "$LIB" ] || ! python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$LIB" >>"$BLOG" 2>&1; then
+if want torch && { [ -z "$LIB" ] || ! python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$LIB" >>"$BLOG" 2>&1; }; then
   say "${LIB:-liblowp.so} missing or not loadable (see build.log); building the codec alone for torch_check.py"
   mkdir -p "$BROOT/build-codec"
   if gcc -std=c11 -O3 -fopenmp -fPIC -shared -I"$ROOT/ref/include" ref/src/format.c ref/src/format_array.c \
@@ -174,7 +203,9 @@ if [ -z "$LIB" ] || ! python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' 
 fi
 
 # ---------------------------------------------------------------- 1. hardware cvt vs lowp
-if [ -n "$CHECK" ]; then
+if ! want cvt; then
+  :
+elif [ -n "$CHECK" ]; then
   t=$(date +%s)
   lim=$(($(left) - 150)) # keep room for the torch check
   [ $lim -gt 360 ] && lim=360
@@ -191,7 +222,9 @@ else
 fi
 
 # ---------------------------------------------------------------- 2. torch / ml_dtypes vs lowp
-if [ -n "$LIB" ]; then
+if ! want torch; then
+  :
+elif [ -n "$LIB" ]; then
   t=$(date +%s)
   rem=$(left)
   tb_s=$((rem - 75)) # the python budget; the rest covers its last chunk, the report and step 3
@@ -224,6 +257,85 @@ else
   summ "torch_check.py" "not run" 0 "no liblowp.so"
 fi
 
+
+# ---------------------------------------------------------------- 4. the GPU kernels
+# run_step NAME LIMIT REPORT CMD...: a step with a time limit, its exit status in the summary
+run_step() {
+  local name=$1 lim=$2 rep=$3; shift 3
+  local t=$(date +%s) rc st
+  [ "$lim" -gt "$(($(left) - 5))" ] && lim=$(($(left) - 5))
+  if [ "$lim" -lt 10 ]; then summ "$name" "not run" 0 "no time left"; return; fi
+  say "$name (limit ${lim}s): $*"
+  timeout -k 5 "$lim" "$@"
+  rc=$?
+  case $rc in
+    0) st=pass ;; 1) st=FAIL ;; 77) st="skipped (no GPU)" ;; 124|137) st=TIMEOUT ;; *) st="ERROR rc=$rc" ;;
+  esac
+  summ "$name" "$st" $(($(date +%s) - t)) "$rep"
+}
+GPUB=$B/gpu
+LOWP=$B/tools/lowp
+if want decode; then
+  if [ -x "$LOWP" ]; then
+    run_step "lowp gpu conform" 400 gpu-decode-conform-h200.md "$LOWP" gpu conform \
+      --report "$OUT/gpu-decode-conform-h200.md" ${LOWP_GPU_CONFORM_ARGS:-}
+  else summ "lowp gpu conform" "not built" 0 "see build.log"; fi
+fi
+if want sanitize; then
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  if [ -z "$CS" ]; then
+    summ "compute-sanitizer" "not found" 0 ""
+  else
+    for tool in memcheck racecheck; do
+      # a round of configurations per thread count: 4 threads -> 64 configurations per format
+      thr=4; fm=bf16,fp8_e4m3,fp8_e5m2,nvfp4,mxfp4; [ $tool = racecheck ] && { thr=1; fm=nvfp4,bf16; }
+      # the sanitizer's own verdict: its exit code 1 only for its findings (the program's
+      # exit status is kept apart by --error-exitcode 99 and checked in the log)
+      [ -x "$GPUB/lowp_gpu_decode_check" ] && run_step "sanitizer $tool: decode" 150 sanitizer-$tool-decode.log \
+        sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_decode_check' '$OUT/san-$tool-decode.md' --cases 1 --long 0 --threads $thr --formats $fm > '$OUT/sanitizer-$tool-decode.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -q 'ERROR SUMMARY: 0 errors' '$OUT/sanitizer-$tool-decode.log'"
+      [ -x "$GPUB/lowp_gpu_kv_write_check" ] && run_step "sanitizer $tool: kv write" 120 sanitizer-$tool-kvwrite.log \
+        sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_kv_write_check' '$OUT/san-$tool-kvwrite.md' --quick --cases 20 > '$OUT/sanitizer-$tool-kvwrite.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -q 'ERROR SUMMARY: 0 errors' '$OUT/sanitizer-$tool-kvwrite.log'"
+    done
+  fi
+fi
+if want attn && [ -x "$LOWP" ]; then
+  python3 - "$OUT" <<'PYEOF'
+import sys, numpy as np
+out = sys.argv[1]
+rng = np.random.default_rng(20261129)
+np.save(out + "/attn-q.npy", rng.standard_normal((1, 32, 128)).astype(np.float32))
+k = rng.standard_normal((5000, 8, 128)).astype(np.float32)
+k[:, :, 7] *= 30.0  # an outlier channel, as real keys have
+np.save(out + "/attn-k.npy", k)
+np.save(out + "/attn-v.npy", rng.standard_normal((5000, 8, 128)).astype(np.float32))
+PYEOF
+  for f in nvfp4 mxfp4 fp8_e4m3 bf16; do
+    t=$(date +%s)
+    "$LOWP" gpu attn --q "$OUT/attn-q.npy" --k "$OUT/attn-k.npy" --v "$OUT/attn-v.npy" --kv-format $f \
+      --out "$OUT/attn-gpu-$f.npy" > "$OUT/attn-gpu-$f.txt" 2>&1
+    "$LOWP" gpu attn --q "$OUT/attn-q.npy" --k "$OUT/attn-k.npy" --v "$OUT/attn-v.npy" --kv-format $f \
+      --out "$OUT/attn-emu-$f.npy" --emulate > "$OUT/attn-emu-$f.txt" 2>&1
+    if cmp -s "$OUT/attn-gpu-$f.npy" "$OUT/attn-emu-$f.npy"; then st=identical; else st=DIFFERENT; fi
+    summ "gpu attn vs --emulate ($f)" "$st" $(($(date +%s) - t)) "attn-gpu-$f.npy"
+  done
+  rm -f "$OUT"/attn-[qkv].npy
+fi
+if want bench && [ -x "$LOWP" ]; then
+  run_step "lowp gpu bench" 240 gpu-bench-h200.csv sh -c "'$LOWP' gpu bench --csv '$OUT/gpu-bench-h200.csv' ${LOWP_GPU_BENCH_ARGS:-} | tee '$OUT/gpu-bench-h200.txt'"
+  run_step "sdpa_bench.py" 200 sdpa-bench-h200.csv python3 tools/sdpa_bench.py --out "$OUT/sdpa-bench-h200.csv" ${LOWP_SDPA_ARGS:-}
+fi
+
+if want mma; then
+  if [ -x "$GPUB/lowp_gpu_mma_probe" ]; then
+    run_step "mma probe" 120 gpu-mma-probe-h200.md "$GPUB/lowp_gpu_mma_probe" "$OUT/gpu-mma-probe-h200.md"
+  else summ "mma probe" "not built" 0 "see build.log"; fi
+fi
+if want kvwrite; then
+  if [ -x "$GPUB/lowp_gpu_kv_write_check" ]; then
+    run_step "kv write check" 150 gpu-kv-write-h200.md "$GPUB/lowp_gpu_kv_write_check" "$OUT/gpu-kv-write-h200.md" $QUICK
+  else summ "kv write check" "not built" 0 "see build.log"; fi
+fi
+
 # ---------------------------------------------------------------- summary
 rm -f "$OUT"/*.tmp 2>/dev/null
 echo
@@ -243,6 +355,9 @@ if [ -f "$OUT/torch-check.md" ]; then
     awk -F'|' '{printf "  %-48s|%s|%s|%s\n", $2, $3, $4, $(NF-2)}'
 fi
 echo "files in OUT: $(ls "$OUT" | tr '\n' ' ')"
+# The device tool returns only a few files: everything but this log goes into one archive.
+( cd "$OUT" && ls | grep -v -e '^gpu-run.log$' -e '^lowp-gpu-results.tgz$' > .list &&
+  tar czf lowp-gpu-results.tgz -T .list && xargs rm -f < .list; rm -f .list )
 # exit status: 0 when every step passed (or was skipped for want of a GPU / torch), else 1
 for st in "${SUM_STATUS[@]}"; do
   case $st in ok | pass | skipped*) ;; *) return 1 ;; esac

@@ -1,0 +1,457 @@
+/* tools/cmd_gpu.c: `lowp gpu`: the GPU kernels and their CPU emulators.
+ *
+ *   lowp gpu conform [--quick] [--cases N] [--broad N] [--long N] [--max-ctx N] [--formats a,b]
+ *                    [--seed S] [--report FILE] [--emulator-only]
+ *       every GPU decode case against its emulator bit for bit and against binary64
+ *       attention within the derived bound (lowp/gpu_conform.h); --emulator-only runs the
+ *       emulator against the bound on any machine. Exit 0 all pass, 1 a failure.
+ *   lowp gpu attn --q Q --k K --v V --kv-format F --out O.npy [--emulate] [options]
+ *       `lowp attn`'s decode on the GPU: K and V (rounded to BF16, the kernel's input type)
+ *       are written into a paged cache by the quantize-on-write kernel, the query (rounded
+ *       to BF16) attends in the decode kernel; O is its BF16 output as float32
+ *       [1, num_q_heads, vo_dim]. --emulate runs the CPU emulators of both kernels instead
+ *       (any machine): the two files are identical byte for byte.
+ *   lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]
+ *                  [--head-dim N] [--page-size N] [--reps N] [--max-gb X] [--csv FILE]
+ *       decode time and bandwidth beside a streaming read (lowp/gpu_bench.h).
+ *
+ * Built without CUDA, only `lowp gpu attn --emulate` and `lowp gpu conform
+ * --emulator-only` work; the rest says so (exit 2). Without a GPU they exit 77. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "lowp/attn_gpu_emul.h"
+#include "lowp/attn_sweep.h"
+#include "lowp/block.h"
+#include "lowp/calib.h"
+#include "lowp/kvcache.h"
+#ifdef LOWP_HAVE_GPU
+#include <cuda_runtime_api.h>
+
+#include "lowp/gpu_bench.h"
+#include "lowp/gpu_conform.h"
+#include "lowp/gpu_decode.h"
+#include "lowp/gpu_kvcache.h"
+#endif
+
+LOWP_COMMAND_DEFINE(gpu, "GPU kernels: conform (vs their emulators), attn (decode), bench");
+
+static void gpu_usage(FILE *f)
+{
+    fputs("usage: lowp gpu conform [--quick] [--cases N] [--broad N] [--long N] [--max-ctx N] [--formats a,b]\n"
+          "                        [--seed S] [--report FILE] [--emulator-only]\n"
+          "       lowp gpu attn --q Q --k K --v V --kv-format F --out O.npy [--emulate]\n"
+          "                     [--recipe R] [--k-scale G] [--v-scale G] [--sm-scale S]\n"
+          "                     [--page-size N] [--layout nhd|hnd] [--k-sf-order O] [--v-sf-order O]\n"
+          "                     [--chunk N]\n"
+          "       lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]\n"
+          "                      [--head-dim N] [--page-size N] [--reps N] [--max-gb X] [--csv FILE]\n"
+          "  Q [1, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx, num_kv_heads, vo_dim]:\n"
+          "  a decode (one query token at position ctx - 1). Formats: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4;\n"
+          "  head dims multiples of 64 up to 512; up to 16 query heads per KV head.\n",
+          f);
+}
+
+#ifndef LOWP_HAVE_GPU
+static void no_cuda(const char *what)
+{
+    lowp_cli_fail("lowp gpu %s: this lowp was built without CUDA (nvcc was not found at configure "
+                  "time)", what);
+}
+#endif
+
+/* ---- conform ------------------------------------------------------------------------ */
+static int gpu_conform(int argc, char **argv)
+{
+#ifdef LOWP_HAVE_GPU
+    lowp_gpu_conform_opts o = lowp_gpu_conform_defaults();
+    const char *report = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--quick")) {
+            o.cases_per_format = 2000;
+            o.broad_cases = 1000;
+            o.long_configs = 1;
+            o.max_ctx = 32768;
+        } else if (!strcmp(a, "--emulator-only"))
+            o.emulator_only = 1;
+        else if (!strcmp(a, "--cases"))
+            o.cases_per_format = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+        else if (!strcmp(a, "--broad"))
+            o.broad_cases = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 1);
+        else if (!strcmp(a, "--long"))
+            o.long_configs = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 1);
+        else if (!strcmp(a, "--max-ctx"))
+            o.max_ctx = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+        else if (!strcmp(a, "--formats"))
+            o.formats = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(a, "--seed"))
+            o.seed = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 1);
+        else if (!strcmp(a, "--report"))
+            report = lowp_cli_need_value(argc, argv, &i);
+        else {
+            gpu_usage(stderr);
+            lowp_cli_fail("lowp gpu conform: unknown option '%s'", a);
+        }
+    }
+    if (o.max_ctx < 16)
+        lowp_cli_fail("--max-ctx must be at least 16");
+    if (o.formats) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", o.formats);
+        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+            lowp_block_format f;
+            lowp_kv_config c = lowp_kv_config_default(LOWP_NVFP4, 1, 16, 1, 64, 64);
+            if (lowp_block_format_parse(t, &f))
+                lowp_cli_fail("--formats: unknown format '%s'", t);
+            c.format = f;
+            char why[256];
+            if (lowp_gpu_decode_check(&c, 1, why, sizeof why))
+                lowp_cli_fail("--formats: %s", why);
+        }
+    }
+    FILE *rep = report ? lowp_out_open(report, 0) : NULL;
+    lowp_gpu_conform_result r;
+    char why[512] = "";
+    int rc = lowp_gpu_conform_run(&o, rep, stdout, &r, why, sizeof why);
+    if (rc == 77) {
+        fprintf(stderr, "lowp gpu conform: %s (use --emulator-only on a machine without a GPU)\n",
+                why);
+        return 77;
+    }
+    if (rc)
+        lowp_cli_fail("lowp gpu conform: %s", why);
+    if (rep)
+        lowp_out_commit(rep);
+    printf("lowp gpu conform: %zu cases, %zu not bit-exact, %zu of %zu finite cases outside the "
+           "bound (worst ratio %.3g), %.1f s\n", r.cases, r.mismatched_cases, r.ref_outside,
+           r.ref_cases, r.worst_ratio, r.seconds);
+    return r.mismatched_cases || r.ref_outside ? 1 : 0;
+#else
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--emulator-only"))
+            lowp_cli_fail("lowp gpu conform --emulator-only: the conformance driver is built with "
+                          "the GPU code; this lowp was built without CUDA");
+    no_cuda("conform");
+    return 2;
+#endif
+}
+
+/* ---- bench -------------------------------------------------------------------------- */
+static int gpu_bench(int argc, char **argv)
+{
+#ifdef LOWP_HAVE_GPU
+    lowp_gpu_bench_opts o = lowp_gpu_bench_defaults();
+    const char *csv_path = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--formats"))
+            o.formats = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(a, "--batch"))
+            o.batches = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(a, "--ctx"))
+            o.contexts = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(a, "--q-heads"))
+            o.q_heads = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+        else if (!strcmp(a, "--kv-heads"))
+            o.kv_heads = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+        else if (!strcmp(a, "--head-dim"))
+            o.head_dim = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+        else if (!strcmp(a, "--page-size"))
+            o.page_size = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+        else if (!strcmp(a, "--reps"))
+            o.reps = (int)lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+        else if (!strcmp(a, "--max-gb"))
+            o.max_gb = lowp_cli_parse_positive(a, lowp_cli_need_value(argc, argv, &i));
+        else if (!strcmp(a, "--csv"))
+            csv_path = lowp_cli_need_value(argc, argv, &i);
+        else {
+            gpu_usage(stderr);
+            lowp_cli_fail("lowp gpu bench: unknown option '%s'", a);
+        }
+    }
+    if (o.reps > 100000)
+        lowp_cli_fail("--reps: at most 100000");
+    FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
+    char why[512] = "";
+    int rc = lowp_gpu_bench_run(&o, csv, stdout, why, sizeof why);
+    if (rc == 77) {
+        fprintf(stderr, "lowp gpu bench: %s\n", why);
+        return 77;
+    }
+    if (rc)
+        lowp_cli_fail("lowp gpu bench: %s", why);
+    if (csv)
+        lowp_out_commit(csv);
+    return 0;
+#else
+    (void)argc;
+    (void)argv;
+    no_cuda("bench");
+    return 2;
+#endif
+}
+
+/* ---- attn --------------------------------------------------------------------------- */
+typedef struct gattn {
+    const char *q, *k, *v, *out, *format, *recipe, *layout, *k_sf, *v_sf;
+    double k_scale, v_scale, sm_scale;
+    int k_scale_set, v_scale_set, emulate;
+    size_t page_size, chunk;
+} gattn;
+
+static int gpu_attn(int argc, char **argv)
+{
+    gattn a = {.layout = "nhd", .k_sf = "linear", .v_sf = "linear", .page_size = 16};
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "--q"))
+            a.q = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(s, "--k"))
+            a.k = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(s, "--v"))
+            a.v = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(s, "--out"))
+            a.out = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(s, "--kv-format"))
+            a.format = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(s, "--recipe"))
+            a.recipe = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(s, "--layout"))
+            a.layout = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(s, "--k-sf-order"))
+            a.k_sf = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(s, "--v-sf-order"))
+            a.v_sf = lowp_cli_need_value(argc, argv, &i);
+        else if (!strcmp(s, "--k-scale")) {
+            a.k_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
+            a.k_scale_set = 1;
+        } else if (!strcmp(s, "--v-scale")) {
+            a.v_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
+            a.v_scale_set = 1;
+        } else if (!strcmp(s, "--sm-scale"))
+            a.sm_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
+        else if (!strcmp(s, "--page-size"))
+            a.page_size = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 0);
+        else if (!strcmp(s, "--chunk"))
+            a.chunk = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 0);
+        else if (!strcmp(s, "--emulate"))
+            a.emulate = 1;
+        else {
+            gpu_usage(stderr);
+            lowp_cli_fail("lowp gpu attn: unknown option '%s'", s);
+        }
+    }
+    if (!a.q || !a.k || !a.v || !a.out || !a.format) {
+        gpu_usage(stderr);
+        lowp_cli_fail("lowp gpu attn: --q, --k, --v, --kv-format and --out are required");
+    }
+#ifndef LOWP_HAVE_GPU
+    if (!a.emulate)
+        no_cuda("attn (without --emulate)");
+#endif
+    char why[512];
+    lowp_block_format f;
+    if (lowp_block_format_parse(a.format, &f))
+        lowp_cli_fail("--kv-format: unknown format '%s'", a.format);
+    lowp_kv_layout layout;
+    lowp_kv_sf_order k_sf, v_sf;
+    if (lowp_kv_layout_parse(a.layout, &layout))
+        lowp_cli_fail("--layout: '%s' is neither nhd nor hnd", a.layout);
+    if (lowp_kv_sf_order_parse(a.k_sf, &k_sf) || lowp_kv_sf_order_parse(a.v_sf, &v_sf))
+        lowp_cli_fail("--k-sf-order / --v-sf-order: linear or interleave4");
+    if (a.chunk % 16)
+        lowp_cli_fail("--chunk %zu: a multiple of 16 tokens", a.chunk);
+    if ((a.k_scale_set && a.k_scale != 1.0) || (a.v_scale_set && a.v_scale != 1.0))
+        if (!lowp_block_has_global_scale(f))
+            lowp_cli_fail("--k-scale / --v-scale: %s has no global scale (only 1 is accepted)",
+                          a.format);
+    lowp_cli_check_writable("--out", a.out);
+    size_t qd[3], kd[3], vd[3];
+    float *q = lowp_cli_load_f32_3("--q", a.q, qd, "[1, num_q_heads, qk_dim]");
+    float *k = lowp_cli_load_f32_3("--k", a.k, kd, "[ctx, num_kv_heads, qk_dim]");
+    float *v = lowp_cli_load_f32_3("--v", a.v, vd, "[ctx, num_kv_heads, vo_dim]");
+    if (qd[0] != 1)
+        lowp_cli_fail("--q has %zu query tokens; the GPU kernel is a decode (one query token at "
+                      "position ctx - 1)", qd[0]);
+    if (vd[0] != kd[0] || vd[1] != kd[1])
+        lowp_cli_fail("--v is [%zu, %zu, .] but --k is [%zu, %zu, .] (same tokens and KV heads)",
+                      vd[0], vd[1], kd[0], kd[1]);
+    if (qd[2] != kd[2])
+        lowp_cli_fail("--q has qk_dim %zu but --k has %zu", qd[2], kd[2]);
+    size_t ctx = kd[0], H = kd[1], NQ = qd[1], Dq = kd[2], Dv = vd[2], P = a.page_size;
+    if (NQ % H)
+        lowp_cli_fail("--q has %zu query heads, not a multiple of --k's %zu KV heads", NQ, H);
+    lowp_recipe recipe;
+    lowp_kv_config cfg = lowp_kv_config_default(f, (ctx + P - 1) / P, P, H, Dq, Dv);
+    recipe = cfg.recipe;
+    if (a.recipe && lowp_recipe_parse(a.recipe, &recipe))
+        lowp_cli_fail("--recipe: unknown recipe '%s'", a.recipe);
+    cfg.recipe = recipe;
+    cfg.layout = layout;
+    cfg.k_sf_order = k_sf;
+    cfg.v_sf_order = v_sf;
+    if (lowp_kv_config_check(&cfg, why, sizeof why))
+        lowp_cli_fail("cache: %s", why);
+    if (lowp_gpu_decode_check(&cfg, NQ, why, sizeof why))
+        lowp_cli_fail("%s", why);
+
+    /* the kernels' input types: BF16 queries, K and V */
+    size_t nq = NQ * Dq, nk = ctx * H * Dq, nv = ctx * H * Dv;
+    uint16_t *qb = malloc(nq * sizeof *qb), *kb = malloc(nk * sizeof *kb),
+             *vb = malloc(nv * sizeof *vb);
+    uint16_t *ob = malloc(NQ * Dv * sizeof *ob);
+    float *o32 = malloc(NQ * Dv * sizeof *o32);
+    if (!qb || !kb || !vb || !ob || !o32)
+        lowp_cli_fail("out of memory");
+    for (size_t i = 0; i < nq; i++)
+        qb[i] = lowp_bf16_from_f32(q[i]);
+    for (size_t i = 0; i < nk; i++) {
+        kb[i] = lowp_bf16_from_f32(k[i]);
+        k[i] = lowp_f32_from_bf16(kb[i]);
+    }
+    for (size_t i = 0; i < nv; i++) {
+        vb[i] = lowp_bf16_from_f32(v[i]);
+        v[i] = lowp_f32_from_bf16(vb[i]);
+    }
+    for (size_t i = 0; i < nk + nv; i++)
+        if (!isfinite(i < nk ? k[i] : v[i]))
+            lowp_cli_fail("--%s: a value overflows BF16 (the kernels' input type)",
+                          i < nk ? "k" : "v");
+    float kg = a.k_scale_set ? (float)a.k_scale
+                             : lowp_sweep_global_scale(f, recipe, LOWP_SWEEP_SCALE_CALIBRATED,
+                                                       lowp_calib_amax(k, nk)).dec;
+    float vg = a.v_scale_set ? (float)a.v_scale
+                             : lowp_sweep_global_scale(f, recipe, LOWP_SWEEP_SCALE_CALIBRATED,
+                                                       lowp_calib_amax(v, nv)).dec;
+    size_t n_pages = cfg.num_pages;
+    int32_t *indices = malloc(n_pages * sizeof *indices);
+    int64_t *slots = malloc(ctx * sizeof *slots);
+    if (!indices || !slots)
+        lowp_cli_fail("out of memory");
+    for (size_t i = 0; i < n_pages; i++)
+        indices[i] = (int32_t)i;
+    for (size_t t = 0; t < ctx; t++)
+        slots[t] = (int64_t)t; /* page t / P, slot t % P: pages in order */
+    int32_t indptr[2] = {0, (int32_t)n_pages}, last = (int32_t)(ctx - (n_pages - 1) * P);
+    lowp_kv_page_table pt = {1, indptr, indices, &last};
+    double sm = a.sm_scale > 0 ? a.sm_scale : 0.0;
+    const char *engine;
+    if (a.emulate) {
+        engine = "CPU emulators (quantize-on-write = lowp_kvcache_write, decode = "
+                 "lowp_gpu_decode_emulate)";
+        lowp_kvcache *c;
+        if (lowp_kvcache_create(&cfg, &c, why, sizeof why) ||
+            lowp_kvcache_set_global_scales(c, &kg, &vg, 1, why, sizeof why))
+            lowp_cli_fail("cache: %s", why);
+        for (size_t t = 0; t < ctx; t++)
+            if (lowp_kvcache_write_pos(c, &pt, 0, t, k + t * H * Dq, v + t * H * Dv, NULL, NULL,
+                                       why, sizeof why))
+                lowp_cli_fail("cache write of token %zu: %s", t, why);
+        lowp_kv_view view = lowp_kv_view_of(&cfg);
+        lowp_gpu_decode_args ea = {.cache = c, .view = &view, .pt = &pt, .num_q_heads = NQ,
+                                   .sm_scale = sm, .q = qb, .chunk_tokens = a.chunk};
+        if (lowp_gpu_decode_emulate(&ea, ob, why, sizeof why))
+            lowp_cli_fail("decode emulator: %s", why);
+        lowp_kvcache_destroy(c);
+    } else {
+#ifdef LOWP_HAVE_GPU
+        engine = "GPU kernels (lowp_gpu_kv_write, lowp_gpu_decode)";
+        int ndev = 0;
+        if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+            fprintf(stderr, "lowp gpu attn: no CUDA device (--emulate runs the CPU emulators)\n");
+            return 77;
+        }
+        lowp_gpu_kvcache *gc;
+        if (lowp_gpu_kvcache_create(&cfg, &gc, why, sizeof why) ||
+            lowp_gpu_kvcache_set_global_scales(gc, &kg, &vg, 1, why, sizeof why))
+            lowp_cli_fail("GPU cache: %s", why);
+        void *dk = NULL, *dv = NULL, *dq = NULL, *dout = NULL, *ws = NULL;
+        int32_t *dpt = NULL;
+        int64_t *dslots = NULL;
+#define CUDA_OK(call)                                                                        \
+    do {                                                                                     \
+        cudaError_t e_ = (call);                                                             \
+        if (e_ != cudaSuccess)                                                               \
+            lowp_cli_fail("%s: %s", #call, cudaGetErrorString(e_));                          \
+    } while (0)
+        CUDA_OK(cudaMalloc(&dk, nk * 2));
+        CUDA_OK(cudaMalloc(&dv, nv * 2));
+        CUDA_OK(cudaMalloc(&dq, nq * 2));
+        CUDA_OK(cudaMalloc(&dout, NQ * Dv * 2));
+        CUDA_OK(cudaMalloc((void **)&dslots, ctx * sizeof *dslots));
+        CUDA_OK(cudaMalloc((void **)&dpt, (3 + n_pages) * sizeof *dpt));
+        CUDA_OK(cudaMemcpy(dk, kb, nk * 2, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(dv, vb, nv * 2, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(dq, qb, nq * 2, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(dslots, slots, ctx * sizeof *slots, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(dpt, indptr, 2 * sizeof *dpt, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(dpt + 2, &last, sizeof last, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(dpt + 3, indices, n_pages * sizeof *dpt, cudaMemcpyHostToDevice));
+        if (lowp_gpu_kv_write(gc, LOWP_GPU_IN_BF16, dk, dv, dslots, slots, ctx, 0, why,
+                              sizeof why))
+            lowp_cli_fail("quantize-on-write kernel: %s", why);
+        lowp_gpu_decode_desc dd = {.cache = gc, .pt_host = &pt, .indptr_dev = dpt,
+                                   .indices_dev = dpt + 3, .last_page_len_dev = dpt + 2,
+                                   .num_q_heads = NQ, .sm_scale = sm, .q_dev = dq,
+                                   .chunk_tokens = a.chunk};
+        size_t wsb = lowp_gpu_decode_workspace_bytes(&dd, why, sizeof why);
+        if (wsb == 0)
+            lowp_cli_fail("decode: %s", why);
+        CUDA_OK(cudaMalloc(&ws, wsb));
+        if (lowp_gpu_decode(&dd, ws, wsb, dout, 0, why, sizeof why))
+            lowp_cli_fail("decode kernel: %s", why);
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMemcpy(ob, dout, NQ * Dv * 2, cudaMemcpyDeviceToHost));
+        cudaFree(dk);
+        cudaFree(dv);
+        cudaFree(dq);
+        cudaFree(dout);
+        cudaFree(ws);
+        cudaFree(dpt);
+        cudaFree(dslots);
+        lowp_gpu_kvcache_destroy(gc);
+#else
+        engine = "";
+#endif
+    }
+    for (size_t i = 0; i < NQ * Dv; i++)
+        o32[i] = lowp_f32_from_bf16(ob[i]);
+    lowp_cli_write_npy_f32_3(a.out, o32, 1, NQ, Dv);
+    printf("lowp gpu attn: %s\n  cache %s %s, %zu tokens, %zu KV heads x %zu, dims %zu/%zu, page "
+           "size %zu, %s; K scale %.9g, V scale %.9g; split %zu tokens\n  wrote %s (BF16 output "
+           "as float32 [1, %zu, %zu])\n",
+           engine, a.format, lowp_recipe_name(recipe), ctx, H, NQ / H, Dq, Dv, P, a.layout,
+           (double)kg, (double)vg, a.chunk ? a.chunk : lowp_gpu_decode_chunk_tokens(1, H, ctx),
+           a.out, NQ, Dv);
+    free(q);
+    free(k);
+    free(v);
+    free(qb);
+    free(kb);
+    free(vb);
+    free(ob);
+    free(o32);
+    free(indices);
+    free(slots);
+    return 0;
+}
+
+int lowp_cmd_gpu(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        gpu_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "conform"))
+        return gpu_conform(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "attn"))
+        return gpu_attn(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "bench"))
+        return gpu_bench(argc - 2, argv + 2);
+    gpu_usage(stderr);
+    lowp_cli_fail("lowp gpu: unknown subcommand '%s' (conform, attn, bench)", argv[1]);
+}
