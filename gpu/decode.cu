@@ -298,10 +298,6 @@ __global__ void __launch_bounds__(WARPS * 32) decode_split(const Params p)
     const int kch = KCH > 0 ? KCH : p.kch;
     const int vbase = 128 * vr, nsl = min(2, (p.Dv - vbase) / 64);
     const float qks = p.qk_scale[h];
-    /* FP4: V's bytes (2 registers a row) are loaded with K's at the start of a tile; BF16 and
-     * FP8 load them where they are used (measured faster: fewer live registers). Either way
-     * the same bytes enter the same arithmetic. */
-    constexpr bool HOIST_V = FMT == F_NVFP4 || FMT == F_MXFP4;
 
     float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f; /* rows g and g+8 */
     float O[2][8][4];
@@ -318,7 +314,7 @@ __global__ void __launch_bounds__(WARPS * 32) decode_split(const Params p)
         const int pz = tt + 2 * t;
         const bool val[4] = {pz < t1, pz + 1 < t1, pz + 8 < t1, pz + 9 < t1};
         VRaw vraw[2][4];
-        if (HOIST_V) {
+        {
             size_t pg[4] = {0, 0, 0, 0};
             int sl[4] = {0, 0, 0, 0};
 #pragma unroll
@@ -392,25 +388,13 @@ __global__ void __launch_bounds__(WARPS * 32) decode_split(const Params p)
         const uint4 P = make_uint4(pack_bf16(pA[0], pA[1]), pack_bf16(pB[0], pB[1]),
                                    pack_bf16(pA[2], pA[3]), pack_bf16(pB[2], pB[3]));
 
-        size_t vpg[4] = {0, 0, 0, 0};
-        int vsl[4] = {0, 0, 0, 0};
-        if (!HOIST_V) {
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                if (val[i])
-                    locate(p, b, pz + (i & 1) + 8 * (i >> 1), vpg[i], vsl[i]);
-        }
 #pragma unroll
         for (int s = 0; s < 2; s++) {
             if (s < nsl) {
                 uint32_t v[4][4];
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    if (!HOIST_V)
-                        load_v8_raw<FMT>(p, vpg[i], vsl[i], h, vbase + 64 * s + 8 * g, val[i],
-                                         vraw[s][i]);
+                for (int i = 0; i < 4; i++)
                     dequant_v8<FMT>(p, vraw[s][i], v[i]);
-                }
 #pragma unroll
                 for (int j = 0; j < 8; j++) {
                     const unsigned sel = (j & 1) ? 0x7632u : 0x5410u;
