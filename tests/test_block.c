@@ -1987,6 +1987,415 @@ START_TEST(test_bf16_dequantize_passthrough)
 END_TEST
 
 /* ---------------------------------------------------------------------------------- */
+/* The fused single-pass kernel (ref/src/block_fast.c) against the generic path          */
+
+/* The generic path of block.c is the definition; the fused kernel must give the same code
+ * bytes, scale bytes and counts on every input, with every recipe, flag and global scale,
+ * whether it handles a block itself or hands it back. The data mixes the block kinds the
+ * kernel treats differently (below); the sub-range calls cover partial groups of 16
+ * blocks, unaligned inputs and the one-block calls of the KV cache; the whole-pool call is
+ * OpenMP-parallel. The test also checks that the kernel did run (where the CPU has it),
+ * and that blocks were handed back, so it cannot pass by comparing the generic path with
+ * itself. */
+#include "../ref/src/block_internal.h"
+
+static uint64_t fz_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static double fz_unit(uint64_t *s) { return (double)(fz_next(s) >> 11) * 0x1p-53; }
+static int fz_int(uint64_t *s, int lo, int hi) /* uniform in [lo, hi] */
+{
+    return lo + (int)(fz_next(s) % (uint64_t)(hi - lo + 1));
+}
+static double fz_gauss(uint64_t *s)
+{
+    double u1 = fz_unit(s) + 0x1p-54, u2 = fz_unit(s);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+enum {
+    FZ_UNIT,       /* Gaussian x 10^U(-1.5, 1.5), one block in 8 heavy-tailed */
+    FZ_GAUSS,      /* Gaussian x 10^U(-30, 30) */
+    FZ_HEAVY,      /* Gaussian / U(0,1)^2 x 10^U(-30, 30): heavy tails */
+    FZ_ZERO,       /* +0 and -0 */
+    FZ_ONE_HUGE,   /* small values and one huge one: most elements flush */
+    FZ_ELEM_TIES,  /* k/4 x 2^E with a +-6 x 2^E: E2M1 ties after an exact power-of-two scale */
+    FZ_SCALE_TIES, /* amax 6 x (an E4M3 value or midpoint, or 464, 480, ...): E4M3 scale ties */
+    FZ_DENORMAL,   /* binary32 subnormals, with zeros */
+    FZ_TINY,       /* 2^U(-149, -90): scales underflow to E4M3 subnormal or zero */
+    FZ_NEAR_MAX,   /* 2^U(100, 128): scale and element overflow, x * factor to Inf */
+    FZ_VEC58,      /* the three formats.md 5.8 blocks {bamax, x, -x, 0...}, scaled */
+    FZ_SPECIAL,    /* Gaussian with NaN (either sign, payloads, signalling) or Inf */
+    FZ_RAWBITS,    /* random binary32 bit patterns */
+    FZ_KINDS
+};
+
+static float fz_special(uint64_t *s)
+{
+    static const uint32_t sp[] = {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFFBFFFFFu,
+                                  0x7FC12345u, 0x7F800000u, 0xFF800000u};
+    return f32(sp[fz_next(s) % N_ELEMS(sp)]);
+}
+
+static void fz_block(uint64_t *s, int kind, float *x)
+{
+    double mag = pow(10.0, -30.0 + 60.0 * fz_unit(s));
+    switch (kind) {
+    case FZ_UNIT: {
+        double um = pow(10.0, -1.5 + 3.0 * fz_unit(s));
+        int heavy = fz_next(s) % 8 == 0;
+        for (int i = 0; i < 16; i++) {
+            double u = heavy ? fz_unit(s) + 0.01 : 1.0;
+            x[i] = (float)(fz_gauss(s) * um / u);
+        }
+        break;
+    }
+    case FZ_GAUSS:
+        for (int i = 0; i < 16; i++)
+            x[i] = (float)(fz_gauss(s) * mag);
+        break;
+    case FZ_HEAVY:
+        for (int i = 0; i < 16; i++) {
+            double u = fz_unit(s) + 1e-6;
+            x[i] = (float)(fz_gauss(s) / (u * u) * mag);
+        }
+        break;
+    case FZ_ZERO:
+        for (int i = 0; i < 16; i++)
+            x[i] = (fz_next(s) & 1) ? -0.0f : 0.0f;
+        break;
+    case FZ_ONE_HUGE:
+        for (int i = 0; i < 16; i++)
+            x[i] = (float)(fz_gauss(s) * mag * 1e-12);
+        x[fz_int(s, 0, 15)] = (float)((fz_next(s) & 1 ? -1 : 1) * mag * (1 + fz_unit(s)));
+        break;
+    case FZ_ELEM_TIES: {
+        /* With S = 1 / g = 1 every NVFP4 recipe scales this block by exactly 2^-E (its
+         * scale is 2^E: 6 x 2^E x rcp~(6) rounds to 2^E, and so does m x RN(1/6)), so the
+         * elements land on k/4: every E2M1 tie. Other global scales move them off. */
+        int E = fz_next(s) % 4 ? fz_int(s, -6, 8) : fz_int(s, -12, 12);
+        for (int i = 0; i < 16; i++)
+            x[i] = ldexpf((float)fz_int(s, -24, 24) * 0.25f, E);
+        x[fz_int(s, 0, 15)] = ldexpf(fz_next(s) & 1 ? -6.0f : 6.0f, E);
+        break;
+    }
+    case FZ_SCALE_TIES: {
+        /* sf = amax / 6 exactly under S = 1 / g = 1: an E4M3 value, a midpoint between two
+         * (the ties), or values about the 448/464/480 saturation edges. */
+        double v;
+        int c = fz_int(s, 0, 125);
+        double lo = lowp_decode_f64(LOWP_E4M3, (uint16_t)c);
+        double hi = lowp_decode_f64(LOWP_E4M3, (uint16_t)(c + 1));
+        switch (fz_int(s, 0, 3)) {
+        case 0: v = lo; break;
+        case 1: v = (lo + hi) / 2; break;
+        case 2: v = (double)(fz_int(s, 440, 500)); break;
+        default: v = (lo + hi) / 2 * (fz_next(s) & 1 ? 1 + 0x1p-20 : 1 - 0x1p-20); break;
+        }
+        for (int i = 0; i < 16; i++)
+            x[i] = (float)(6 * v * (fz_unit(s) * 2 - 1));
+        x[fz_int(s, 0, 15)] = (float)(fz_next(s) & 1 ? -6 * v : 6 * v);
+        break;
+    }
+    case FZ_DENORMAL:
+        for (int i = 0; i < 16; i++)
+            x[i] = (fz_next(s) % 4) ? f32((uint32_t)fz_next(s) & 0x807FFFFFu) : 0.0f;
+        break;
+    case FZ_TINY:
+        for (int i = 0; i < 16; i++)
+            x[i] = (float)(fz_gauss(s) * ldexp(1.0, fz_int(s, -149, -90)));
+        break;
+    case FZ_NEAR_MAX:
+        for (int i = 0; i < 16; i++)
+            x[i] = (float)(fz_gauss(s) * ldexp(1.0, fz_int(s, 100, 126)));
+        break;
+    case FZ_VEC58: {
+        static const uint32_t bamax[3] = {0x43B195D8u, 0x44152797u, 0x437683CDu};
+        static const uint32_t xe[3] = {0x4172E948u, 0x41C25222u, 0x41F782D5u};
+        int v = fz_int(s, 0, 2), p = fz_int(s, 0, 13);
+        float sc = ldexpf(1.0f, fz_int(s, -2, 2));
+        memset(x, 0, 16 * sizeof *x);
+        x[p] = f32(bamax[v]) * sc;
+        x[p + 1] = f32(xe[v]) * sc;
+        x[p + 2] = -f32(xe[v]) * sc;
+        break;
+    }
+    case FZ_SPECIAL: {
+        for (int i = 0; i < 16; i++)
+            x[i] = (float)(fz_gauss(s) * mag);
+        int nsp = fz_int(s, 1, 3);
+        for (int j = 0; j < nsp; j++)
+            x[fz_int(s, 0, 15)] = fz_special(s);
+        break;
+    }
+    default:
+        for (int i = 0; i < 16; i++)
+            x[i] = f32((uint32_t)fz_next(s));
+        break;
+    }
+}
+
+/* One call through both paths; 0 if codes (and the 16 bytes after them), scales (and the
+ * 16 after them) and counts are equal, else the first differing block is printed.
+ * fast_out accumulates the blocks the kernel produced. */
+typedef struct fz_bufs {
+    uint8_t *cg, *cf, *sg, *sf; /* codes and scales: generic, fused */
+} fz_bufs;
+
+static int fz_compare(const char *tag, lowp_block_format f, lowp_recipe r, lowp_global_scale gs,
+                      unsigned flags, const float *x, size_t nb, int with_scales, int with_counts,
+                      const fz_bufs *bu, size_t *fast_out)
+{
+    size_t bs = lowp_block_size(f), n = nb * bs, cbb = bs / 2; /* code bytes a block */
+    lowp_quant_counts kg, kf;
+    char why[256] = "";
+    size_t fast = 0, gen_fast = 0;
+    memset(bu->cg, 0xA5, n / 2 + 16);
+    memset(bu->cf, 0xA5, n / 2 + 16);
+    memset(bu->sg, 0x5A, nb + 16);
+    memset(bu->sf, 0x5A, nb + 16);
+    memset(&kg, 0, sizeof kg);
+    memset(&kf, 0, sizeof kf);
+    int rg = lowp_block_quantize_path(f, r, gs, flags, x, n, bu->cg, with_scales ? bu->sg : NULL,
+                                      with_counts ? &kg : NULL, why, sizeof why,
+                                      LOWP_BLOCK_PATH_GENERIC, &gen_fast);
+    int rf = lowp_block_quantize_path(f, r, gs, flags, x, n, bu->cf, with_scales ? bu->sf : NULL,
+                                      with_counts ? &kf : NULL, why, sizeof why,
+                                      LOWP_BLOCK_PATH_AUTO, &fast);
+    *fast_out += fast;
+    char where[256];
+    snprintf(where, sizeof where, "%s/%s S=0x%08x g=0x%08x flags=%u [%s, %zu blocks]",
+             lowp_block_format_name(f), lowp_recipe_name(r), (unsigned)bits32(gs.enc),
+             (unsigned)bits32(gs.dec), flags, tag, nb);
+    if (rg != 0 || rf != 0 || gen_fast != 0) {
+        fprintf(stderr, "%s: returned %d (generic) and %d (fused), generic path fused %zu: %s\n",
+                where, rg, rf, gen_fast, why);
+        return 1;
+    }
+    for (size_t b = 0; b <= nb; b++) {
+        /* b == nb: the 16 bytes after the codes and after the scales */
+        int code_bad = memcmp(bu->cg + b * cbb, bu->cf + b * cbb, b < nb ? cbb : 16) != 0;
+        int scale_bad = memcmp(bu->sg + b, bu->sf + b, b < nb ? 1 : 16) != 0;
+        if (!code_bad && !scale_bad)
+            continue;
+        fprintf(stderr, "%s: block %zu: generic scale 0x%02x fused 0x%02x\n", where, b,
+                bu->sg[b], bu->sf[b]);
+        if (b < nb)
+            for (size_t i = 0; i < bs; i++)
+                fprintf(stderr, "  elem %2zu input 0x%08x (%a) generic 0x%x fused 0x%x\n", i,
+                        (unsigned)bits32(x[bs * b + i]), (double)x[bs * b + i],
+                        (unsigned)lowp_block_code_at(f, bu->cg, bs * b + i),
+                        (unsigned)lowp_block_code_at(f, bu->cf, bs * b + i));
+        else
+            fprintf(stderr, "  bytes past the end differ\n");
+        return 1;
+    }
+    if (with_counts && memcmp(&kg, &kf, sizeof kg) != 0) {
+        fprintf(stderr, "%s: counts differ (generic / fused):\n", where);
+        expect_counts(where, &kf, &kg);
+        return 1;
+    }
+    return 0;
+}
+
+/* One (format, recipe, global scale, flags) over the pool: the whole of it (OpenMP, with
+ * counts; without counts and without scales when `all`), then sub-ranges of 1 to 70
+ * blocks at any block offset (partial groups, unaligned x, the KV cache's one-row calls). */
+static int fz_config(lowp_block_format f, lowp_recipe r, lowp_global_scale gs, unsigned flags,
+                     const float *x, size_t nb, int all, int subcalls, uint64_t *st,
+                     const fz_bufs *bu, size_t *total, size_t *fast)
+{
+    size_t bs = lowp_block_size(f);
+    int bad = fz_compare("pool", f, r, gs, flags, x, nb, 1, 1, bu, fast);
+    *total += nb;
+    if (all) {
+        bad += fz_compare("pool, no counts", f, r, gs, flags, x, nb, 1, 0, bu, fast);
+        bad += fz_compare("pool, no scales", f, r, gs, flags, x, nb, 0, 1, bu, fast);
+        *total += 2 * nb;
+    }
+    for (int c = 0; c < subcalls && bad < 5; c++) {
+        size_t len = (size_t)(c % 4 == 0 ? 1 : fz_int(st, 1, 70));
+        size_t start = (size_t)fz_int(st, 0, (int)(nb - len));
+        bad += fz_compare("sub-range", f, r, gs, flags, x + bs * start, len, 1, 1, bu, fast);
+        *total += len;
+    }
+    return bad;
+}
+
+/* Groups of 16 blocks of 16 (the kernel's unit, handed back whole): half of unit-sized
+ * data with some zero blocks; 15% ties (E2M1 and E4M3); 20% every finite kind at every
+ * magnitude; 15% every kind, NaN, Inf and raw bits included. MXFP4 reads the pool as
+ * blocks of 32 (two of these). */
+static void fz_pool(uint64_t *st, float *x0, size_t groups)
+{
+    for (size_t g = 0; g < groups; g++) {
+        double t = fz_unit(st);
+        for (size_t b = 0; b < 16; b++) {
+            int kind;
+            if (t < 0.5)
+                kind = fz_next(st) % 16 ? FZ_UNIT : FZ_ZERO;
+            else if (t < 0.65)
+                kind = fz_next(st) % 2 ? FZ_ELEM_TIES : FZ_SCALE_TIES;
+            else if (t < 0.85)
+                kind = fz_int(st, 0, FZ_SPECIAL - 1);
+            else
+                kind = fz_int(st, 0, FZ_KINDS - 1);
+            fz_block(st, kind, x0 + (g * 16 + b) * 16);
+        }
+    }
+}
+
+static const struct {
+    lowp_block_format f;
+    lowp_recipe r;
+} fz_cfg[] = {{LOWP_NVFP4, LOWP_RECIPE_TRTLLM}, {LOWP_NVFP4, LOWP_RECIPE_EXACT},
+              {LOWP_NVFP4, LOWP_RECIPE_MODELOPT}, {LOWP_NVFP4, LOWP_RECIPE_SGLANG_KV},
+              {LOWP_MXFP4, LOWP_RECIPE_OCP},      {LOWP_MXFP4, LOWP_RECIPE_RCEIL},
+              {LOWP_MXFP4, LOWP_RECIPE_TRTLLM}};
+
+START_TEST(test_nvfp4_mxfp4_fused_kernel_equals_generic)
+{
+    enum { GROUPS = 2500, NB = GROUPS * 16, SUBCALLS = 120 };
+    float *x0 = malloc(NB * 16 * sizeof *x0), *x = malloc(NB * 16 * sizeof *x);
+    fz_bufs bu = {malloc(NB * 8 + 16), malloc(NB * 8 + 16), malloc(NB + 16), malloc(NB + 16)};
+    ck_assert(x0 != NULL && x != NULL && bu.cg != NULL && bu.cf != NULL && bu.sg != NULL &&
+              bu.sf != NULL);
+    uint64_t st = 0x6c6f7770u;
+    fz_pool(&st, x0, GROUPS);
+    /* NVFP4 global scales: from tensor amaxes (425.09467 is formats.md 5.8's, where trtllm
+     * and exact disagree; 0 and Inf trip the guards), 1 (the ties above), 6 and 1/6, and
+     * decode scales at the ends of the range (the kernel refuses some; both must agree).
+     * MX has no global scale: {1, 1}, and the pool times powers of two instead. */
+    static const float amaxes[] = {425.09467f, 4.5f, 1e-20f, 1e20f, 0.0f, INFINITY};
+    int bad = 0;
+    size_t total = 0, fast = 0;
+    for (size_t ci = 0; ci < N_ELEMS(fz_cfg) && bad < 5; ci++) {
+        lowp_block_format f = fz_cfg[ci].f;
+        lowp_recipe r = fz_cfg[ci].r;
+        size_t nb = NB * 16 / lowp_block_size(f);
+        lowp_global_scale gss[16];
+        double mx_u[] = {1.0, 0x1p-60, 0x1p-120, 0x1p40, 0x1p90};
+        size_t ngs = 0, c_total = 0, c_fast = 0;
+        if (f == LOWP_NVFP4) {
+            for (size_t a = 0; a < N_ELEMS(amaxes); a++)
+                gss[ngs++] = lowp_recipe_global_scale(f, r, amaxes[a]);
+            gss[ngs++] = GS_ONE;
+            gss[ngs++] = gs_enc(6.0f);
+            gss[ngs++] = gs_dec(1.0f / 6.0f);
+            gss[ngs++] = gs_dec(0x1p-120f);
+            gss[ngs++] = gs_dec(1e30f);
+            gss[ngs++] = gs_dec(f32(0x00000123u)); /* subnormal decode scale */
+            gss[ngs++] = gs_enc(-2.0f);
+        } else {
+            for (size_t u = 0; u < N_ELEMS(mx_u); u++)
+                gss[ngs++] = GS_ONE;
+        }
+        for (size_t gi = 0; gi < ngs && bad < 5; gi++)
+            for (int pass = 0; pass < 2; pass++) {
+                /* NVFP4 pass 0: the pool as made (the ties assume S = 1 / g = 1); pass 1:
+                 * times the power of two that puts a unit block near the top of the scale
+                 * range for this global scale (2688 g / 1024), so most blocks are in the
+                 * kernel's domain whatever g is. MX: the pool times mx_u[gi], once. */
+                double u = 1.0;
+                if (f != LOWP_NVFP4) {
+                    if (pass == 1)
+                        continue;
+                    u = mx_u[gi];
+                } else if (pass == 1) {
+                    double t = 2688.0 / 1024 * fabs((double)gss[gi].dec);
+                    if (!(t > 0x1p-100 && t < 0x1p100))
+                        continue;
+                    u = ldexp(1.0, (int)lround(log2(t)));
+                }
+                for (size_t i = 0; i < (size_t)NB * 16; i++)
+                    x[i] = (float)((double)x0[i] * u);
+                for (unsigned flags = 0; flags <= LOWP_BLOCK_SCALE_UP; flags++) {
+                    size_t before = fast;
+                    bad += fz_config(f, r, gss[gi], flags, x, nb, gi == 0, SUBCALLS, &st, &bu,
+                                     &c_total, &fast);
+                    c_fast += fast - before;
+                }
+            }
+        total += c_total;
+        /* the comparison compared something: the kernel made a good part of this
+         * configuration's blocks, and handed some back */
+        if (lowp_block_fast_cpu() && bad == 0)
+            ck_assert_msg(c_fast > c_total / 4 && c_fast < c_total,
+                          "%s/%s: fused kernel made %zu of %zu blocks", lowp_block_format_name(f),
+                          lowp_recipe_name(r), c_fast, c_total);
+    }
+    free(x0);
+    free(x);
+    free(bu.cg);
+    free(bu.cf);
+    free(bu.sg);
+    free(bu.sf);
+    ck_assert_msg(bad == 0, "%d fused/generic mismatches (see stderr)", bad);
+    if (!lowp_block_fast_cpu())
+        fprintf(stderr, "fused NVFP4/MXFP4 kernel: not on this CPU (needs AVX-512 F/BW/DQ/VL); "
+                        "only the generic path ran (%zu blocks)\n", total);
+}
+END_TEST
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <xmmintrin.h>
+
+START_TEST(test_fused_kernel_equals_generic_under_mxcsr)
+{
+    /* The kernel's rounding additions have their own rounding mode; its multiplies and
+     * divides, like block.c's C arithmetic, follow MXCSR. Both paths must agree under any
+     * MXCSR a caller may leave: flush-to-zero and denormals-are-zero, and each rounding
+     * direction. The pool is at most 8 chunks of block.c, so no call goes to OpenMP
+     * workers (which keep their own MXCSR). */
+    enum { GROUPS = 120, NB = GROUPS * 16 };
+    static const unsigned csr[] = {0x1f80 | 0x8040 /* FTZ DAZ */, 0x1f80 | 0x6000 /* RZ */,
+                                   0x1f80 | 0x4000 /* RU */, 0x1f80 | 0x2000 /* RD */};
+    float *x = malloc(NB * 16 * sizeof *x);
+    fz_bufs bu = {malloc(NB * 8 + 16), malloc(NB * 8 + 16), malloc(NB + 16), malloc(NB + 16)};
+    ck_assert(x != NULL && bu.cg != NULL && bu.cf != NULL && bu.sg != NULL && bu.sf != NULL);
+    uint64_t st = 0x6d786373u;
+    fz_pool(&st, x, GROUPS);
+    lowp_global_scale gss[4];
+    int bad = 0;
+    size_t total = 0, fast = 0;
+    unsigned saved = _mm_getcsr();
+    for (size_t m = 0; m < N_ELEMS(csr) && bad < 5; m++)
+        for (size_t ci = 0; ci < N_ELEMS(fz_cfg) && bad < 5; ci++) {
+            lowp_block_format f = fz_cfg[ci].f;
+            lowp_recipe r = fz_cfg[ci].r;
+            /* computed under the default MXCSR */
+            gss[0] = GS_ONE;
+            gss[1] = lowp_recipe_global_scale(f, r, 425.09467f);
+            gss[2] = f == LOWP_NVFP4 ? gs_enc(0x1p-100f) : GS_ONE;
+            gss[3] = f == LOWP_NVFP4 ? gs_dec(0x1p-110f) : GS_ONE;
+            size_t nb = NB * 16 / lowp_block_size(f);
+            _mm_setcsr(csr[m]);
+            for (size_t gi = 0; gi < N_ELEMS(gss); gi++)
+                for (unsigned flags = 0; flags <= LOWP_BLOCK_SCALE_UP; flags++)
+                    bad += fz_config(f, r, gss[gi], flags, x, nb, 0, 40, &st, &bu, &total, &fast);
+            _mm_setcsr(saved);
+            if (bad)
+                fprintf(stderr, "  (MXCSR 0x%04x)\n", csr[m]);
+        }
+    _mm_setcsr(saved);
+    free(x);
+    free(bu.cg);
+    free(bu.cf);
+    free(bu.sg);
+    free(bu.sf);
+    ck_assert_msg(bad == 0, "%d fused/generic mismatches under a non-default MXCSR (see stderr)",
+                  bad);
+    if (lowp_block_fast_cpu())
+        ck_assert_msg(fast > total / 4, "fused kernel made %zu of %zu blocks", fast, total);
+}
+END_TEST
+#endif
+
+/* ---------------------------------------------------------------------------------- */
 
 static Suite *block_suite(void)
 {
@@ -2048,6 +2457,14 @@ static Suite *block_suite(void)
     tcase_add_test(lay, test_dequantize_exact_f64_and_single_rounding_f32);
     tcase_add_test(lay, test_dequantize_nan_scale_makes_block_nan);
     suite_add_tcase(s, lay);
+
+    TCase *fz = tcase_create("fused_kernel");
+    tcase_set_timeout(fz, 120);
+    tcase_add_test(fz, test_nvfp4_mxfp4_fused_kernel_equals_generic);
+#if defined(__x86_64__) && defined(__SSE2__)
+    tcase_add_test(fz, test_fused_kernel_equals_generic_under_mxcsr);
+#endif
+    suite_add_tcase(s, fz);
     return s;
 }
 

@@ -20,12 +20,16 @@
  * Structure: blocks are processed in chunks. For each block the scalar part (amax, scale
  * code, element factor) is computed once; the elements of the whole chunk are then scaled
  * in one loop and encoded by the vectorized scalar codec (lowp_encode_f32_u8), so the
- * per-element work is a multiply (or divide) and a branch-free encode. */
+ * per-element work is a multiply (or divide) and a branch-free encode. This code is the
+ * definition of every recipe. NVFP4 and MXFP4 go first to a fused single-pass kernel
+ * (block_fast.c, AVX-512) where the CPU has it; it produces the same bytes and counts and
+ * hands back to quantize_chunk every group of blocks it cannot prove it handles the same. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "block_internal.h"
 #include "lowp/block.h"
 
 #define CHUNK_ELEMS 4096                  /* elements per chunk: a multiple of every block size */
@@ -497,10 +501,54 @@ static void quantize_chunk(const recipe_ctx *c, const float *restrict x, size_t 
     }
 }
 
+/* The fused kernel's fallback (block_fast.c): blocks it leaves go through quantize_chunk,
+ * which treats every block on its own, so a sub-range gives the bytes and counts it gives
+ * as part of a whole chunk. */
+typedef struct fallback_arg {
+    const recipe_ctx *c;
+    const float *x;
+    uint8_t *codes, *scales;
+    lowp_quant_counts *k;
+} fallback_arg;
+
+static void fallback_blocks(void *arg, size_t first, size_t nblocks)
+{
+    const fallback_arg *a = arg;
+    size_t bs = a->c->bs;
+    quantize_chunk(a->c, a->x + first * bs, nblocks * bs,
+                   a->codes + lowp_block_code_bytes(a->c->format, first * bs),
+                   a->scales != NULL ? a->scales + first : NULL, a->k);
+}
+
+static void add_counts(lowp_quant_counts *to, const lowp_quant_counts *from)
+{
+    to->elements += from->elements;
+    to->blocks += from->blocks;
+    to->nan_in += from->nan_in;
+    to->inf_in += from->inf_in;
+    to->saturated += from->saturated;
+    to->flushed += from->flushed;
+    to->nan_out += from->nan_out;
+    to->scale_zero += from->scale_zero;
+    to->scale_subnormal += from->scale_subnormal;
+    to->scale_nan += from->scale_nan;
+}
+
 int lowp_block_quantize(lowp_block_format f, lowp_recipe r, lowp_global_scale gs, unsigned flags,
                         const float *x, size_t n, uint8_t *codes, uint8_t *scales,
                         lowp_quant_counts *counts, char *why, size_t why_len)
 {
+    return lowp_block_quantize_path(f, r, gs, flags, x, n, codes, scales, counts, why, why_len,
+                                    LOWP_BLOCK_PATH_AUTO, NULL);
+}
+
+int lowp_block_quantize_path(lowp_block_format f, lowp_recipe r, lowp_global_scale gs,
+                             unsigned flags, const float *x, size_t n, uint8_t *codes,
+                             uint8_t *scales, lowp_quant_counts *counts, char *why,
+                             size_t why_len, int path, size_t *fast_blocks)
+{
+    if (fast_blocks != NULL)
+        *fast_blocks = 0;
     if (lowp_recipe_check(f, r, why, why_len))
         return -1;
     size_t bs = block_sizes[f];
@@ -513,46 +561,56 @@ int lowp_block_quantize(lowp_block_format f, lowp_recipe r, lowp_global_scale gs
     recipe_ctx c;
     if (init_ctx(&c, f, r, gs, flags))
         return refuse(why, why_len, "internal error: element or scale codec refused");
+    /* The fused single-pass kernel (block_fast.c) where the CPU, the format and the
+     * recipe's constants allow it; it hands back the blocks it does not handle. */
+    lowp_block_fast fp;
+    int fast = 0;
+    if (path == LOWP_BLOCK_PATH_AUTO && (f == LOWP_NVFP4 || f == LOWP_MXFP4)) {
+        memset(&fp, 0, sizeof fp);
+        fp.format = f;
+        fp.recipe = r;
+        fp.scale_up = (flags & LOWP_BLOCK_SCALE_UP) != 0 &&
+                      (r == LOWP_RECIPE_EXACT || r == LOWP_RECIPE_MODELOPT);
+        fp.enc = gs.enc;
+        fp.dec = gs.dec;
+        fp.rcp6 = c.rcp6;
+        fp.rcp_dec = c.rcp_dec;
+        fp.factor_of_code = c.factor_of_code;
+        fast = lowp_block_fast_init(&fp);
+    }
     size_t nchunks = (n + CHUNK_ELEMS - 1) / CHUNK_ELEMS;
     lowp_quant_counts total = {0};
+    size_t fast_total = 0;
 #pragma omp parallel if (nchunks > 8)
     {
         lowp_quant_counts local = {0};
+        size_t local_fast = 0;
 #pragma omp for schedule(static)
         for (long k = 0; k < (long)nchunks; k++) {
             size_t lo = (size_t)k * CHUNK_ELEMS;
             size_t len = n - lo < CHUNK_ELEMS ? n - lo : CHUNK_ELEMS;
-            quantize_chunk(&c, x + lo, len, codes + lowp_block_code_bytes(f, lo),
-                           scales != NULL ? scales + lo / bs : NULL, counts ? &local : NULL);
+            uint8_t *ck = codes + lowp_block_code_bytes(f, lo);
+            uint8_t *sk = scales != NULL ? scales + lo / bs : NULL;
+            if (fast) {
+                fallback_arg a = {&c, x + lo, ck, sk, counts ? &local : NULL};
+                local_fast += lowp_block_fast_quantize(&fp, x + lo, len / bs, ck, sk, a.k,
+                                                       fallback_blocks, &a);
+            } else {
+                quantize_chunk(&c, x + lo, len, ck, sk, counts ? &local : NULL);
+            }
         }
-        if (counts != NULL) {
+        if (counts != NULL || fast_blocks != NULL) {
 #pragma omp critical(lowp_block_counts)
             {
-                total.elements += local.elements;
-                total.blocks += local.blocks;
-                total.nan_in += local.nan_in;
-                total.inf_in += local.inf_in;
-                total.saturated += local.saturated;
-                total.flushed += local.flushed;
-                total.nan_out += local.nan_out;
-                total.scale_zero += local.scale_zero;
-                total.scale_subnormal += local.scale_subnormal;
-                total.scale_nan += local.scale_nan;
+                add_counts(&total, &local);
+                fast_total += local_fast;
             }
         }
     }
-    if (counts != NULL) {
-        counts->elements += total.elements;
-        counts->blocks += total.blocks;
-        counts->nan_in += total.nan_in;
-        counts->inf_in += total.inf_in;
-        counts->saturated += total.saturated;
-        counts->flushed += total.flushed;
-        counts->nan_out += total.nan_out;
-        counts->scale_zero += total.scale_zero;
-        counts->scale_subnormal += total.scale_subnormal;
-        counts->scale_nan += total.scale_nan;
-    }
+    if (counts != NULL)
+        add_counts(counts, &total);
+    if (fast_blocks != NULL)
+        *fast_blocks = fast_total;
     return 0;
 }
 
