@@ -98,7 +98,10 @@ int32_t *lowp_cli_load_page_table(const char *path, size_t *n)
     int32_t *out = malloc((t->count ? t->count : 1) * sizeof *out);
     if (out == NULL)
         lowp_cli_fail("out of memory for --page-table");
-    for (size_t i = 0; i < t->count; i++) {
+    /* A bad entry frees everything before failing: a failing run leaks nothing (the
+     * sanitized CLI tests check the exit paths too). */
+    char bad[256] = "";
+    for (size_t i = 0; i < t->count && bad[0] == '\0'; i++) {
         const unsigned char *p = t->data + i * es;
         uint64_t u = 0;
         for (size_t b = 0; b < es; b++)
@@ -108,17 +111,23 @@ int32_t *lowp_cli_load_page_table(const char *path, size_t *n)
             if (es < 8 && (u >> (8 * es - 1)) & 1u) /* sign-extend */
                 u |= ~(uint64_t)0 << (8 * es);
             memcpy(&v, &u, sizeof v);
+        } else if (u > (uint64_t)INT64_MAX) {
+            snprintf(bad, sizeof bad, "entry %zu (%llu) is out of range", i, (unsigned long long)u);
+            break;
         } else {
-            if (u > (uint64_t)INT64_MAX)
-                lowp_cli_fail("--page-table %s: entry %zu (%llu) is out of range", path, i, (unsigned long long)u);
             v = (int64_t)u;
         }
         if (v < 0)
-            lowp_cli_fail("--page-table %s: entry %zu is page %lld, a negative page index", path, i, (long long)v);
-        if (v > INT32_MAX)
-            lowp_cli_fail("--page-table %s: entry %zu is page %lld, beyond int32 page indices", path, i,
-                          (long long)v);
-        out[i] = (int32_t)v;
+            snprintf(bad, sizeof bad, "entry %zu is page %lld, a negative page index", i, (long long)v);
+        else if (v > INT32_MAX)
+            snprintf(bad, sizeof bad, "entry %zu is page %lld, beyond int32 page indices", i, (long long)v);
+        else
+            out[i] = (int32_t)v;
+    }
+    if (bad[0] != '\0') {
+        free(out);
+        lowp_tensor_file_free(&tf);
+        lowp_cli_fail("--page-table %s: %s", path, bad);
     }
     *n = t->count;
     lowp_tensor_file_free(&tf);
