@@ -364,70 +364,6 @@ static int config_fill(const config *c, lowp_kvcache *kc, rng *r, char *why, siz
     return 0;
 }
 
-/* K and V of sequence b, exactly: code value x block scale x global scale in binary64 (the
- * values lowp_kvcache_gather gives), from per-format tables of lowp_decode_f64 built once.
- * 0, or -1 if a position cannot be located. */
-static double tab_e2m1[16], tab_e4m3[256], tab_e5m2[256], tab_e8m0[256];
-static void tables_init(void)
-{
-    for (int c = 0; c < 256; c++) {
-        if (c < 16)
-            tab_e2m1[c] = lowp_decode_f64(LOWP_E2M1, (uint16_t)c);
-        tab_e4m3[c] = lowp_decode_f64(LOWP_E4M3, (uint16_t)c);
-        tab_e5m2[c] = lowp_decode_f64(LOWP_E5M2, (uint16_t)c);
-        tab_e8m0[c] = lowp_decode_f64(LOWP_E8M0, (uint16_t)c);
-    }
-}
-
-static int gather_exact(const lowp_kvcache *kc, const lowp_kv_page_table *pt, size_t b,
-                        size_t n, double *kout, double *vout)
-{
-    const lowp_kv_config *k = lowp_kvcache_config(kc);
-    size_t H = k->num_heads;
-    for (int w = 0; w < 2; w++) {
-        lowp_kv_which which = w ? LOWP_KV_V : LOWP_KV_K;
-        size_t dim = w ? k->vo_dim : k->qk_dim, bytes;
-        double *out = w ? vout : kout;
-        const uint8_t *codes = lowp_kvcache_cbuffer(kc, which, LOWP_KV_CODES, &bytes);
-        const uint8_t *scales = lowp_block_has_scales(k->format)
-                                    ? lowp_kvcache_cbuffer(kc, which, LOWP_KV_SCALES, &bytes)
-                                    : NULL;
-        size_t bs = lowp_block_size(k->format);
-        for (size_t pos = 0; pos < n; pos++) {
-            size_t page, slot;
-            if (lowp_kv_locate(pt, k->page_size, b, pos, &page, &slot, NULL, 0))
-                return -1;
-            for (size_t h = 0; h < H; h++) {
-                const uint8_t *row = codes + lowp_kvcache_code_offset(kc, which, page, slot, h);
-                double g = (double)lowp_kvcache_global_scale(kc, which, h);
-                double *o = out + (pos * H + h) * dim;
-                for (size_t d = 0; d < dim; d++) {
-                    double x;
-                    switch (k->format) {
-                    case LOWP_BF16_PASS:
-                        x = lowp_decode_f64(LOWP_BF16, (uint16_t)(row[2 * d] | row[2 * d + 1] << 8));
-                        break;
-                    case LOWP_FP8_E4M3:
-                        x = tab_e4m3[row[d]];
-                        break;
-                    case LOWP_FP8_E5M2:
-                        x = tab_e5m2[row[d]];
-                        break;
-                    default: {
-                        uint8_t sc = scales[lowp_kvcache_scale_offset(kc, which, page, slot, h,
-                                                                      d / bs)];
-                        double e = tab_e2m1[(row[d / 2] >> (4 * (d & 1))) & 0xF];
-                        x = e * (k->format == LOWP_NVFP4 ? tab_e4m3[sc] : tab_e8m0[sc]);
-                    }
-                    }
-                    o[d] = x * g;
-                }
-            }
-        }
-    }
-    return 0;
-}
-
 /* ---- reference and bound --------------------------------------------------------------- */
 typedef struct refstat {
     size_t cases, outside;
@@ -445,8 +381,7 @@ static int ref_check(const config *c, const lowp_kvcache *kc, const lowp_kv_view
     const lowp_kv_config *k = &c->cfg;
     size_t n = c->len[b], H = k->num_heads, Dq = k->qk_dim, Dv = k->vo_dim, G = c->G;
     lowp_kv_page_table pt = {c->batch, c->indptr, c->indices, c->last};
-    (void)view;
-    if (gather_exact(kc, &pt, b, n, kbuf, vbuf))
+    if (lowp_kvcache_gather(kc, view, &pt, b, n, kbuf, vbuf, NULL, 0))
         return 0;
     /* BF16 / binary32 range: an element past 0x1.fep127 is Inf in the kernel's BF16 */
     for (size_t i = 0; i < n * H * Dq; i++)
@@ -726,7 +661,6 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
     for (int i = 0; i < nt && !o->emulator_only; i++)
         if (cudaStreamCreateWithFlags(&wks[i].st, cudaStreamNonBlocking) != cudaSuccess)
             rc = fail(why, wl, "cudaStreamCreate failed");
-    tables_init();
     double t_all = now_s();
     for (size_t fi = 0; fi < 5 && rc == 0; fi++) {
         lowp_block_format f = all[fi];

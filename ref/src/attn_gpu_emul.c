@@ -183,9 +183,17 @@ static void run_item(const job *J, size_t b, size_t h, size_t ci, uint16_t *kr, 
     float qks = lowp_gpu_decode_score_scale(a->sm_scale,
                                             lowp_kvcache_global_scale(a->cache, LOWP_KV_K, h));
     const uint16_t *q = a->q + (b * a->num_q_heads + h * G) * Dq;
+    /* Q and K rows are kept in MMA k order (k-step s = 4c + ks at 16 s .. 16 s + 15) and V
+     * transposed ([dim][position]), so each MMA call reads 16 contiguous values and no
+     * row is permuted more than once. */
+    uint16_t qp[LOWP_GPU_DECODE_MAX_GROUP * 512], row[512];
     for (size_t r = 0; r < G; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
+        for (size_t c = 0; c < Dq / 64; c++)
+            for (size_t ks = 0; ks < 4; ks++)
+                for (size_t kk = 0; kk < 16; kk++)
+                    qp[r * Dq + 16 * (4 * c + ks) + kk] = q[r * Dq + k_dim(c, ks, kk)];
     }
     memset(o, 0, G * Dv * sizeof *o);
     for (size_t tt = t0; tt < t1; tt += LOWP_GPU_DECODE_TILE) {
@@ -195,28 +203,28 @@ static void run_item(const job *J, size_t b, size_t h, size_t ci, uint16_t *kr, 
             valid[j] = pos < t1;
             if (valid[j]) {
                 lowp_kv_locate(a->pt, cfg->page_size, b, pos, &page, &slot, NULL, 0);
-                read_row(a->cache, &J->K, LOWP_KV_K, page, slot, h, kr + j * Dq);
-                read_row(a->cache, &J->V, LOWP_KV_V, page, slot, h, vr + j * Dv);
+                read_row(a->cache, &J->K, LOWP_KV_K, page, slot, h, row);
+                for (size_t c = 0; c < Dq / 64; c++)
+                    for (size_t ks = 0; ks < 4; ks++)
+                        for (size_t kk = 0; kk < 16; kk++)
+                            kr[j * Dq + 16 * (4 * c + ks) + kk] = row[k_dim(c, ks, kk)];
+                read_row(a->cache, &J->V, LOWP_KV_V, page, slot, h, row);
+                for (size_t d = 0; d < Dv; d++)
+                    vr[d * LOWP_GPU_DECODE_TILE + j] = row[d];
             } else {
                 memset(kr + j * Dq, 0, Dq * sizeof *kr);
-                memset(vr + j * Dv, 0, Dv * sizeof *vr); /* +0 enters the MMA */
+                for (size_t d = 0; d < Dv; d++) /* +0 enters the MMA */
+                    vr[d * LOWP_GPU_DECODE_TILE + j] = 0;
             }
         }
         for (size_t r = 0; r < G; r++) {
-            const uint16_t *qr = q + r * Dq;
+            const uint16_t *qr = qp + r * Dq;
             float mt = -INFINITY;
             for (size_t j = 0; j < LOWP_GPU_DECODE_TILE; j++) {
                 float acc = 0.0f;
-                uint16_t qa[16], kb[16];
-                for (size_t c = 0; c < Dq / 64; c++)
-                    for (size_t ks = 0; ks < 4; ks++) {
-                        for (size_t kk = 0; kk < 16; kk++) {
-                            size_t d = k_dim(c, ks, kk);
-                            qa[kk] = qr[d];
-                            kb[kk] = kr[j * Dq + d];
-                        }
-                        acc = lowp_mma_dot_add_bf16(qa, kb, 16, acc, J->mma);
-                    }
+                for (size_t st = 0; st < Dq / 16; st++)
+                    acc = lowp_mma_dot_add_bf16(qr + 16 * st, kr + j * Dq + 16 * st, 16, acc,
+                                                J->mma);
                 S[j] = valid[j] ? acc * qks : -INFINITY;
                 mt = fmaxf(mt, S[j]);
             }
@@ -235,10 +243,8 @@ static void run_item(const job *J, size_t b, size_t h, size_t ci, uint16_t *kr, 
             l[r] = l[r] * alpha + tsum;
             m[r] = mn;
             for (size_t d = 0; d < Dv; d++) {
-                uint16_t vb[16];
-                for (size_t j = 0; j < 16; j++)
-                    vb[j] = vr[j * Dv + d];
-                o[r * Dv + d] = lowp_mma_dot_add_bf16(pb, vb, 16, o[r * Dv + d] * alpha, J->mma);
+                o[r * Dv + d] = lowp_mma_dot_add_bf16(pb, vr + d * LOWP_GPU_DECODE_TILE, 16,
+                                                      o[r * Dv + d] * alpha, J->mma);
             }
         }
     }
@@ -324,28 +330,37 @@ int lowp_gpu_decode_emulate(const lowp_gpu_decode_args *a0, uint16_t *out, char 
         fail(why, why_len, "out of memory for the emulator's row buffers");
         goto done;
     }
+    /* Step 5. The kernel computes w and L in every output thread; they do not depend on
+     * the dim, so they are computed once per row here (same operations, same order). */
+    float *w = malloc((J.nch_max ? J.nch_max : 1) * sizeof *w);
+    if (w == NULL) {
+        rc = fail(why, why_len, "out of memory for the merge");
+        goto done;
+    }
     for (size_t b = 0; b < B; b++) {
         size_t n = lowp_kv_seq_len(a->pt, cfg->page_size, b), nch = (n + chunk - 1) / chunk;
         for (size_t h = 0; h < H; h++) {
             float vs = lowp_kvcache_global_scale(a->cache, LOWP_KV_V, h);
             size_t item0 = (b * H + h) * J.nch_max;
             for (size_t r = 0; r < G; r++) {
-                float M = -INFINITY;
+                float M = -INFINITY, L = 0.0f;
                 for (size_t c = 0; c < nch; c++)
                     M = fmaxf(M, J.ws_m[(item0 + c) * G + r]);
+                for (size_t c = 0; c < nch; c++) {
+                    w[c] = lowp_exp2_sw(J.ws_m[(item0 + c) * G + r] - M);
+                    L = L + J.ws_l[(item0 + c) * G + r] * w[c];
+                }
                 for (size_t d = 0; d < cfg->vo_dim; d++) {
-                    float L = 0.0f, O = 0.0f;
-                    for (size_t c = 0; c < nch; c++) {
-                        float w = lowp_exp2_sw(J.ws_m[(item0 + c) * G + r] - M);
-                        L = L + J.ws_l[(item0 + c) * G + r] * w;
-                        O = O + J.ws_o[((item0 + c) * G + r) * cfg->vo_dim + d] * w;
-                    }
+                    float O = 0.0f;
+                    for (size_t c = 0; c < nch; c++)
+                        O = O + J.ws_o[((item0 + c) * G + r) * cfg->vo_dim + d] * w[c];
                     out[((b * a->num_q_heads) + h * G + r) * cfg->vo_dim + d] =
                         lowp_bf16_from_f32((O / L) * vs);
                 }
             }
         }
     }
+    free(w);
 done:
     free(J.ws_o);
     free(J.ws_m);
