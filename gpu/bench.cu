@@ -141,6 +141,7 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
     const size_t H = o->kv_heads, NQ = o->q_heads, D = o->head_dim, PS = o->page_size;
     size_t pps = (ctx + PS - 1) / PS, pages_copy = B * pps;
     lowp_kv_config cfg = lowp_kv_config_default(f, 1, PS, H, D, D);
+    cfg.layout = o->hnd ? LOWP_KV_HND : LOWP_KV_NHD;
     size_t per_page = PS * H *
                       (lowp_kv_row_code_bytes(&cfg, LOWP_KV_K) + lowp_kv_row_code_bytes(&cfg, LOWP_KV_V) +
                        lowp_kv_row_scales(&cfg, LOWP_KV_K) + lowp_kv_row_scales(&cfg, LOWP_KV_V));
@@ -345,8 +346,8 @@ extern "C" int lowp_gpu_bench_run(const lowp_gpu_bench_opts *o, FILE *csv, FILE 
         struct cudaDeviceProp prop;
         cudaGetDeviceProperties(&prop, 0);
         fprintf(table, "lowp gpu bench on %s: %zu query heads, %zu KV heads, head dim %zu, page "
-                "size %zu, median of %d calls\n", prop.name, o->q_heads, o->kv_heads,
-                o->head_dim, o->page_size, o->reps);
+                "size %zu (%s), median of %d calls\n", prop.name, o->q_heads, o->kv_heads,
+                o->head_dim, o->page_size, o->hnd ? "hnd" : "nhd", o->reps);
     }
     for (size_t fi = 0; fi < nf; fi++)
         for (size_t bi = 0; bi < nb; bi++)

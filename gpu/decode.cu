@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cuda_bf16.h>
@@ -38,7 +39,9 @@ namespace {
 
 enum Fmt { F_BF16 = 0, F_FP8 = 1, F_NVFP4 = 2, F_MXFP4 = 3 };
 
-constexpr int WARPS = 4; /* work items (splits) per CTA: they share the staged Q */
+/* Work items (splits) per CTA, sharing the staged Q: at most 4, fewer when the stages of
+ * 4 warps do not fit in shared memory (lowp_gpu_decode_prepare). */
+#define LOWP_DEC_MAX_WARPS 4
 
 typedef lowp_gpu_decode_params Params;
 
@@ -54,19 +57,6 @@ __device__ __forceinline__ size_t row_of(const Params &p, size_t page, int slot,
     return p.hnd ? ((page * p.H + h) * p.PS + slot) : ((page * p.PS + slot) * p.H + h);
 }
 
-/* Byte offset of block scale s of (page, slot, head), after the 4-token interleave. */
-__device__ __forceinline__ size_t scale_off(const Params &p, size_t page, int slot, int h, int s,
-                                            int S, int il)
-{
-    int tt = slot, u = s;
-    if (il) {
-        int q4 = S / 4;
-        tt = (slot / 4) * 4 + s / q4;
-        u = (s % q4) * 4 + slot % 4;
-    }
-    return row_of(p, page, tt, h) * S + u;
-}
-
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -76,33 +66,65 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
 
-/* Four E2M1 codes (low 16 bits of x, element 0 in the low nibble) -> BF16 pairs
- * (e0, e1), (e2, e3), exact. */
-__device__ __forceinline__ void e2m1x4_bf16(uint32_t x, uint32_t &p01, uint32_t &p23)
+/* prmt.b32 in its default mode: selector nibble k picks byte (k & 7) of {b, a}; with bit 3
+ * set it replicates that byte's sign bit (bit 7) over all 8 bits instead. */
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel)
+{
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+    return d;
+}
+
+/* Eight E2M1 codes q0..q7 (the nibbles of w, q0 lowest) -> four BF16 pairs, exact. POS = 0:
+ * (q0, q1), (q2, q3), (q4, q5), (q6, q7), neighbouring dims of one row (K); POS = 1: (q0,
+ * q2), (q1, q3), (q4, q6), (q5, q7), for w holding two rows interleaved byte by byte (V,
+ * whose MMA pairs run along positions). Low half = first code of the pair. th, tl: the
+ * low words of the byte tables below, kept in registers by the caller. */
+template <int POS>
+__device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t th, uint32_t tl, uint32_t *o)
 {
 #if LOWP_DEC_BLACKWELL_E2M1
-    uint32_t h01, h23;
-    uint16_t b01 = (uint16_t)(x & 0xFF), b23 = (uint16_t)((x >> 8) & 0xFF);
-    asm("{ .reg .b8 t, z;\n\t"
-        "mov.b16 {t, z}, %1;\n\t"
-        "cvt.rn.f16x2.e2m1x2 %0, t; }"
-        : "=r"(h01) : "h"(b01));
-    asm("{ .reg .b8 t, z;\n\t"
-        "mov.b16 {t, z}, %1;\n\t"
-        "cvt.rn.f16x2.e2m1x2 %0, t; }"
-        : "=r"(h23) : "h"(b23));
-    float2 f01 = __half22float2(*reinterpret_cast<__half2 *>(&h01));
-    float2 f23 = __half22float2(*reinterpret_cast<__half2 *>(&h23));
-    p01 = pack_bf16(f01.x, f01.y);
-    p23 = pack_bf16(f23.x, f23.y);
+    (void)th;
+    (void)tl;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const uint32_t x = w >> (16 * half);
+        uint32_t h01, h23;
+        uint16_t b01 = (uint16_t)(x & 0xFF), b23 = (uint16_t)((x >> 8) & 0xFF);
+        asm("{ .reg .b8 t, z;\n\t"
+            "mov.b16 {t, z}, %1;\n\t"
+            "cvt.rn.f16x2.e2m1x2 %0, t; }"
+            : "=r"(h01) : "h"(b01));
+        asm("{ .reg .b8 t, z;\n\t"
+            "mov.b16 {t, z}, %1;\n\t"
+            "cvt.rn.f16x2.e2m1x2 %0, t; }"
+            : "=r"(h23) : "h"(b23));
+        float2 f01 = __half22float2(*reinterpret_cast<__half2 *>(&h01));
+        float2 f23 = __half22float2(*reinterpret_cast<__half2 *>(&h23));
+        uint32_t p01 = pack_bf16(f01.x, f01.y), p23 = pack_bf16(f23.x, f23.y);
+        o[2 * half] = POS ? prmt(p01, p23, 0x5410u) : p01;
+        o[2 * half + 1] = POS ? prmt(p01, p23, 0x7632u) : p23;
+    }
 #else
-    /* Byte tables of the BF16 magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6 (high and low byte),
-     * selected by PRMT with the 3-bit magnitude; the sign bit goes to bit 15 / 31. */
-    uint32_t idx = x & 0x7777u;
-    uint32_t hi = __byte_perm(0x3F3F3F00u, 0x40404040u, idx);
-    uint32_t lo = __byte_perm(0xC0800000u, 0xC0804000u, idx);
-    p01 = __byte_perm(lo, hi, 0x5140) | ((x << 12) & 0x8000u) | ((x << 24) & 0x80000000u);
-    p23 = __byte_perm(lo, hi, 0x7362) | ((x << 4) & 0x8000u) | ((x << 16) & 0x80000000u);
+    /* Byte tables of the BF16 magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6 (high bytes th:0x40404040,
+     * low bytes tl:0xC0804000), indexed by the 3-bit magnitude (4 codes per prmt: its
+     * selector is the low 16 bits). The sign comes from a sign-replicating prmt: code k's
+     * sign bit (bit 4k + 3 of w) is bit 7 of byte k/2 of w << 4 for even k (selector 8 +
+     * k/2) and of w for odd k (selector 12 + k/2). */
+    const uint32_t idx = w & 0x77777777u, idx_hi = idx >> 16, ws = w << 4;
+    const uint32_t hi0 = prmt(th, 0x40404040u, idx), lo0 = prmt(tl, 0xC0804000u, idx);
+    const uint32_t hi1 = prmt(th, 0x40404040u, idx_hi), lo1 = prmt(tl, 0xC0804000u, idx_hi);
+    if (POS) {
+        o[0] = prmt(lo0, hi0, 0x6240u) | (prmt(ws, w, 0x9080u) & 0x80008000u);
+        o[1] = prmt(lo0, hi0, 0x7351u) | (prmt(ws, w, 0xD0C0u) & 0x80008000u);
+        o[2] = prmt(lo1, hi1, 0x6240u) | (prmt(ws, w, 0xB0A0u) & 0x80008000u);
+        o[3] = prmt(lo1, hi1, 0x7351u) | (prmt(ws, w, 0xF0E0u) & 0x80008000u);
+    } else {
+        o[0] = prmt(lo0, hi0, 0x5140u) | (prmt(ws, w, 0xC080u) & 0x80008000u);
+        o[1] = prmt(lo0, hi0, 0x7362u) | (prmt(ws, w, 0xD090u) & 0x80008000u);
+        o[2] = prmt(lo1, hi1, 0x5140u) | (prmt(ws, w, 0xE0A0u) & 0x80008000u);
+        o[3] = prmt(lo1, hi1, 0x7362u) | (prmt(ws, w, 0xF0B0u) & 0x80008000u);
+    }
 #endif
 }
 
@@ -113,12 +135,12 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t s)
     return *reinterpret_cast<uint32_t *>(&r);
 }
 
-/* E4M3 scale byte -> BF16 pair (s, s), exact. */
-__device__ __forceinline__ uint32_t e4m3_scale_bf16x2(uint8_t c)
+/* E4M3 scale byte -> its value as BF16 bits, exact. */
+__device__ __forceinline__ uint32_t e4m3_scale_bf16(uint8_t c)
 {
     __half_raw h = __nv_cvt_fp8_to_halfraw(c, __NV_E4M3);
-    float f = __half2float(__half(h));
-    return pack_bf16(f, f);
+    __nv_bfloat16 b = __float2bfloat16_rn(__half2float(__half(h)));
+    return *reinterpret_cast<uint16_t *>(&b);
 }
 
 /* E8M0 scale byte -> binary32 2^(c-127), NaN for 0xFF (step 1, MXFP4). */
@@ -140,105 +162,202 @@ __device__ __forceinline__ uint32_t fp8x2_bf16(uint32_t x, int e5m2)
     return pack_bf16(f.x, f.y);
 }
 
-/* E2M1 word (8 codes) -> 4 BF16 pairs, times the block scale (step 1). */
+/* Step 1 for FP4 pairs: NVFP4 multiplies in BF16 (exact), sc = the two scales' BF16 bits;
+ * MXFP4 multiplies in binary32 and rounds to BF16 (exact when finite), fa / fb the scales
+ * of the pair's low and high element. */
 template <int FMT>
-__device__ __forceinline__ void e2m1x8_scaled(uint32_t w, uint32_t sc_bf2, float sc_f32,
-                                              uint32_t *o)
+__device__ __forceinline__ uint32_t fp4_scaled(uint32_t pr, uint32_t sc, float fa, float fb)
 {
-    e2m1x4_bf16(w & 0xFFFFu, o[0], o[1]);
-    e2m1x4_bf16(w >> 16, o[2], o[3]);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        if (FMT == F_NVFP4)
-            o[i] = bf16x2_mul(o[i], sc_bf2); /* exact product */
-        else
-            o[i] = pack_bf16(bf16_lo(o[i]) * sc_f32, bf16_hi(o[i]) * sc_f32);
+    if (FMT == F_NVFP4)
+        return bf16x2_mul(pr, sc);
+    return pack_bf16(bf16_lo(pr) * fa, bf16_hi(pr) * fb);
+}
+
+/* ---- The cp.async ring ------------------------------------------------------------------
+ * Each warp streams its split through a ring of p.stages stages in shared memory; a stage
+ * holds one tile (16 positions): K code rows, the V code rows of the CTA's 128-dim slice,
+ * and for FP4 the K and V scale rows (gpu/decode.cu's geometry, lowp_gpu_decode_params).
+ * Positions past the split's end are zero-filled (src-size 0: nothing is read). Row
+ * strides carry padding so that the fragment loads below are free of bank conflicts. */
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void cp16(uint32_t dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(bytes));
+}
+
+__device__ __forceinline__ void cp4(uint32_t dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src),
+                 "r"(bytes));
+}
+
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;"); }
+
+/* Wait until at most n groups of this thread are pending (n is 0..6: p.stages <= 8). */
+__device__ __forceinline__ void cp_wait(int n)
+{
+    switch (n) {
+    case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
     }
 }
 
-/* 16 K elements (dims d0 .. d0+15, d0 = 64c + 16t) of one row -> 8 BF16 pairs. */
-template <int FMT>
-__device__ __forceinline__ void load_k16(const Params &p, size_t page, int slot, int h, int d0,
-                                         bool valid, uint32_t *o)
+/* ---- Stage geometry, the same on host and device -----------------------------------------
+ * A stage is [16 K code rows][16 V code rows][16 K scale windows][16 V scale windows][32
+ * shift bytes]. Row strides carry padding so that each fragment load of a half warp
+ * (LDS.64) or quarter warp (LDS.128) hits distinct banks:
+ *   FP4  K: LDS.64 at g*rs + 8t          -> rs = 32 or 96 mod 128
+ *   FP4  V: LDS.32 at (2t+i)*rs + 4g     -> rs = 16 or 48 mod 64
+ *   FP8  K: LDS.128 at g*rs + 16t        -> rs = 64 mod 128
+ *   FP8  V: LDS.64 at (2t+i)*rs + 8g     -> rs = 16 mod 64
+ *   BF16 K: LDS.128 at g*rs + 32t (+16)  -> rs = 16 mod 128
+ *   BF16 V: LDS.128 at (2t+i)*rs + 16g   -> rs = 16 mod 64
+ * A scale window holds one row's S scale bytes; S % 4 != 0 (MXFP4 with a dim that is an
+ * odd multiple of 64) leaves the row 0 or 2 bytes into its window, recorded per row in
+ * the shift bytes. */
+__host__ __device__ constexpr int bytes_per_2(int fmt)
 {
-    if (!valid) {
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            o[i] = 0;
+    return fmt == F_BF16 ? 4 : (fmt == F_FP8 ? 2 : 1);
+}
+
+__host__ __device__ constexpr int k_row_stride(int fmt, int k_rb)
+{
+    return fmt >= F_NVFP4 ? k_rb + (k_rb % 64 == 0 ? 32 : 0)
+                          : (fmt == F_FP8 ? k_rb + (k_rb % 128 == 0 ? 64 : 0) : k_rb + 16);
+}
+
+__host__ __device__ constexpr int v_row_stride(int fmt) { return 64 * bytes_per_2(fmt) + 16; }
+
+__host__ __device__ constexpr int scales_per_row(int fmt, int dim)
+{
+    return fmt == F_NVFP4 ? dim / 16 : (fmt == F_MXFP4 ? dim / 32 : 0);
+}
+
+__host__ __device__ constexpr int scale_window(int S)
+{
+    return S == 0 ? 0 : (S + 3) / 4 * 4 + (S % 4 ? 4 : 0);
+}
+
+/* One row's S scale bytes starting at byte off of the scale array, into its window:
+ * 4-byte copies from off rounded down to 4 (S % 4 == 0 rows start aligned). */
+__device__ __forceinline__ void cp_scales(const uint8_t *base, size_t off, int S, int sw,
+                                          uint32_t dst, bool valid, int hf)
+{
+    if ((S & 3) == 0) {
+        for (int w = hf; w < (S >> 2); w += 2)
+            cp4(dst + 4 * w, base + (valid ? off + 4 * w : 0), valid ? 4 : 0);
         return;
     }
-    size_t row = row_of(p, page, slot, h);
+    const size_t a = off & ~(size_t)3;
+    for (int w = hf; w < (sw >> 2); w += 2) {
+        long rem = (long)(off + S) - (long)(a + 4 * w);
+        int nb = valid ? (rem >= 4 ? 4 : (rem > 0 ? (int)rem : 0)) : 0;
+        cp4(dst + 4 * w, nb ? base + a + 4 * w : base, nb);
+    }
+}
+
+/* Block scale s of tile row r in a stage's scale windows (sc, sw bytes a row). Linear:
+ * row r's bytes start sh[r] bytes in (sh only when S % 4 != 0). Interleave4 (IL; S % 4
+ * == 0, page_size % 4 == 0 and tiles start at multiples of 16, so a 4-slot group is 4
+ * aligned rows of the tile): lowp/kvcache.h's formula within the group. */
+template <bool IL>
+__device__ __forceinline__ uint8_t scale_at(const uint8_t *sc, int sw, const uint8_t *sh, int r,
+                                            int s, int S)
+{
+    if (IL) {
+        const int q4 = S >> 2;
+        return sc[((r & ~3) + s / q4) * sw + (s % q4) * 4 + (r & 3)];
+    }
+    return sc[r * sw + (sh != nullptr ? sh[r] : 0) + s];
+}
+
+/* Lane (g, t)'s K fragment of one chunk of one tile row (row points at dims 64c + 16t):
+ * 8 BF16 pairs, pairs (2ks, 2ks + 1) being k-step ks's b0, b1 (dims 4ks .. 4ks + 3 of the
+ * 16). sc: the FP4 block scale byte. */
+template <int FMT>
+__device__ __forceinline__ void k_frag(const uint8_t *row, uint8_t sc, int e5m2, uint32_t th,
+                                       uint32_t tl, uint32_t *o)
+{
     if (FMT == F_BF16) {
-        const uint4 *src = reinterpret_cast<const uint4 *>(p.kc + row * p.k_rb + 2 * d0);
-        uint4 a = src[0], b = src[1];
+        const uint4 a = *reinterpret_cast<const uint4 *>(row);
+        const uint4 b = *reinterpret_cast<const uint4 *>(row + 16);
         o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w;
         o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
     } else if (FMT == F_FP8) {
-        uint4 a = *reinterpret_cast<const uint4 *>(p.kc + row * p.k_rb + d0);
-        uint32_t w[4] = {a.x, a.y, a.z, a.w};
+        const uint4 a = *reinterpret_cast<const uint4 *>(row);
+        const uint32_t w[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            o[2 * i] = fp8x2_bf16(w[i], p.e5m2);
-            o[2 * i + 1] = fp8x2_bf16(w[i] >> 16, p.e5m2);
+            o[2 * i] = fp8x2_bf16(w[i], e5m2);
+            o[2 * i + 1] = fp8x2_bf16(w[i] >> 16, e5m2);
         }
     } else {
-        uint2 a = *reinterpret_cast<const uint2 *>(p.kc + row * p.k_rb + d0 / 2);
-        int blk = FMT == F_NVFP4 ? d0 / 16 : d0 / 32;
-        uint8_t sc = p.ks[scale_off(p, page, slot, h, blk, p.k_S, p.k_il)];
-        uint32_t s2 = FMT == F_NVFP4 ? e4m3_scale_bf16x2(sc) : 0;
-        float sf = FMT == F_MXFP4 ? e8m0_f32(sc) : 0.0f;
-        e2m1x8_scaled<FMT>(a.x, s2, sf, o);
-        e2m1x8_scaled<FMT>(a.y, s2, sf, o + 4);
+        const uint2 a = *reinterpret_cast<const uint2 *>(row);
+        uint32_t s2 = 0;
+        float sf = 0.0f;
+        if (FMT == F_NVFP4)
+            s2 = e4m3_scale_bf16(sc) * 0x10001u;
+        else
+            sf = e8m0_f32(sc);
+        e2m1x8_bf16<0>(a.x, th, tl, o);
+        e2m1x8_bf16<0>(a.y, th, tl, o + 4);
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            o[i] = fp4_scaled<FMT>(o[i], s2, sf, sf);
     }
 }
 
-/* The stored bytes of 8 V elements (dims d0 .. d0+7, d0 = vbase + 8g) of one row and their
- * block scale, loaded at the start of a tile (before the scores need them, so the loads
- * of K and V are in flight together); zero for a position past the end (never read). */
-struct VRaw {
-    uint4 w;
-    uint32_t sc;
-};
-
+/* V pairs along positions for two neighbouring tile rows A, B (pointing at the lane's 8
+ * dims): o[j] = (e(A, j), e(B, j)), j = 0..7. ca, cb: their FP4 block scale bytes. */
 template <int FMT>
-__device__ __forceinline__ void load_v8_raw(const Params &p, size_t page, int slot, int h, int d0,
-                                            bool valid, VRaw &r)
-{
-    r.w = make_uint4(0, 0, 0, 0);
-    r.sc = 0;
-    if (!valid)
-        return;
-    size_t row = row_of(p, page, slot, h);
-    if (FMT == F_BF16) {
-        r.w = *reinterpret_cast<const uint4 *>(p.vc + row * p.v_rb + 2 * d0);
-    } else if (FMT == F_FP8) {
-        uint2 a = *reinterpret_cast<const uint2 *>(p.vc + row * p.v_rb + d0);
-        r.w.x = a.x;
-        r.w.y = a.y;
-    } else {
-        r.w.x = *reinterpret_cast<const uint32_t *>(p.vc + row * p.v_rb + d0 / 2);
-        int blk = FMT == F_NVFP4 ? d0 / 16 : d0 / 32;
-        r.sc = p.vs[scale_off(p, page, slot, h, blk, p.v_S, p.v_il)];
-    }
-}
-
-/* VRaw -> 4 BF16 pairs (step 1). A position past the end gives +0 (its raw bytes are 0 and
- * its scale 0: every format's code 0 times any scale is +0). */
-template <int FMT>
-__device__ __forceinline__ void dequant_v8(const Params &p, const VRaw &r, uint32_t *o)
+__device__ __forceinline__ void v_pairs(const uint8_t *A, const uint8_t *B, uint8_t ca,
+                                        uint8_t cb, int e5m2, uint32_t th, uint32_t tl,
+                                        uint32_t *o)
 {
     if (FMT == F_BF16) {
-        o[0] = r.w.x; o[1] = r.w.y; o[2] = r.w.z; o[3] = r.w.w;
+        const uint4 a = *reinterpret_cast<const uint4 *>(A);
+        const uint4 b = *reinterpret_cast<const uint4 *>(B);
+        const uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            o[j] = prmt(wa[j >> 1], wb[j >> 1], (j & 1) ? 0x7632u : 0x5410u);
     } else if (FMT == F_FP8) {
-        o[0] = fp8x2_bf16(r.w.x, p.e5m2);
-        o[1] = fp8x2_bf16(r.w.x >> 16, p.e5m2);
-        o[2] = fp8x2_bf16(r.w.y, p.e5m2);
-        o[3] = fp8x2_bf16(r.w.y >> 16, p.e5m2);
+        const uint2 a = *reinterpret_cast<const uint2 *>(A);
+        const uint2 b = *reinterpret_cast<const uint2 *>(B);
+        const uint32_t x[4] = {prmt(a.x, b.x, 0x5140u), prmt(a.x, b.x, 0x7362u),
+                               prmt(a.y, b.y, 0x5140u), prmt(a.y, b.y, 0x7362u)};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            o[2 * i] = fp8x2_bf16(x[i], e5m2);
+            o[2 * i + 1] = fp8x2_bf16(x[i] >> 16, e5m2);
+        }
     } else {
-        uint8_t sc = (uint8_t)r.sc;
-        uint32_t s2 = FMT == F_NVFP4 ? e4m3_scale_bf16x2(sc) : 0;
-        float sf = FMT == F_MXFP4 ? e8m0_f32(sc) : 0.0f;
-        e2m1x8_scaled<FMT>(r.w.x, s2, sf, o);
+        const uint32_t a = *reinterpret_cast<const uint32_t *>(A);
+        const uint32_t b = *reinterpret_cast<const uint32_t *>(B);
+        uint32_t s2 = 0;
+        float fa = 0.0f, fb = 0.0f;
+        if (FMT == F_NVFP4) {
+            s2 = e4m3_scale_bf16(ca) | (e4m3_scale_bf16(cb) << 16);
+        } else {
+            fa = e8m0_f32(ca);
+            fb = e8m0_f32(cb);
+        }
+        const uint32_t x0 = prmt(a, b, 0x5140u), x1 = prmt(a, b, 0x7362u);
+        e2m1x8_bf16<1>(x0, th, tl, o);
+        e2m1x8_bf16<1>(x1, th, tl, o + 4);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            o[j] = fp4_scaled<FMT>(o[j], s2, fa, fb);
     }
 }
 
@@ -250,25 +369,34 @@ __device__ __forceinline__ void mma_bf16(float *d, uint4 a, uint32_t b0, uint32_
                  : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
 
-/* Position pos of sequence b -> (page, slot). */
-__device__ __forceinline__ void locate(const Params &p, int b, int pos, size_t &page, int &slot)
+/* Logical page of position pos. */
+__device__ __forceinline__ int page_of_pos(const Params &p, int pos)
 {
-    int lp, sl;
-    if (p.ps_shift >= 0) { /* power-of-two page size: no integer division */
-        lp = pos >> p.ps_shift;
-        sl = pos & (p.PS - 1);
-    } else {
-        lp = pos / p.PS;
-        sl = pos - lp * p.PS;
-    }
-    page = (size_t)p.indices[p.indptr[b] + lp];
-    slot = sl;
+    return p.ps_shift >= 0 ? pos >> p.ps_shift : pos / p.PS;
 }
 
-template <int FMT, int KCH>
-__global__ void __launch_bounds__(WARPS * 32) decode_split(const Params p)
+/* Thread roles (one warp per work item, lane = 4g + t):
+ *   copies: lane l looks up tile row (l & 15) (position t0 + 16k + (l & 15)); BF16 / FP8
+ *           rows are copied line by line by the whole warp, FP4 rows (and scale windows)
+ *           by lanes l and l + 16, 16-byte chunks (l >> 4), (l >> 4) + 2, ...
+ *   Q.K^T   mma.m16n8k16: A = Q (rows = the group's query heads, zero past G), B = K^T of
+ *           8 positions; lane (g, t) reads K rows g and g+8, the 16 dims 64c + 16t ..
+ *           64c + 16t + 15 of chunk c (one NVFP4 block), so the MMA k order of k-step ks
+ *           is the permutation dim(c, ks, kk) of the header.
+ *   P V     mma.m16n8k16: A = P (the QK accumulators reused as BF16, FlashAttention-2's
+ *           register trick), B = V of the 16 positions; lane (g, t) reads V rows 2t, 2t+1,
+ *           2t+8, 2t+9, dims vbase + 8g .. + 7, and output column g of n-tile jn is dim
+ *           vbase + 8g + jn.
+ * KCH > 0: qk_dim = 64 KCH, so the K side of the geometry is known at compile time.
+ * IL: bit 0 K scales interleave4, bit 1 V scales (NVFP4 only).
+ * Registers: at most 128 (4 CTAs of 4 warps an SM) except MXFP4 (3 CTAs: at 128 its
+ * binary32 scaling spills). */
+template <int FMT, int KCH, int IL>
+__global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 4)
+    decode_split(const Params p)
 {
-    extern __shared__ uint4 qs[]; /* [Dq/16][32]: each lane's A fragment per k-step */
+    extern __shared__ uint4 smem[];
+    uint4 *qs = smem; /* [Dq/16][32]: each lane's A fragment per k-step */
     const int b = blockIdx.z, h = blockIdx.y / p.nvr, vr = blockIdx.y % p.nvr;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int nks = p.Dq / 16;
@@ -290,14 +418,124 @@ __global__ void __launch_bounds__(WARPS * 32) decode_split(const Params p)
     __syncthreads();
 
     const int n = seq_len(p, b);
-    const int ci = blockIdx.x * WARPS + warp;
+    const int ci = blockIdx.x * (blockDim.x >> 5) + warp;
     const int t0 = ci * p.chunk;
     if (t0 >= n)
         return;
     const int t1 = min(n, t0 + p.chunk);
+    const int ntiles = (t1 - t0 + 15) >> 4;
     const int kch = KCH > 0 ? KCH : p.kch;
     const int vbase = 128 * vr, nsl = min(2, (p.Dv - vbase) / 64);
     const float qks = p.qk_scale[h];
+    const bool two_rows = p.G > 8; /* rows g + 8 hold query heads */
+
+    /* geometry (host: stage_geometry, from the same functions) */
+    constexpr int E2 = bytes_per_2(FMT);
+    constexpr bool K_IL = FMT == F_NVFP4 && (IL & 1), V_IL = FMT == F_NVFP4 && (IL & 2);
+    constexpr int v_rs = v_row_stride(FMT);
+    const int k_rb = KCH > 0 ? KCH * 32 * E2 : p.k_rb;
+    const int k_rs = KCH > 0 ? k_row_stride(FMT, KCH * 32 * E2) : p.k_rs;
+    const int k_S = KCH > 0 ? scales_per_row(FMT, 64 * KCH) : p.k_S;
+    const int k_sw = KCH > 0 ? scale_window(scales_per_row(FMT, 64 * KCH)) : p.k_sw;
+    const int off_v = 16 * k_rs, off_ks = off_v + 16 * v_rs, off_vs = off_ks + 16 * k_sw;
+    const bool k_sh = FMT >= F_NVFP4 && (k_S & 3) != 0;
+    const bool v_sh = FMT >= F_NVFP4 && (p.v_S & 3) != 0;
+    const int vb0 = vbase * E2 / 2;
+    const int vblk0 = FMT == F_NVFP4 ? vbase / 16 : vbase / 32;
+
+    /* Copy roles. Scale rows are needed up to the end of the last 4-slot group when an
+     * interleaved order spreads a slot's scales over its group's rows. */
+    uint8_t *ring = reinterpret_cast<uint8_t *>(smem + nks * 32) +
+                    (size_t)warp * p.stages * p.stage_bytes;
+    const uint32_t ring_s = smem_addr(ring);
+    const int jj = lane & 15, hf = lane >> 4;
+    const int lim_sc = (K_IL || V_IL) ? ((t1 + 3) & ~3) : t1;
+    const int *pages = p.indices + p.indptr[b];
+    auto lookup = [&](int k) -> int {
+        const int pos = t0 + 16 * k + jj;
+        return pos < lim_sc ? pages[page_of_pos(p, pos)] : 0;
+    };
+    /* BF16 and FP8 code rows travel as whole lines: chunk q = lane + 32i of the tile's 16
+     * rows x R 16-byte chunks is row q / R, chunk q % R, so a warp's copy instruction reads
+     * 32 consecutive chunks of 32 / R rows (R is even). Lane r < 16 knows row r's index in
+     * the pool and hands it to the lanes that copy that row. On the H200 this took BF16
+     * from 60% to 90% of the streaming read (batch 32, 32K); FP4, bound by issue, keeps
+     * the shuffle-free copy of one row per lane pair. */
+    const int RK = k_rb >> 4, RV = 2 * nsl * E2;
+    auto issue = [&](int k, int stage, int page) {
+        const int pos = t0 + 16 * k + jj;
+        const int slot = p.ps_shift >= 0 ? (pos & (p.PS - 1)) : pos - (pos / p.PS) * p.PS;
+        const size_t row = row_of(p, (size_t)page, slot, h);
+        const uint32_t s0 = ring_s + stage * p.stage_bytes;
+        if constexpr (FMT >= F_NVFP4) {
+            /* FP4 (bound by issue, not by bytes): lane jj copies its own row, without the
+             * shuffles, 16-byte chunks hf, hf + 2, ... of its K row and V slice */
+            const bool vc = pos < t1;
+            const uint8_t *ksrc = p.kc + (vc ? row * k_rb : 0);
+#pragma unroll 4
+            for (int i = 0; i < (RK >> 1); i++) {
+                const int c = 2 * i + hf;
+                cp16(s0 + jj * k_rs + 16 * c, ksrc + 16 * c, vc ? 16 : 0);
+            }
+            const uint8_t *vsrc = p.vc + (vc ? row * p.v_rb + vb0 : 0);
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int c = 2 * i + hf;
+                if (i < nsl)
+                    cp16(s0 + off_v + jj * v_rs + 16 * c, vsrc + 16 * c, vc ? 16 : 0);
+            }
+            const bool vs = pos < lim_sc;
+            cp_scales(p.ks, row * k_S, k_S, k_sw, s0 + off_ks + jj * k_sw, vs, hf);
+            cp_scales(p.vs, row * p.v_S, p.v_S, p.v_sw, s0 + off_vs + jj * p.v_sw, vs, hf);
+            uint8_t *st = ring + stage * p.stage_bytes;
+            if (hf == 0 && k_sh)
+                st[p.off_sh + jj] = (uint8_t)((row * k_S) & 3);
+            if (hf == 0 && v_sh)
+                st[p.off_sh + 16 + jj] = (uint8_t)((row * p.v_S) & 3);
+        } else {
+            const int nc = t1 - (t0 + 16 * k); /* rows before the split's end */
+            if (RK == RV) {
+#pragma unroll 4
+                for (int q = lane; q < 16 * RK; q += 32) {
+                    const int r = q / RK, c = q - r * RK;
+                    const size_t rr = __shfl_sync(0xFFFFFFFFu, row, r);
+                    const bool v = r < nc;
+                    cp16(s0 + r * k_rs + 16 * c, p.kc + (v ? rr * k_rb + 16 * c : 0), v ? 16 : 0);
+                    cp16(s0 + off_v + r * v_rs + 16 * c,
+                         p.vc + (v ? rr * p.v_rb + vb0 + 16 * c : 0), v ? 16 : 0);
+                }
+            } else {
+#pragma unroll 4
+                for (int q = lane; q < 16 * RK; q += 32) {
+                    const int r = q / RK, c = q - r * RK;
+                    const size_t rr = __shfl_sync(0xFFFFFFFFu, row, r);
+                    const bool v = r < nc;
+                    cp16(s0 + r * k_rs + 16 * c, p.kc + (v ? rr * k_rb + 16 * c : 0), v ? 16 : 0);
+                }
+#pragma unroll 4
+                for (int q = lane; q < 16 * RV; q += 32) {
+                    const int r = q / RV, c = q - r * RV;
+                    const size_t rr = __shfl_sync(0xFFFFFFFFu, row, r);
+                    const bool v = r < nc;
+                    cp16(s0 + off_v + r * v_rs + 16 * c,
+                         p.vc + (v ? rr * p.v_rb + vb0 + 16 * c : 0), v ? 16 : 0);
+                }
+            }
+        }
+    };
+
+    /* Per-lane fragment offsets inside a stage (the same for every tile). */
+    const int kofs = g * k_rs + 8 * E2 * t;
+    const int vofs = off_v + 2 * t * v_rs + 4 * E2 * g;
+
+    const int S = p.stages;
+    for (int k = 0; k < S - 1; k++) {
+        if (k < ntiles)
+            issue(k, k, lookup(k));
+        cp_commit();
+    }
+    int next_page = S - 1 < ntiles ? lookup(S - 1) : 0;
+    int st_use = 0, st_iss = S - 1; /* stage of tile it, and of tile it + S - 1 */
 
     float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f; /* rows g and g+8 */
     float O[2][8][4];
@@ -309,39 +547,44 @@ __global__ void __launch_bounds__(WARPS * 32) decode_split(const Params p)
             for (int i = 0; i < 4; i++)
                 O[s][j][i] = 0.0f;
 
-    for (int tt = t0; tt < t1; tt += 16) {
-        /* V rows of positions 2t, 2t+1, 2t+8, 2t+9: located and loaded first */
-        const int pz = tt + 2 * t;
-        const bool val[4] = {pz < t1, pz + 1 < t1, pz + 8 < t1, pz + 9 < t1};
-        VRaw vraw[2][4];
-        {
-            size_t pg[4] = {0, 0, 0, 0};
-            int sl[4] = {0, 0, 0, 0};
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                if (val[i])
-                    locate(p, b, pz + (i & 1) + 8 * (i >> 1), pg[i], sl[i]);
-#pragma unroll
-            for (int s = 0; s < 2; s++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    load_v8_raw<FMT>(p, pg[i], sl[i], h, vbase + 64 * s + 8 * g,
-                                     val[i] && s < nsl, vraw[s][i]);
+    /* The E2M1 byte tables' low words, opaque to the compiler so that they stay in two
+     * registers instead of being rebuilt before every use. */
+    uint32_t th = 0x3F3F3F00u, tl = 0xC0800000u;
+    asm volatile("" : "+r"(th), "+r"(tl));
+
+    for (int it = 0; it < ntiles; it++) {
+        cp_wait(S - 2);
+        __syncwarp();
+        { /* refill the stage that tile it - 1 used */
+            const int k = it + S - 1;
+            if (k < ntiles)
+                issue(k, st_iss, next_page);
+            cp_commit();
+            if (k + 1 < ntiles)
+                next_page = lookup(k + 1);
+            st_iss = st_iss + 1 == S ? 0 : st_iss + 1;
         }
+        const uint8_t *st = ring + st_use * p.stage_bytes;
+        st_use = st_use + 1 == S ? 0 : st_use + 1;
+        const int tt = t0 + 16 * it;
+        const bool full = tt + 16 <= t1;
+        const uint8_t *ksh = k_sh ? st + p.off_sh : nullptr;
+        const uint8_t *vsh = v_sh ? st + p.off_sh + 16 : nullptr;
+
         /* step 2: scores of positions tt+g (n-tile 0) and tt+8+g (n-tile 1) */
         float S0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, S1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        const bool vKa = tt + g < t1, vKb = tt + 8 + g < t1;
-        size_t pgA = 0, pgB = 0;
-        int slA = 0, slB = 0;
-        if (vKa)
-            locate(p, b, tt + g, pgA, slA);
-        if (vKb)
-            locate(p, b, tt + 8 + g, pgB, slB);
 #pragma unroll(KCH > 0 ? KCH : 1)
         for (int c = 0; c < kch; c++) {
             uint32_t ka[8], kb[8];
-            load_k16<FMT>(p, pgA, slA, h, 64 * c + 16 * t, vKa, ka);
-            load_k16<FMT>(p, pgB, slB, h, 64 * c + 16 * t, vKb, kb);
+            uint8_t sa = 0, sb = 0;
+            if (FMT >= F_NVFP4) {
+                const int blk = FMT == F_NVFP4 ? 4 * c + t : 2 * c + (t >> 1);
+                sa = scale_at<K_IL>(st + off_ks, k_sw, ksh, g, blk, k_S);
+                sb = scale_at<K_IL>(st + off_ks, k_sw, ksh, g + 8, blk, k_S);
+            }
+            const uint8_t *kA = st + kofs + 32 * E2 * c;
+            k_frag<FMT>(kA, sa, p.e5m2, th, tl, ka);
+            k_frag<FMT>(kA + 8 * k_rs, sb, p.e5m2, th, tl, kb);
 #pragma unroll
             for (int ks = 0; ks < 4; ks++) {
                 uint4 a = qs[(c * 4 + ks) * 32 + lane];
@@ -352,63 +595,98 @@ __global__ void __launch_bounds__(WARPS * 32) decode_split(const Params p)
         /* positions of this lane's scores: 2t, 2t+1 (S0), 2t+8, 2t+9 (S1) */
         float sA[4] = {S0[0] * qks, S0[1] * qks, S1[0] * qks, S1[1] * qks};
         float sB[4] = {S0[2] * qks, S0[3] * qks, S1[2] * qks, S1[3] * qks};
+        const int pz = tt + 2 * t;
+        const bool val[4] = {pz < t1, pz + 1 < t1, pz + 8 < t1, pz + 9 < t1};
+        if (!full) {
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            if (!val[i]) {
-                sA[i] = -INFINITY;
-                sB[i] = -INFINITY;
+            for (int i = 0; i < 4; i++) {
+                if (!val[i]) {
+                    sA[i] = -INFINITY;
+                    sB[i] = -INFINITY;
+                }
             }
         }
-        /* step 3 */
+        /* step 3 (rows g + 8 only when the group has more than 8 heads: MMA rows are
+         * independent, and rows past G are never stored) */
         float mtA = fmaxf(fmaxf(sA[0], sA[1]), fmaxf(sA[2], sA[3]));
-        float mtB = fmaxf(fmaxf(sB[0], sB[1]), fmaxf(sB[2], sB[3]));
         mtA = fmaxf(mtA, __shfl_xor_sync(0xFFFFFFFFu, mtA, 1));
-        mtB = fmaxf(mtB, __shfl_xor_sync(0xFFFFFFFFu, mtB, 1));
         mtA = fmaxf(mtA, __shfl_xor_sync(0xFFFFFFFFu, mtA, 2));
-        mtB = fmaxf(mtB, __shfl_xor_sync(0xFFFFFFFFu, mtB, 2));
-        const float mnA = fmaxf(mA, mtA), mnB = fmaxf(mB, mtB);
+        const float mnA = fmaxf(mA, mtA);
         const float alA = mnA == -INFINITY ? 1.0f : lowp_exp2_sw(mA - mnA);
-        const float alB = mnB == -INFINITY ? 1.0f : lowp_exp2_sw(mB - mnB);
-        float pA[4], pB[4];
+        float pA[4], pB[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 4; i++)
             pA[i] = mnA == -INFINITY ? 0.0f : lowp_exp2_sw(sA[i] - mnA);
-            pB[i] = mnB == -INFINITY ? 0.0f : lowp_exp2_sw(sB[i] - mnB);
-        }
         float LA = ((pA[0] + pA[1]) + pA[2]) + pA[3];
-        float LB = ((pB[0] + pB[1]) + pB[2]) + pB[3];
         LA = LA + __shfl_xor_sync(0xFFFFFFFFu, LA, 1);
-        LB = LB + __shfl_xor_sync(0xFFFFFFFFu, LB, 1);
         LA = LA + __shfl_xor_sync(0xFFFFFFFFu, LA, 2);
-        LB = LB + __shfl_xor_sync(0xFFFFFFFFu, LB, 2);
         lA = lA * alA + LA;
-        lB = lB * alB + LB;
         mA = mnA;
-        mB = mnB;
+        float alB = 1.0f;
+        if (two_rows) {
+            float mtB = fmaxf(fmaxf(sB[0], sB[1]), fmaxf(sB[2], sB[3]));
+            mtB = fmaxf(mtB, __shfl_xor_sync(0xFFFFFFFFu, mtB, 1));
+            mtB = fmaxf(mtB, __shfl_xor_sync(0xFFFFFFFFu, mtB, 2));
+            const float mnB = fmaxf(mB, mtB);
+            alB = mnB == -INFINITY ? 1.0f : lowp_exp2_sw(mB - mnB);
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                pB[i] = mnB == -INFINITY ? 0.0f : lowp_exp2_sw(sB[i] - mnB);
+            float LB = ((pB[0] + pB[1]) + pB[2]) + pB[3];
+            LB = LB + __shfl_xor_sync(0xFFFFFFFFu, LB, 1);
+            LB = LB + __shfl_xor_sync(0xFFFFFFFFu, LB, 2);
+            lB = lB * alB + LB;
+            mB = mnB;
+        }
         const uint4 P = make_uint4(pack_bf16(pA[0], pA[1]), pack_bf16(pB[0], pB[1]),
                                    pack_bf16(pA[2], pA[3]), pack_bf16(pB[2], pB[3]));
-
+        /* o * alpha is o when alpha is 1 (NaN stays NaN: the MMA gives the canonical NaN
+         * for a NaN C either way) */
+        if (__any_sync(0xFFFFFFFFu, alA != 1.0f || alB != 1.0f)) {
 #pragma unroll
-        for (int s = 0; s < 2; s++) {
-            if (s < nsl) {
-                uint32_t v[4][4];
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    dequant_v8<FMT>(p, vraw[s][i], v[i]);
+            for (int s = 0; s < 2; s++)
 #pragma unroll
                 for (int j = 0; j < 8; j++) {
-                    const unsigned sel = (j & 1) ? 0x7632u : 0x5410u;
-                    uint32_t b0 = __byte_perm(v[0][j >> 1], v[1][j >> 1], sel);
-                    uint32_t b1 = __byte_perm(v[2][j >> 1], v[3][j >> 1], sel);
                     O[s][j][0] = O[s][j][0] * alA;
                     O[s][j][1] = O[s][j][1] * alA;
                     O[s][j][2] = O[s][j][2] * alB;
                     O[s][j][3] = O[s][j][3] * alB;
-                    mma_bf16(O[s][j], P, b0, b1);
                 }
+        }
+
+#pragma unroll
+        for (int s = 0; s < 2; s++) {
+            if (s < nsl) {
+                uint8_t c0 = 0, c1 = 0, c8 = 0, c9 = 0;
+                if (FMT >= F_NVFP4) {
+                    const int vblk =
+                        vblk0 + (FMT == F_NVFP4 ? 4 * s + (g >> 1) : 2 * s + (g >> 2));
+                    const uint8_t *sc = st + off_vs;
+                    c0 = scale_at<V_IL>(sc, p.v_sw, vsh, 2 * t, vblk, p.v_S);
+                    c1 = scale_at<V_IL>(sc, p.v_sw, vsh, 2 * t + 1, vblk, p.v_S);
+                    c8 = scale_at<V_IL>(sc, p.v_sw, vsh, 2 * t + 8, vblk, p.v_S);
+                    c9 = scale_at<V_IL>(sc, p.v_sw, vsh, 2 * t + 9, vblk, p.v_S);
+                }
+                const uint8_t *vA = st + vofs + 32 * E2 * s;
+                uint32_t b0[8], b1[8];
+                v_pairs<FMT>(vA, vA + v_rs, c0, c1, p.e5m2, th, tl, b0);
+                v_pairs<FMT>(vA + 8 * v_rs, vA + 9 * v_rs, c8, c9, p.e5m2, th, tl, b1);
+                if (!full) { /* V of a position past the end enters as +0 */
+                    const uint32_t m0 = (val[0] ? 0xFFFFu : 0u) | (val[1] ? 0xFFFF0000u : 0u);
+                    const uint32_t m1 = (val[2] ? 0xFFFFu : 0u) | (val[3] ? 0xFFFF0000u : 0u);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        b0[j] &= m0;
+                        b1[j] &= m1;
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    mma_bf16(O[s][j], P, b0[j], b1[j]);
             }
         }
     }
+    cp_wait(0);
 
     /* step 4: this split's (m, l, o) */
     const size_t item = ((size_t)b * p.H + h) * p.nch_max + ci;
@@ -442,6 +720,7 @@ __global__ void __launch_bounds__(WARPS * 32) decode_split(const Params p)
         }
     }
 }
+
 
 /* step 5: one thread per (sequence, query head, output dim). */
 __global__ void decode_merge(const Params p)
@@ -526,15 +805,42 @@ int make_plan(const lowp_gpu_decode_desc *d, Plan *pl, char *why, size_t why_len
     return 0;
 }
 
-template <int FMT>
+template <int FMT, int KCH, int IL>
+cudaError_t launch_one(const Params &p, dim3 grid, size_t smem, cudaStream_t st)
+{
+    if (smem > 48 * 1024) { /* above 48 KiB a kernel must opt in */
+        cudaError_t e = cudaFuncSetAttribute(decode_split<FMT, KCH, IL>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem);
+        if (e != cudaSuccess)
+            return e;
+    }
+    decode_split<FMT, KCH, IL><<<grid, p.warps * 32, smem, st>>>(p);
+    return cudaGetLastError();
+}
+
+template <int FMT, int IL>
 cudaError_t launch_fmt(const Params &p, dim3 grid, size_t smem, cudaStream_t st)
 {
-    if (p.kch == 2) {
-        decode_split<FMT, 2><<<grid, WARPS * 32, smem, st>>>(p);
-    } else {
-        decode_split<FMT, 0><<<grid, WARPS * 32, smem, st>>>(p);
-    }
-    return cudaGetLastError();
+    return p.kch == 2 ? launch_one<FMT, 2, IL>(p, grid, smem, st)
+                      : launch_one<FMT, 0, IL>(p, grid, smem, st);
+}
+
+/* The stage geometry of the kernels (the constexpr functions above) for this cache. */
+void stage_geometry(const lowp_kv_config *cfg, Params *p)
+{
+    const int fmt = cfg->format == LOWP_BF16_PASS ? F_BF16
+                    : (cfg->format == LOWP_NVFP4 ? F_NVFP4
+                       : (cfg->format == LOWP_MXFP4 ? F_MXFP4 : F_FP8));
+    p->k_rs = k_row_stride(fmt, p->k_rb);
+    p->v_rs = v_row_stride(fmt);
+    p->k_sw = scale_window(p->k_S);
+    p->v_sw = scale_window(p->v_S);
+    p->off_v = 16 * p->k_rs;
+    p->off_ks = p->off_v + 16 * p->v_rs;
+    p->off_vs = p->off_ks + 16 * p->k_sw;
+    p->off_sh = p->off_vs + 16 * p->v_sw;
+    p->stage_bytes = (p->off_sh + 32 + 15) / 16 * 16;
 }
 
 } // namespace
@@ -562,7 +868,7 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
     if (ws_bytes < pl.bytes)
         return fail(why, why_len, "workspace of %zu bytes is smaller than the %zu this decode "
                     "needs", ws_bytes, pl.bytes);
-    if (pl.nch_max > 65535u * WARPS || pl.B > 65535 || pl.H * 4 > 65535)
+    if (pl.nch_max > 65535u || pl.B > 65535 || pl.H * 4 > 65535)
         return fail(why, why_len, "grid too large: %zu splits, batch %zu", pl.nch_max, pl.B);
     const lowp_gpu_kvcache *c = d->cache;
     const lowp_kv_config *cfg = &c->cfg;
@@ -620,22 +926,76 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
     for (int sh = 0; sh < 31; sh++)
         if ((size_t)1 << sh == cfg->page_size)
             p.ps_shift = sh;
+
+    /* Stages and warps change how bytes travel, never the arithmetic. About 8 KiB of ring
+     * per warp, at least 2 stages, at most 8: on the H200 (batch 32, 32K tokens) 2 stages
+     * beat 3..8 for every format, because a smaller ring lets more CTAs share an SM and
+     * the kernel is bound by issue, not by bytes in flight. LOWP_GPU_DECODE_STAGES
+     * overrides the count (for tuning with `lowp gpu bench`). */
+    stage_geometry(cfg, &p);
+    p.stages = 8192 / p.stage_bytes;
+    const char *env = getenv("LOWP_GPU_DECODE_STAGES");
+    if (env != NULL && *env != '\0') {
+        char *end = NULL;
+        long v = strtol(env, &end, 10);
+        if (*end != '\0' || v < 2 || v > 8)
+            return fail(why, why_len, "LOWP_GPU_DECODE_STAGES=%s: expected 2..8", env);
+        p.stages = (int)v;
+    }
+    p.stages = p.stages < 2 ? 2 : (p.stages > 8 ? 8 : p.stages);
+    int max_warps = LOWP_DEC_MAX_WARPS;
+    env = getenv("LOWP_GPU_DECODE_WARPS"); /* warps per CTA, also a tuning knob */
+    if (env != NULL && *env != '\0') {
+        char *end = NULL;
+        long v = strtol(env, &end, 10);
+        if (*end != '\0' || v < 1 || v > LOWP_DEC_MAX_WARPS)
+            return fail(why, why_len, "LOWP_GPU_DECODE_WARPS=%s: expected 1..%d", env,
+                        LOWP_DEC_MAX_WARPS);
+        max_warps = (int)v;
+    }
+    const size_t q_bytes = (size_t)p.Dq * 32;
+    int dev = 0, optin = 0;
+    e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e != cudaSuccess)
+        return fail(why, why_len, "shared memory per block: %s", cudaGetErrorString(e));
+    const size_t smem_max = (size_t)optin;
+    p.warps = max_warps;
+    while (p.warps > 1 &&
+           q_bytes + (size_t)p.warps * p.stages * p.stage_bytes > smem_max)
+        p.warps--;
+    while (p.stages > 2 && q_bytes + (size_t)p.stages * p.stage_bytes > smem_max)
+        p.stages--;
+    if (q_bytes + (size_t)p.warps * p.stages * p.stage_bytes > smem_max)
+        return fail(why, why_len, "a decode stage of %d bytes does not fit in shared memory",
+                    p.stage_bytes);
+    if (pl.nch_max > 65535u * (size_t)p.warps)
+        return fail(why, why_len, "grid too large: %zu splits", pl.nch_max);
     return 0;
 }
 
 extern "C" cudaError_t lowp_gpu_decode_enqueue(const Params *pp, cudaStream_t st)
 {
     const Params &p = *pp;
-    dim3 grid((unsigned)((p.nch_max + WARPS - 1) / WARPS), (unsigned)(p.H * p.nvr),
+    dim3 grid((unsigned)((p.nch_max + p.warps - 1) / p.warps), (unsigned)(p.H * p.nvr),
               (unsigned)p.B);
-    size_t smem = (size_t)(p.Dq / 16) * 32 * sizeof(uint4);
+    size_t smem = (size_t)(p.Dq / 16) * 32 * sizeof(uint4) +
+                  (size_t)p.warps * p.stages * p.stage_bytes;
     cudaError_t e;
     switch (p.format) {
-    case LOWP_BF16_PASS: e = launch_fmt<F_BF16>(p, grid, smem, st); break;
+    case LOWP_BF16_PASS: e = launch_fmt<F_BF16, 0>(p, grid, smem, st); break;
     case LOWP_FP8_E4M3:
-    case LOWP_FP8_E5M2: e = launch_fmt<F_FP8>(p, grid, smem, st); break;
-    case LOWP_NVFP4: e = launch_fmt<F_NVFP4>(p, grid, smem, st); break;
-    default: e = launch_fmt<F_MXFP4>(p, grid, smem, st); break;
+    case LOWP_FP8_E5M2: e = launch_fmt<F_FP8, 0>(p, grid, smem, st); break;
+    case LOWP_NVFP4:
+        switch (p.k_il | (p.v_il << 1)) {
+        case 0: e = launch_fmt<F_NVFP4, 0>(p, grid, smem, st); break;
+        case 1: e = launch_fmt<F_NVFP4, 1>(p, grid, smem, st); break;
+        case 2: e = launch_fmt<F_NVFP4, 2>(p, grid, smem, st); break;
+        default: e = launch_fmt<F_NVFP4, 3>(p, grid, smem, st); break;
+        }
+        break;
+    default: e = launch_fmt<F_MXFP4, 0>(p, grid, smem, st); break;
     }
     if (e != cudaSuccess)
         return e;

@@ -28,6 +28,10 @@ typedef struct lowp_gpu_decode_params {
     int k_rb, v_rb, k_S, v_S;
     int format;   /* lowp_block_format */
     int ps_shift; /* log2(page size) for a power of two, else -1 */
+    /* shared-memory ring (gpu/decode.cu): stages per warp, warps per CTA, bytes per stage,
+     * row strides of K codes, V codes and K / V scale windows, offsets inside a stage */
+    int stages, warps, stage_bytes;
+    int k_rs, v_rs, k_sw, v_sw, off_v, off_ks, off_vs, off_sh;
 } lowp_gpu_decode_params;
 
 /* Everything lowp_gpu_decode checks and computes before launching, with the score scales

@@ -333,10 +333,10 @@ START_TEST(refusals)
     ck_assert_msg(strstr(why, "empty") != NULL, "%s", why);
     fixture_free(&fx);
     /* the split length rule */
-    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 131072), 512);
-    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(32, 8, 32768), 4096);
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 131072), 128);
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(32, 8, 32768), 1024);
     ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 1, 5), 16);
-    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 1, 100), 64);
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 1, 100), 112);
 }
 END_TEST
 

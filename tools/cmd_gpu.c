@@ -12,7 +12,8 @@
  *       [1, num_q_heads, vo_dim]. --emulate runs the CPU emulators of both kernels instead
  *       (any machine): the two files are identical byte for byte.
  *   lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]
- *                  [--head-dim N] [--page-size N] [--reps N] [--max-gb X] [--csv FILE]
+ *                  [--head-dim N] [--page-size N] [--layout nhd|hnd] [--reps N]
+                      [--max-gb X] [--csv FILE]
  *       decode time and bandwidth beside a streaming read (lowp/gpu_bench.h).
  *
  * Built without CUDA, only `lowp gpu attn --emulate` and `lowp gpu conform
@@ -48,7 +49,8 @@ static void gpu_usage(FILE *f)
           "                     [--page-size N] [--layout nhd|hnd] [--k-sf-order O] [--v-sf-order O]\n"
           "                     [--chunk N]\n"
           "       lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]\n"
-          "                      [--head-dim N] [--page-size N] [--reps N] [--max-gb X] [--csv FILE]\n"
+          "                      [--head-dim N] [--page-size N] [--layout nhd|hnd] [--reps N]\n"
+          "                      [--max-gb X] [--csv FILE]\n"
           "  Q [1, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx, num_kv_heads, vo_dim]:\n"
           "  a decode (one query token at position ctx - 1). Formats: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4;\n"
           "  head dims multiples of 64 up to 512; up to 16 query heads per KV head.\n",
@@ -162,7 +164,13 @@ static int gpu_bench(int argc, char **argv)
             o.head_dim = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--page-size"))
             o.page_size = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
-        else if (!strcmp(a, "--reps"))
+        else if (!strcmp(a, "--layout")) {
+            const char *v = lowp_cli_need_value(argc, argv, &i);
+            lowp_kv_layout lay;
+            if (lowp_kv_layout_parse(v, &lay))
+                lowp_cli_fail("--layout: '%s' is neither nhd nor hnd", v);
+            o.hnd = lay == LOWP_KV_HND;
+        } else if (!strcmp(a, "--reps"))
             o.reps = (int)lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--max-gb"))
             o.max_gb = lowp_cli_parse_positive(a, lowp_cli_need_value(argc, argv, &i));

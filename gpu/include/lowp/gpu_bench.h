@@ -28,6 +28,7 @@ typedef struct lowp_gpu_bench_opts {
     const char *batches;   /* comma list; NULL = 1,4,16,32,64 */
     const char *contexts;  /* comma list; NULL = 4096,8192,16384,32768,65536,131072 */
     size_t q_heads, kv_heads, head_dim, page_size;
+    int hnd;               /* 1: HND page layout (a head's slots contiguous); 0: NHD */
     int reps;
     double max_gb;         /* skip shapes whose single copy exceeds this (default 40) */
     uint64_t seed;

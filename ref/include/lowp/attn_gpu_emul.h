@@ -70,8 +70,10 @@ int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *w
                           size_t why_len);
 
 /* Split length: the smallest multiple of 16 >= ceil(batch * num_kv_heads * max_len /
- * 2048), at least 64 and at most max_len rounded up to 16 (about 2048 work items, enough
- * to fill 132 SMs several times). */
+ * 8192), at least 128 and at most max_len rounded up to 16. About 8192 work items for
+ * large decodes: the H200 holds about 1,600 of them at once (132 SMs, 12 warps each), so
+ * the last, partly filled round of warps costs little; 128 keeps a split several tiles
+ * long so that its copies overlap its arithmetic. */
 size_t lowp_gpu_decode_chunk_tokens(size_t batch, size_t num_kv_heads, size_t max_len);
 
 /* fl32(sm_scale * log2(e) * k_global), computed in binary64 and rounded once. */

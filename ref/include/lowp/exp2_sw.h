@@ -47,14 +47,13 @@ LOWP_HD float lowp_pow2i_f32(int e) /* 2^e for -126 <= e <= 127, exact */
 
 LOWP_HD float lowp_exp2_sw(float x)
 {
-    if (x != x)
-        return x;
-    if (x >= 128.0f)
-        return INFINITY;
-    if (x < -150.0f)
-        return 0.0f;
-    float n = rintf(x);
-    float f = x - n;
+    /* Written without early returns: the polynomial runs on 0 for the special inputs and a
+     * select at the end picks the defined result, so the GPU compiles selects, not
+     * branches. The in-range path is the definition's operations in its order. */
+    const int is_nan = x != x, big = x >= 128.0f, small = x < -150.0f;
+    const float xr = (is_nan | big | small) ? 0.0f : x;
+    float n = rintf(xr);
+    float f = xr - n;
     float p = 0x1.ffcbfcp-17f;
     p = fmaf(p, f, 0x1.430912p-13f);
     p = fmaf(p, f, 0x1.5d87fep-10f);
@@ -66,7 +65,8 @@ LOWP_HD float lowp_exp2_sw(float x)
     int ni = (int)n;
     int e1 = ni / 2;
     int e2 = ni - e1;
-    return (p * lowp_pow2i_f32(e1)) * lowp_pow2i_f32(e2);
+    const float r = (p * lowp_pow2i_f32(e1)) * lowp_pow2i_f32(e2);
+    return is_nan ? x : (big ? INFINITY : (small ? 0.0f : r));
 }
 
 #endif /* LOWP_EXP2_SW_H */
