@@ -85,6 +85,9 @@ printf '1.5\n\n' > "$tmp/bad2.txt"
 expect_error "text empty line"  "$lowp" convert --to e4m3 --text --in "$tmp/bad2.txt" --out "$tmp/o.bin"
 expect_error "unknown command"  "$lowp" frobnicate
 expect_error "table bad format" "$lowp" table e9m9
+# lowp gpu bench refuses a bad option before it looks for a GPU (or says lowp has no CUDA)
+expect_error "gpu bench bad layout" "$lowp" gpu bench --layout diagonal
+expect_error "gpu bench bad option" "$lowp" gpu bench --frobnicate
 
 # lowp table: every code once, values exact
 [ "$("$lowp" table e4m3 | grep -c '^0x')" = 256 ] && ok || bad "table e4m3 has 256 codes"

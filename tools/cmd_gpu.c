@@ -95,8 +95,7 @@ static int gpu_conform(int argc, char **argv)
         else if (!strcmp(a, "--report"))
             report = lowp_cli_need_value(argc, argv, &i);
         else {
-            gpu_usage(stderr);
-            lowp_cli_fail("lowp gpu conform: unknown option '%s'", a);
+            lowp_cli_fail("lowp gpu conform: unknown option '%s' (see lowp gpu --help)", a);
         }
     }
     if (o.max_ctx < 16)
@@ -177,8 +176,7 @@ static int gpu_bench(int argc, char **argv)
         else if (!strcmp(a, "--csv"))
             csv_path = lowp_cli_need_value(argc, argv, &i);
         else {
-            gpu_usage(stderr);
-            lowp_cli_fail("lowp gpu bench: unknown option '%s'", a);
+            lowp_cli_fail("lowp gpu bench: unknown option '%s' (see lowp gpu --help)", a);
         }
     }
     if (o.reps > 100000)
@@ -249,12 +247,10 @@ static int gpu_attn(int argc, char **argv)
         else if (!strcmp(s, "--emulate"))
             a.emulate = 1;
         else {
-            gpu_usage(stderr);
-            lowp_cli_fail("lowp gpu attn: unknown option '%s'", s);
+            lowp_cli_fail("lowp gpu attn: unknown option '%s' (see lowp gpu --help)", s);
         }
     }
     if (!a.q || !a.k || !a.v || !a.out || !a.format) {
-        gpu_usage(stderr);
         lowp_cli_fail("lowp gpu attn: --q, --k, --v, --kv-format and --out are required");
     }
 #ifndef LOWP_HAVE_GPU
@@ -460,6 +456,5 @@ int lowp_cmd_gpu(int argc, char **argv)
         return gpu_attn(argc - 2, argv + 2);
     if (!strcmp(argv[1], "bench"))
         return gpu_bench(argc - 2, argv + 2);
-    gpu_usage(stderr);
     lowp_cli_fail("lowp gpu: unknown subcommand '%s' (conform, attn, bench)", argv[1]);
 }

@@ -5,7 +5,8 @@
  * prove it on the H200). Split-K over the context (flash-decoding): work items are
  * (sequence, KV head, split, 128-dim slice of vo_dim); a warp runs one item with the
  * group's query heads as the rows of mma.sync.m16n8k16 (BF16 in, FP32 accumulate),
- * dequantizing K and V in registers; a second kernel merges the splits in order.
+ * streaming 16-position tiles of K and V through its own cp.async ring in shared memory
+ * and dequantizing them in registers; a second kernel merges the splits in order.
  *
  * Built for sm_90 (run on the H200) and sm_100a / sm_120a, where E2M1 is decoded by the
  * hardware cvt.rn.f16x2.e2m1x2 (compiled and inspected, never run: no Blackwell GPU).
