@@ -27,6 +27,7 @@
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/exp2_sw.h"
 #include "lowp/gpu_decode.h"
+#include "decode_e2m1.h"
 #include "decode_internal.h"
 
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000) && defined(__CUDA_ARCH_FAMILY_SPECIFIC__)
@@ -66,20 +67,13 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
 
-/* prmt.b32 in its default mode: selector nibble k picks byte (k & 7) of {b, a}; with bit 3
- * set it replicates that byte's sign bit (bit 7) over all 8 bits instead. */
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel)
 {
-    uint32_t d;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
-    return d;
+    return lowp_dec_prmt(a, b, sel);
 }
 
-/* Eight E2M1 codes q0..q7 (the nibbles of w, q0 lowest) -> four BF16 pairs, exact. POS = 0:
- * (q0, q1), (q2, q3), (q4, q5), (q6, q7), neighbouring dims of one row (K); POS = 1: (q0,
- * q2), (q1, q3), (q4, q6), (q5, q7), for w holding two rows interleaved byte by byte (V,
- * whose MMA pairs run along positions). Low half = first code of the pair. th, tl: the
- * low words of the byte tables below, kept in registers by the caller. */
+/* Eight E2M1 codes -> four BF16 pairs (gpu/decode_e2m1.h has the pairings, POS = its pos):
+ * sm_90 uses that header's prmt tables, Blackwell the hardware cvt. */
 template <int POS>
 __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t th, uint32_t tl, uint32_t *o)
 {
@@ -106,25 +100,7 @@ __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t th, uint32_t tl
         o[2 * half + 1] = POS ? prmt(p01, p23, 0x7632u) : p23;
     }
 #else
-    /* Byte tables of the BF16 magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6 (high bytes th:0x40404040,
-     * low bytes tl:0xC0804000), indexed by the 3-bit magnitude (4 codes per prmt: its
-     * selector is the low 16 bits). The sign comes from a sign-replicating prmt: code k's
-     * sign bit (bit 4k + 3 of w) is bit 7 of byte k/2 of w << 4 for even k (selector 8 +
-     * k/2) and of w for odd k (selector 12 + k/2). */
-    const uint32_t idx = w & 0x77777777u, idx_hi = idx >> 16, ws = w << 4;
-    const uint32_t hi0 = prmt(th, 0x40404040u, idx), lo0 = prmt(tl, 0xC0804000u, idx);
-    const uint32_t hi1 = prmt(th, 0x40404040u, idx_hi), lo1 = prmt(tl, 0xC0804000u, idx_hi);
-    if (POS) {
-        o[0] = prmt(lo0, hi0, 0x6240u) | (prmt(ws, w, 0x9080u) & 0x80008000u);
-        o[1] = prmt(lo0, hi0, 0x7351u) | (prmt(ws, w, 0xD0C0u) & 0x80008000u);
-        o[2] = prmt(lo1, hi1, 0x6240u) | (prmt(ws, w, 0xB0A0u) & 0x80008000u);
-        o[3] = prmt(lo1, hi1, 0x7351u) | (prmt(ws, w, 0xF0E0u) & 0x80008000u);
-    } else {
-        o[0] = prmt(lo0, hi0, 0x5140u) | (prmt(ws, w, 0xC080u) & 0x80008000u);
-        o[1] = prmt(lo0, hi0, 0x7362u) | (prmt(ws, w, 0xD090u) & 0x80008000u);
-        o[2] = prmt(lo1, hi1, 0x5140u) | (prmt(ws, w, 0xE0A0u) & 0x80008000u);
-        o[3] = prmt(lo1, hi1, 0x7362u) | (prmt(ws, w, 0xF0B0u) & 0x80008000u);
-    }
+    lowp_dec_e2m1x8_bf16(w, th, tl, POS, o);
 #endif
 }
 

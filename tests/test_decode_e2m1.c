@@ -1,0 +1,94 @@
+/* tests/test_decode_e2m1.c: the sm_90 decode kernels' E2M1 -> BF16 bit manipulation
+ * (gpu/decode_e2m1.h), run on the CPU, on any machine.
+ *
+ * The kernel decodes E2M1 with byte-table and sign-replicating prmt instructions; the H200
+ * runs prove the kernel as a whole (reports/gpu-decode-conform-h200.md). This test keeps
+ * that decode honest in CI, without a GPU: every 16-bit pattern of codes in each half of
+ * the word, both pairings, against the emulator's element values at scale 1.0
+ * (lowp_gpu_decode_element_bf16, lowp/attn_gpu_emul.h step 1). The host model of prmt is
+ * checked first against results the PTX ISA's definition fixes.
+ */
+#include <check.h>
+#include <stdint.h>
+
+#include "decode_e2m1.h"
+#include "lowp/attn_gpu_emul.h"
+
+#define E4M3_ONE 0x38 /* the E4M3 scale byte of 1.0 */
+#define TH 0x3F3F3F00u
+#define TL 0xC0800000u
+
+START_TEST(prmt_model)
+{
+    /* byte selection from {b, a}: a holds bytes 0..3 */
+    ck_assert_uint_eq(lowp_dec_prmt(0x33221100u, 0x77665544u, 0x3210u), 0x33221100u);
+    ck_assert_uint_eq(lowp_dec_prmt(0x33221100u, 0x77665544u, 0x7654u), 0x77665544u);
+    ck_assert_uint_eq(lowp_dec_prmt(0x33221100u, 0x77665544u, 0x0415u), 0x00441155u);
+    /* only the low 16 bits of the selector count */
+    ck_assert_uint_eq(lowp_dec_prmt(0x33221100u, 0x77665544u, 0xFFFF3210u), 0x33221100u);
+    /* bit 3 of a selector nibble replicates the selected byte's sign bit */
+    ck_assert_uint_eq(lowp_dec_prmt(0x00000080u, 0u, 0x0008u), 0x808080FFu);
+    ck_assert_uint_eq(lowp_dec_prmt(0x0000007Fu, 0x80000000u, 0xF008u), 0xFF7F7F00u);
+}
+END_TEST
+
+/* The emulator's BF16 value of E2M1 code c (0..15) at scale 1.0. */
+static uint16_t want(unsigned c)
+{
+    return lowp_gpu_decode_element_bf16(LOWP_NVFP4, (uint16_t)c, E4M3_ONE);
+}
+
+/* Check both pairings of one word; returns the number of wrong halves. */
+static int check_word(uint32_t w)
+{
+    unsigned q[8];
+    for (int k = 0; k < 8; k++)
+        q[k] = (w >> (4 * k)) & 0xFu;
+    /* pos 0: (q0, q1), (q2, q3), (q4, q5), (q6, q7); pos 1: (q0, q2), (q1, q3), (q4, q6),
+     * (q5, q7) */
+    static const int first[2][4] = {{0, 2, 4, 6}, {0, 1, 4, 5}};
+    static const int second[2][4] = {{1, 3, 5, 7}, {2, 3, 6, 7}};
+    int bad = 0;
+    for (int pos = 0; pos < 2; pos++) {
+        uint32_t o[4];
+        lowp_dec_e2m1x8_bf16(w, TH, TL, pos, o);
+        for (int i = 0; i < 4; i++) {
+            bad += (o[i] & 0xFFFFu) != want(q[first[pos][i]]);
+            bad += (o[i] >> 16) != want(q[second[pos][i]]);
+        }
+    }
+    return bad;
+}
+
+START_TEST(every_code_pattern)
+{
+    /* every 16-bit pattern in the low half with a scrambled high half, and the reverse:
+     * every code in every position, next to every code */
+    long bad = 0;
+    for (uint32_t x = 0; x < 65536; x++) {
+        uint32_t y = (x * 0x9E37u + 0x1234u) & 0xFFFFu;
+        bad += check_word(x | (y << 16));
+        bad += check_word(y | (x << 16));
+    }
+    ck_assert_msg(bad == 0, "%ld BF16 halves differ from the emulator's element values", bad);
+    /* the values themselves: +-0, +-0.5 and +-6 among them */
+    ck_assert_uint_eq(want(0x0), 0x0000);
+    ck_assert_uint_eq(want(0x8), 0x8000);
+    ck_assert_uint_eq(want(0x1), 0x3F00);
+    ck_assert_uint_eq(want(0xF), 0xC0C0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("decode_e2m1");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, prmt_model);
+    tcase_add_test(tc, every_code_pattern);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
