@@ -16,10 +16,14 @@
 #      lowp_gpu_kv_write_check -> gpu-kv-write-h200.md  (quantize-on-write vs the CPU writer)
 #      lowp gpu conform       -> gpu-decode-conform-h200.md (decode vs emulator and bound)
 #      compute-sanitizer memcheck / racecheck on reduced runs -> sanitizer-*.log
+#        (step sanitize: the decode kernels; step sanitize-kv: quantize-on-write)
 #      lowp gpu attn vs lowp gpu attn --emulate (byte for byte) on a generated case
 #      lowp gpu bench         -> gpu-bench-h200.csv/.txt; tools/sdpa_bench.py -> sdpa-bench-h200.csv
+#      tools/gpu_tune.sh      -> gpu-tune.txt (step tune, not in "kernels": the decode's ring
+#                                size, which changes speed and never a bit of output)
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize attn bench   ("kernels" = the last six).
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune
+#   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench).
 # LOWP_GPU_CONFORM_ARGS (default empty: 10^5 cases per format) is passed to lowp gpu conform;
 # LOWP_GPU_BENCH_ARGS to lowp gpu bench; LOWP_GPU_RUN_ARCHS (default "90;100a;120a") to CMake.
 # Everything printed also goes to $OUT/gpu-run.log; the build's own output to $OUT/build.log.
@@ -83,11 +87,11 @@ BROOT=${LOWP_BUILD_ROOT:-$ROOT}
 QUICK=""
 [ "${LOWP_GPU_RUN_QUICK:-0}" = 1 ] && QUICK=--quick
 STEPS=" ${LOWP_GPU_RUN_STEPS:-cvt torch kernels} "
-STEPS=${STEPS/ kernels / mma kvwrite decode sanitize attn bench }
+STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize attn bench; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune; do want $k && KERNELS=1; done
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
   P=/tmp/lowp-deps
   say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
@@ -281,19 +285,20 @@ if want decode; then
       --report "$OUT/gpu-decode-conform-h200.md" ${LOWP_GPU_CONFORM_ARGS:-}
   else summ "lowp gpu conform" "not built" 0 "see build.log"; fi
 fi
-if want sanitize; then
+if want sanitize || want sanitize-kv; then
   CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   if [ -z "$CS" ]; then
     summ "compute-sanitizer" "not found" 0 ""
   else
     for tool in memcheck racecheck; do
-      # a round of configurations per thread count: 4 threads -> 64 configurations per format
-      thr=4; fm=bf16,fp8_e4m3,fp8_e5m2,nvfp4,mxfp4; [ $tool = racecheck ] && { thr=1; fm=nvfp4,bf16; }
+      # a round of configurations per thread count: 2 threads -> 32 configurations per format
+      # (about 40 s under memcheck on the H200), 1 thread and two formats under racecheck
+      thr=2; fm=nvfp4,bf16,fp8_e4m3,mxfp4; [ $tool = racecheck ] && { thr=1; fm=nvfp4,bf16; }
       # the sanitizer's own verdict: its exit code 1 only for its findings (the program's
       # exit status is kept apart by --error-exitcode 99 and checked in the log)
-      [ -x "$GPUB/lowp_gpu_decode_check" ] && run_step "sanitizer $tool: decode" 150 sanitizer-$tool-decode.log \
+      want sanitize && [ -x "$GPUB/lowp_gpu_decode_check" ] && run_step "sanitizer $tool: decode" 150 sanitizer-$tool-decode.log \
         sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_decode_check' '$OUT/san-$tool-decode.md' --cases 1 --long 0 --threads $thr --formats $fm > '$OUT/sanitizer-$tool-decode.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -q 'ERROR SUMMARY: 0 errors' '$OUT/sanitizer-$tool-decode.log'"
-      [ -x "$GPUB/lowp_gpu_kv_write_check" ] && run_step "sanitizer $tool: kv write" 120 sanitizer-$tool-kvwrite.log \
+      want sanitize-kv && [ -x "$GPUB/lowp_gpu_kv_write_check" ] && run_step "sanitizer $tool: kv write" 120 sanitizer-$tool-kvwrite.log \
         sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_kv_write_check' '$OUT/san-$tool-kvwrite.md' --quick --cases 20 > '$OUT/sanitizer-$tool-kvwrite.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -q 'ERROR SUMMARY: 0 errors' '$OUT/sanitizer-$tool-kvwrite.log'"
     done
   fi
@@ -323,6 +328,11 @@ fi
 if want bench && [ -x "$LOWP" ]; then
   run_step "lowp gpu bench" 240 gpu-bench-h200.csv sh -c "'$LOWP' gpu bench --csv '$OUT/gpu-bench-h200.csv' ${LOWP_GPU_BENCH_ARGS:-} | tee '$OUT/gpu-bench-h200.txt'"
   run_step "sdpa_bench.py" 200 sdpa-bench-h200.csv python3 tools/sdpa_bench.py --out "$OUT/sdpa-bench-h200.csv" ${LOWP_SDPA_ARGS:-}
+fi
+if want tune && [ -x "$LOWP" ]; then
+  # a small sweep unless TUNE_* say otherwise (each point is one lowp gpu bench run)
+  export TUNE_STAGES=${TUNE_STAGES:-2 3} TUNE_WARPS=${TUNE_WARPS:-4 2} TUNE_LAYOUTS=${TUNE_LAYOUTS:-nhd}
+  run_step "gpu_tune.sh" 120 gpu-tune.txt sh -c "bash tools/gpu_tune.sh '$LOWP' > '$OUT/gpu-tune.txt' 2>&1"
 fi
 
 if want mma; then
