@@ -67,11 +67,6 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
 
-__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel)
-{
-    return lowp_dec_prmt(a, b, sel);
-}
-
 /* Eight E2M1 codes -> four BF16 pairs (gpu/decode_e2m1.h has the pairings, POS = its pos):
  * sm_90 uses that header's prmt tables, Blackwell the hardware cvt. */
 template <int POS>
@@ -96,8 +91,8 @@ __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t th, uint32_t tl
         float2 f01 = __half22float2(*reinterpret_cast<__half2 *>(&h01));
         float2 f23 = __half22float2(*reinterpret_cast<__half2 *>(&h23));
         uint32_t p01 = pack_bf16(f01.x, f01.y), p23 = pack_bf16(f23.x, f23.y);
-        o[2 * half] = POS ? prmt(p01, p23, 0x5410u) : p01;
-        o[2 * half + 1] = POS ? prmt(p01, p23, 0x7632u) : p23;
+        o[2 * half] = POS ? lowp_dec_prmt(p01, p23, 0x5410u) : p01;
+        o[2 * half + 1] = POS ? lowp_dec_prmt(p01, p23, 0x7632u) : p23;
     }
 #else
     lowp_dec_e2m1x8_bf16(w, th, tl, POS, o);
@@ -306,12 +301,12 @@ __device__ __forceinline__ void v_pairs(const uint8_t *A, const uint8_t *B, uint
         const uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            o[j] = prmt(wa[j >> 1], wb[j >> 1], (j & 1) ? 0x7632u : 0x5410u);
+            o[j] = lowp_dec_prmt(wa[j >> 1], wb[j >> 1], (j & 1) ? 0x7632u : 0x5410u);
     } else if (FMT == F_FP8) {
         const uint2 a = *reinterpret_cast<const uint2 *>(A);
         const uint2 b = *reinterpret_cast<const uint2 *>(B);
-        const uint32_t x[4] = {prmt(a.x, b.x, 0x5140u), prmt(a.x, b.x, 0x7362u),
-                               prmt(a.y, b.y, 0x5140u), prmt(a.y, b.y, 0x7362u)};
+        const uint32_t x[4] = {lowp_dec_prmt(a.x, b.x, 0x5140u), lowp_dec_prmt(a.x, b.x, 0x7362u),
+                               lowp_dec_prmt(a.y, b.y, 0x5140u), lowp_dec_prmt(a.y, b.y, 0x7362u)};
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             o[2 * i] = fp8x2_bf16(x[i], e5m2);
@@ -328,7 +323,7 @@ __device__ __forceinline__ void v_pairs(const uint8_t *A, const uint8_t *B, uint
             fa = e8m0_f32(ca);
             fb = e8m0_f32(cb);
         }
-        const uint32_t x0 = prmt(a, b, 0x5140u), x1 = prmt(a, b, 0x7362u);
+        const uint32_t x0 = lowp_dec_prmt(a, b, 0x5140u), x1 = lowp_dec_prmt(a, b, 0x7362u);
         e2m1x8_bf16<1>(x0, th, tl, o);
         e2m1x8_bf16<1>(x1, th, tl, o + 4);
 #pragma unroll

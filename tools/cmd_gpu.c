@@ -13,7 +13,7 @@
  *       (any machine): the two files are identical byte for byte.
  *   lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]
  *                  [--head-dim N] [--page-size N] [--layout nhd|hnd] [--reps N]
-                      [--max-gb X] [--csv FILE]
+ *                  [--max-gb X] [--csv FILE]
  *       decode time and bandwidth beside a streaming read (lowp/gpu_bench.h).
  *
  * Built without CUDA, only `lowp gpu attn --emulate` and `lowp gpu conform
