@@ -19,6 +19,19 @@
  * Accuracy: the truncated series is 5e-9 relative at |f| = 1/2; with the Horner
  * rounding the result is within 2 ulp of 2^x for normal results (test_attn_gpu_emul
  * checks every binary32 x in [-150, 128) against binary64 exp2).
+ *
+ * How lowp_exp2_sw computes the definition with fewer GPU instructions (the same value
+ * for each of the 2^32 inputs: test_attn_gpu_emul compares it with a literal transcription
+ * of the definition on every one):
+ *   - x is clamped to [-151, 128] (a NaN becomes -151 and is restored by the last select).
+ *     From 128 the steps below give exactly +Inf, and everywhere in [-151, -150) a value
+ *     that rounds to +0, so the definition's special ranges need no test of their own.
+ *   - n = rint(x) as (x + 1.5 * 2^23) - 1.5 * 2^23: in [2^23, 2^24) the sum rounds to an
+ *     integer, ties to even; the integer n is read from the sum's bits. No conversion
+ *     instruction (FRND, F2I) is used.
+ *   - p * 2^n as p * 2^max(n, -125), by adding max(n, -125) to p's exponent field (exact:
+ *     p is in [0.7, 1.5) and the result stays normal), times 2^min(n + 125, 0), which
+ *     rounds once exactly where the definition's second product does, to the same value.
  */
 #ifndef LOWP_EXP2_SW_H
 #define LOWP_EXP2_SW_H
@@ -45,15 +58,34 @@ LOWP_HD float lowp_pow2i_f32(int e) /* 2^e for -126 <= e <= 127, exact */
     return r;
 }
 
+LOWP_HD uint32_t lowp_exp2_sw_bits(float x)
+{
+    uint32_t u;
+#ifdef __CUDA_ARCH__
+    u = __float_as_uint(x);
+#else
+    memcpy(&u, &x, sizeof u);
+#endif
+    return u;
+}
+
+LOWP_HD float lowp_exp2_sw_float(uint32_t u)
+{
+    float x;
+#ifdef __CUDA_ARCH__
+    x = __uint_as_float(u);
+#else
+    memcpy(&x, &u, sizeof x);
+#endif
+    return x;
+}
+
 LOWP_HD float lowp_exp2_sw(float x)
 {
-    /* Written without early returns: the polynomial runs on 0 for the special inputs and a
-     * select at the end picks the defined result, so the GPU compiles selects, not
-     * branches. The in-range path is the definition's operations in its order. */
-    const int is_nan = x != x, big = x >= 128.0f, small = x < -150.0f;
-    const float xr = (is_nan | big | small) ? 0.0f : x;
-    float n = rintf(xr);
-    float f = xr - n;
+    const float xc = fminf(fmaxf(x, -151.0f), 128.0f);
+    const float t = xc + 0x1.8p23f;
+    const float n = t - 0x1.8p23f;
+    const float f = xc - n;
     float p = 0x1.ffcbfcp-17f;
     p = fmaf(p, f, 0x1.430912p-13f);
     p = fmaf(p, f, 0x1.5d87fep-10f);
@@ -62,11 +94,12 @@ LOWP_HD float lowp_exp2_sw(float x)
     p = fmaf(p, f, 0x1.ebfbe0p-3f);
     p = fmaf(p, f, 0x1.62e430p-1f);
     p = fmaf(p, f, 1.0f);
-    int ni = (int)n;
-    int e1 = ni / 2;
-    int e2 = ni - e1;
-    const float r = (p * lowp_pow2i_f32(e1)) * lowp_pow2i_f32(e2);
-    return is_nan ? x : (big ? INFINITY : (small ? 0.0f : r));
+    const int ni = (int)(lowp_exp2_sw_bits(t) - 0x4B400000u); /* n, in [-151, 128] */
+    const int e_exact = ni > -125 ? ni : -125;
+    const int e_round = ni + 125 < 0 ? ni + 125 : 0;
+    const float r = lowp_exp2_sw_float(lowp_exp2_sw_bits(p) + ((uint32_t)e_exact << 23)) *
+                    lowp_pow2i_f32(e_round);
+    return x != x ? x : r;
 }
 
 #endif /* LOWP_EXP2_SW_H */
