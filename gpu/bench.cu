@@ -225,6 +225,7 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
         dd.indices_dev = d_pt + 2 * B + 1 + r * pages_copy;
         dd.num_q_heads = NQ;
         dd.q_dev = d_q;
+        dd.chunk_tokens = o->chunk;
         if (r == 0) {
             ws_bytes = lowp_gpu_decode_workspace_bytes(&dd, why, wl);
             if (ws_bytes == 0) {
@@ -280,8 +281,9 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
                     bytes, gbps, rgbps, gbps / rgbps);
         if (table)
             fprintf(table, "%-9s batch %3zu ctx %6zu: %9.1f us  %7.1f GB/s  read %7.1f GB/s  "
-                    "%5.1f%%  (R=%zu copies)\n", lowp_block_format_name(f), B, ctx,
-                    s.med * 1e3, gbps, rgbps, 100.0 * gbps / rgbps, R);
+                    "%5.1f%%  (R=%zu copies, splits of %zu)\n", lowp_block_format_name(f),
+                    B, ctx, s.med * 1e3, gbps, rgbps, 100.0 * gbps / rgbps, R,
+                    o->chunk ? o->chunk : lowp_gpu_decode_chunk_tokens(B, H, ctx));
     }
 out:
     if (ev)

@@ -88,6 +88,7 @@ expect_error "table bad format" "$lowp" table e9m9
 # lowp gpu bench refuses a bad option before it looks for a GPU (or says lowp has no CUDA)
 expect_error "gpu bench bad layout" "$lowp" gpu bench --layout diagonal
 expect_error "gpu bench bad option" "$lowp" gpu bench --frobnicate
+expect_error "gpu bench bad split" "$lowp" gpu bench --chunk 17
 
 # lowp table: every code once, values exact
 [ "$("$lowp" table e4m3 | grep -c '^0x')" = 256 ] && ok || bad "table e4m3 has 256 codes"

@@ -22,8 +22,10 @@
 #      tools/gpu_tune.sh      -> gpu-tune.txt (step tune, not in "kernels": the decode's ring
 #                                size, which changes speed and never a bit of output)
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune
-#   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench).
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof
+#   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
+#   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
+#   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
 # LOWP_GPU_CONFORM_ARGS (default empty: 10^5 cases per format) is passed to lowp gpu conform;
 # LOWP_GPU_BENCH_ARGS to lowp gpu bench; LOWP_GPU_RUN_ARCHS (default "90;100a;120a") to CMake.
 # Everything printed also goes to $OUT/gpu-run.log; the build's own output to $OUT/build.log.
@@ -91,7 +93,13 @@ STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize sanitize-kv attn bench tune; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof; do want $k && KERNELS=1; done
+[ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && KERNELS=1
+# the kernel targets the chosen steps run (lowp always)
+TARGETS=lowp_cli
+want mma && TARGETS="$TARGETS lowp_gpu_mma_probe"
+{ want kvwrite || want sanitize-kv; } && TARGETS="$TARGETS lowp_gpu_kv_write_check"
+want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
   P=/tmp/lowp-deps
   say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
@@ -140,7 +148,7 @@ else
   if cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DLOWP_BUILD_TESTS=OFF \
        -DLOWP_GPU_CUDA_ARCHITECTURES="${LOWP_GPU_RUN_ARCHS:-90;100a;120a}" >>"$BLOG" 2>&1; then
     if [ $KERNELS = 1 ]; then
-      for t in lowp_cli lowp_gpu_mma_probe lowp_gpu_kv_write_check lowp_gpu_decode_check; do
+      for t in $TARGETS; do
         say "cmake build $t"
         cmake --build "$B" -j "$NPROC" --target $t >>"$BLOG" 2>&1 || say "build of $t FAILED"
       done
@@ -328,6 +336,15 @@ fi
 if want bench && [ -x "$LOWP" ]; then
   run_step "lowp gpu bench" 240 gpu-bench-h200.csv sh -c "'$LOWP' gpu bench --csv '$OUT/gpu-bench-h200.csv' ${LOWP_GPU_BENCH_ARGS:-} | tee '$OUT/gpu-bench-h200.txt'"
   run_step "sdpa_bench.py" 200 sdpa-bench-h200.csv python3 tools/sdpa_bench.py --out "$OUT/sdpa-bench-h200.csv" ${LOWP_SDPA_ARGS:-}
+fi
+if want prof && [ -x "$LOWP" ]; then
+  # Nsight Compute on one decode launch per format (tools/gpu_prof.sh; PROF_FORMATS)
+  run_step "gpu_prof.sh" 240 prof-*.csv bash tools/gpu_prof.sh "$LOWP" "$OUT" ${LOWP_GPU_PROF_ARGS:-}
+fi
+if [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && [ -x "$LOWP" ]; then
+  # free-form measurements (benches at other split lengths, ring sizes...): a shell
+  # command run with LOWP and OUT set, its output in $OUT/extra.txt
+  run_step "extra" 300 extra.txt env LOWP="$LOWP" OUT="$OUT" sh -c "$LOWP_GPU_RUN_EXTRA > '$OUT/extra.txt' 2>&1"
 fi
 if want tune && [ -x "$LOWP" ]; then
   # a small sweep unless TUNE_* say otherwise (each point is one lowp gpu bench run)

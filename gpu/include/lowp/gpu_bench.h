@@ -31,6 +31,9 @@ typedef struct lowp_gpu_bench_opts {
     int hnd;               /* 1: HND page layout (a head's slots contiguous); 0: NHD */
     int reps;
     double max_gb;         /* skip shapes whose single copy exceeds this (default 40) */
+    size_t chunk;          /* split length in tokens, a multiple of 16; 0 = the default
+                            * (lowp_gpu_decode_chunk_tokens). Not a tuning-only knob: the
+                            * split boundaries are part of the kernel's arithmetic. */
     uint64_t seed;
 } lowp_gpu_bench_opts;
 

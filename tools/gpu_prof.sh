@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# tools/gpu_prof.sh: where the decode kernel's time and instructions go, from Nsight Compute.
+#
+#   tools/gpu_prof.sh LOWP_BINARY OUTDIR [extra lowp gpu bench arguments...]
+#
+# For each format in PROF_FORMATS (default "nvfp4 bf16") it profiles one launch of the
+# split kernel (decode_split) inside `lowp gpu bench` (default shape: batch 32, context 32K,
+# the issue's 32 query heads, 8 KV heads, head dim 128) and writes
+#   OUTDIR/prof-F-details.csv   the sections (speed of light, occupancy, warp states,
+#                               executed instruction mix)
+#   OUTDIR/prof-F-sass.csv.gz   every SASS instruction with its executed count and stall
+#                               samples (ncu --page source --print-source sass)
+# Profiling replays the kernel, so its times are not the bench's; use `lowp gpu bench`
+# for times. Needs ncu (Nsight Compute) and a CUDA GPU; exits 77 without either.
+set -u
+cd "$(dirname "$0")/.." || exit 3
+LOWP=${1:?usage: tools/gpu_prof.sh LOWP_BINARY OUTDIR [bench arguments]}
+OUTDIR=${2:?usage: tools/gpu_prof.sh LOWP_BINARY OUTDIR [bench arguments]}
+shift 2
+ARGS=("$@")
+[ ${#ARGS[@]} -eq 0 ] && ARGS=(--batch 32 --ctx 32768 --reps 3)
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+[ -n "$NCU" ] || { echo "gpu_prof: ncu not found" >&2; exit 77; }
+[ -x "$LOWP" ] || { echo "gpu_prof: $LOWP is not an executable lowp" >&2; exit 2; }
+mkdir -p "$OUTDIR" || exit 3
+rc=0
+for f in ${PROF_FORMATS:-nvfp4 bf16}; do
+  rep=$OUTDIR/prof-$f
+  # launch-skip 3: past the bench's warm-up calls, one timed call's split kernel
+  "$NCU" --kernel-name regex:decode_split --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section InstructionStats --section SourceCounters --import-source no \
+    -f -o "$rep" "$LOWP" gpu bench --formats "$f" "${ARGS[@]}" >"$rep.log" 2>&1
+  r=$?
+  if [ $r != 0 ] || [ ! -f "$rep.ncu-rep" ]; then
+    echo "gpu_prof: ncu failed for $f (rc $r):" >&2
+    tail -5 "$rep.log" >&2
+    rc=1
+    continue
+  fi
+  "$NCU" -i "$rep.ncu-rep" --page details --csv >"$rep-details.csv" 2>>"$rep.log" || rc=1
+  "$NCU" -i "$rep.ncu-rep" --page source --print-source sass --csv 2>>"$rep.log" |
+    gzip -9 >"$rep-sass.csv.gz" || rc=1
+  rm -f "$rep.ncu-rep" "$rep.log"
+  echo "gpu_prof: $f -> $rep-details.csv, $rep-sass.csv.gz"
+done
+exit $rc
