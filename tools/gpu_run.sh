@@ -305,9 +305,9 @@ if want sanitize || want sanitize-kv; then
       # the sanitizer's own verdict: its exit code 1 only for its findings (the program's
       # exit status is kept apart by --error-exitcode 99 and checked in the log)
       want sanitize && [ -x "$GPUB/lowp_gpu_decode_check" ] && run_step "sanitizer $tool: decode" 150 sanitizer-$tool-decode.log \
-        sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_decode_check' '$OUT/san-$tool-decode.md' --cases 1 --long 0 --threads $thr --formats $fm > '$OUT/sanitizer-$tool-decode.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -q 'ERROR SUMMARY: 0 errors' '$OUT/sanitizer-$tool-decode.log'"
+        sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_decode_check' '$OUT/san-$tool-decode.md' --cases 1 --long 0 --threads $thr --formats $fm > '$OUT/sanitizer-$tool-decode.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' '$OUT/sanitizer-$tool-decode.log'"
       want sanitize-kv && [ -x "$GPUB/lowp_gpu_kv_write_check" ] && run_step "sanitizer $tool: kv write" 120 sanitizer-$tool-kvwrite.log \
-        sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_kv_write_check' '$OUT/san-$tool-kvwrite.md' --quick --cases 20 > '$OUT/sanitizer-$tool-kvwrite.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -q 'ERROR SUMMARY: 0 errors' '$OUT/sanitizer-$tool-kvwrite.log'"
+        sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_kv_write_check' '$OUT/san-$tool-kvwrite.md' --quick --cases 20 > '$OUT/sanitizer-$tool-kvwrite.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' '$OUT/sanitizer-$tool-kvwrite.log'"
     done
   fi
 fi
