@@ -451,6 +451,42 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
     const uint32_t k_lane_s = k_r0 * k_rs + 16 * (lane - k_r0 * RK);
     const uint32_t v_lane_s = off_v + v_r0 * v_rs + 16 * (lane - v_r0 * RV);
     const int k_step32 = k_rows32 * rstep * k_rb, v_step32 = v_rows32 * rstep * p.v_rb;
+    /* FP4 (bound by issue, not by bytes): lane jj copies its own tile row, pool row
+     * `row`, without shuffles: 16-byte chunks hf, hf + 2, ... of its K row and V slice,
+     * and its scale windows. vc: the row holds a position of the split (else zero-filled);
+     * vs: its scales are needed (interleaved orders reach to the end of a 4-slot group).
+     * A row outside the split may come from the generic path's page 0 (an address that
+     * exists), so its address is formed only when vc (or vs) holds; in one page every
+     * tile row is a real slot (in_page), so the address needs no test. */
+    auto copy_fp4_row = [&](int stage, size_t row, bool vc, bool vs, bool in_page) {
+        const uint32_t s0 = ring_s + stage * p.stage_bytes;
+        const uint8_t *ksrc = p.kc + (vc || in_page ? row * k_rb : 0);
+#pragma unroll 4
+        for (int i = 0; i < (RK >> 1); i++) {
+            const int c = 2 * i + hf;
+            cp16(s0 + jj * k_rs + 16 * c, ksrc + 16 * c, vc ? 16 : 0);
+        }
+        const uint8_t *vsrc = p.vc + (vc || in_page ? row * p.v_rb + vb0 : 0);
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int c = 2 * i + hf;
+            if (i < nsl)
+                cp16(s0 + off_v + jj * v_rs + 16 * c, vsrc + 16 * c, vc ? 16 : 0);
+        }
+        cp_scales(p.ks, row * k_S, k_S, k_sw, s0 + off_ks + jj * k_sw, vs, hf);
+        if (in_page && (p.v_S == 8 || p.v_S == 4)) { /* head dim 128: 1 or 2 aligned words */
+            if (hf < (p.v_S >> 2))
+                cp4(s0 + off_vs + jj * p.v_sw + 4 * hf, p.vs + row * p.v_S + 4 * hf,
+                    vs ? 4 : 0);
+        } else {
+            cp_scales(p.vs, row * p.v_S, p.v_S, p.v_sw, s0 + off_vs + jj * p.v_sw, vs, hf);
+        }
+        uint8_t *st = ring + stage * p.stage_bytes;
+        if (hf == 0 && k_sh)
+            st[p.off_sh + jj] = (uint8_t)((row * k_S) & 3);
+        if (hf == 0 && v_sh)
+            st[p.off_sh + 16 + jj] = (uint8_t)((row * p.v_S) & 3);
+    };
     auto issue_one_page = [&](int k, int stage, int page) {
         const int pos0 = t0 + 16 * k;
         const size_t row0 =
@@ -458,35 +494,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
         const int nc = t1 - pos0; /* tile rows r < nc hold positions of the split */
         const uint32_t s0 = ring_s + stage * p.stage_bytes;
         if constexpr (FMT >= F_NVFP4) {
-            const size_t row = row0;
-            const bool vc = jj < nc;
-            const uint8_t *ksrc = p.kc + row * k_rb;
-#pragma unroll 4
-            for (int i = 0; i < (RK >> 1); i++) {
-                const int c = 2 * i + hf;
-                cp16(s0 + jj * k_rs + 16 * c, ksrc + 16 * c, vc ? 16 : 0);
-            }
-            const uint8_t *vsrc = p.vc + row * p.v_rb + vb0;
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const int c = 2 * i + hf;
-                if (i < nsl)
-                    cp16(s0 + off_v + jj * v_rs + 16 * c, vsrc + 16 * c, vc ? 16 : 0);
-            }
-            const bool vs = jj < lim_sc - pos0;
-            cp_scales(p.ks, row * k_S, k_S, k_sw, s0 + off_ks + jj * k_sw, vs, hf);
-            if (p.v_S == 8 || p.v_S == 4) { /* head dim 128: one or two aligned words */
-                if (hf < (p.v_S >> 2))
-                    cp4(s0 + off_vs + jj * p.v_sw + 4 * hf, p.vs + row * p.v_S + 4 * hf,
-                        vs ? 4 : 0);
-            } else {
-                cp_scales(p.vs, row * p.v_S, p.v_S, p.v_sw, s0 + off_vs + jj * p.v_sw, vs, hf);
-            }
-            uint8_t *st = ring + stage * p.stage_bytes;
-            if (hf == 0 && k_sh)
-                st[p.off_sh + jj] = (uint8_t)((row * k_S) & 3);
-            if (hf == 0 && v_sh)
-                st[p.off_sh + 16 + jj] = (uint8_t)((row * p.v_S) & 3);
+            copy_fp4_row(stage, row0, jj < nc, jj < lim_sc - pos0, true);
         } else if (lines_fast) {
             const uint8_t *kl = p.kc + row0 * k_rb + k_lane_off;
             const uint8_t *vl = p.vc + row0 * p.v_rb + vb0 + v_lane_off;
@@ -543,30 +551,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
         const size_t row = row_of(p, (size_t)page, slot, h);
         const uint32_t s0 = ring_s + stage * p.stage_bytes;
         if constexpr (FMT >= F_NVFP4) {
-            /* FP4 (bound by issue, not by bytes): lane jj copies its own row, without the
-             * shuffles, 16-byte chunks hf, hf + 2, ... of its K row and V slice */
-            const bool vc = pos < t1;
-            const uint8_t *ksrc = p.kc + (vc ? row * k_rb : 0);
-#pragma unroll 4
-            for (int i = 0; i < (RK >> 1); i++) {
-                const int c = 2 * i + hf;
-                cp16(s0 + jj * k_rs + 16 * c, ksrc + 16 * c, vc ? 16 : 0);
-            }
-            const uint8_t *vsrc = p.vc + (vc ? row * p.v_rb + vb0 : 0);
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const int c = 2 * i + hf;
-                if (i < nsl)
-                    cp16(s0 + off_v + jj * v_rs + 16 * c, vsrc + 16 * c, vc ? 16 : 0);
-            }
-            const bool vs = pos < lim_sc;
-            cp_scales(p.ks, row * k_S, k_S, k_sw, s0 + off_ks + jj * k_sw, vs, hf);
-            cp_scales(p.vs, row * p.v_S, p.v_S, p.v_sw, s0 + off_vs + jj * p.v_sw, vs, hf);
-            uint8_t *st = ring + stage * p.stage_bytes;
-            if (hf == 0 && k_sh)
-                st[p.off_sh + jj] = (uint8_t)((row * k_S) & 3);
-            if (hf == 0 && v_sh)
-                st[p.off_sh + 16 + jj] = (uint8_t)((row * p.v_S) & 3);
+            copy_fp4_row(stage, row, pos < t1, pos < lim_sc, false);
         } else {
             const int nc = t1 - (t0 + 16 * k); /* rows before the split's end */
             if (RK == RV) {

@@ -46,19 +46,7 @@
 #define LOWP_HD static inline
 #endif
 
-LOWP_HD float lowp_pow2i_f32(int e) /* 2^e for -126 <= e <= 127, exact */
-{
-    uint32_t bits = (uint32_t)(e + 127) << 23;
-    float r;
-#ifdef __CUDA_ARCH__
-    r = __uint_as_float(bits);
-#else
-    memcpy(&r, &bits, sizeof r);
-#endif
-    return r;
-}
-
-LOWP_HD uint32_t lowp_exp2_sw_bits(float x)
+LOWP_HD uint32_t lowp_exp2_sw_bits(float x) /* the bits of x */
 {
     uint32_t u;
 #ifdef __CUDA_ARCH__
@@ -69,7 +57,7 @@ LOWP_HD uint32_t lowp_exp2_sw_bits(float x)
     return u;
 }
 
-LOWP_HD float lowp_exp2_sw_float(uint32_t u)
+LOWP_HD float lowp_exp2_sw_float(uint32_t u) /* the binary32 with bits u */
 {
     float x;
 #ifdef __CUDA_ARCH__
@@ -78,6 +66,11 @@ LOWP_HD float lowp_exp2_sw_float(uint32_t u)
     memcpy(&x, &u, sizeof x);
 #endif
     return x;
+}
+
+LOWP_HD float lowp_pow2i_f32(int e) /* 2^e for -126 <= e <= 127, exact */
+{
+    return lowp_exp2_sw_float((uint32_t)(e + 127) << 23);
 }
 
 LOWP_HD float lowp_exp2_sw(float x)
