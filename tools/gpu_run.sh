@@ -344,7 +344,7 @@ fi
 if [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && [ -x "$LOWP" ]; then
   # free-form measurements (benches at other split lengths, ring sizes...): a shell
   # command run with LOWP and OUT set, its output in $OUT/extra.txt
-  run_step "extra" 300 extra.txt env LOWP="$LOWP" OUT="$OUT" sh -c "$LOWP_GPU_RUN_EXTRA > '$OUT/extra.txt' 2>&1"
+  run_step "extra" 300 extra.txt env LOWP="$LOWP" OUT="$OUT" sh -c "{ $LOWP_GPU_RUN_EXTRA; } > '$OUT/extra.txt' 2>&1"
 fi
 if want tune && [ -x "$LOWP" ]; then
   # a small sweep unless TUNE_* say otherwise (each point is one lowp gpu bench run)
