@@ -67,43 +67,43 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
 
-/* Eight E2M1 codes -> four BF16 pairs (gpu/decode_e2m1.h has the pairings, POS = its pos):
- * sm_90 uses that header's prmt tables, Blackwell the hardware cvt. */
-template <int POS>
-__device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t th, uint32_t tl, uint32_t *o)
-{
-#if LOWP_DEC_BLACKWELL_E2M1
-    (void)th;
-    (void)tl;
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        const uint32_t x = w >> (16 * half);
-        uint32_t h01, h23;
-        uint16_t b01 = (uint16_t)(x & 0xFF), b23 = (uint16_t)((x >> 8) & 0xFF);
-        asm("{ .reg .b8 t, z;\n\t"
-            "mov.b16 {t, z}, %1;\n\t"
-            "cvt.rn.f16x2.e2m1x2 %0, t; }"
-            : "=r"(h01) : "h"(b01));
-        asm("{ .reg .b8 t, z;\n\t"
-            "mov.b16 {t, z}, %1;\n\t"
-            "cvt.rn.f16x2.e2m1x2 %0, t; }"
-            : "=r"(h23) : "h"(b23));
-        float2 f01 = __half22float2(*reinterpret_cast<__half2 *>(&h01));
-        float2 f23 = __half22float2(*reinterpret_cast<__half2 *>(&h23));
-        uint32_t p01 = pack_bf16(f01.x, f01.y), p23 = pack_bf16(f23.x, f23.y);
-        o[2 * half] = POS ? lowp_dec_prmt(p01, p23, 0x5410u) : p01;
-        o[2 * half + 1] = POS ? lowp_dec_prmt(p01, p23, 0x7632u) : p23;
-    }
-#else
-    lowp_dec_e2m1x8_bf16(w, th, tl, POS, o);
-#endif
-}
-
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t s)
 {
     __nv_bfloat162 r = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&a),
                                *reinterpret_cast<__nv_bfloat162 *>(&s));
     return *reinterpret_cast<uint32_t *>(&r);
+}
+
+/* Eight E2M1 codes (the nibbles q0..q7 of w) -> the BF16 pairs (q0, q4), (q1, q5), (q2,
+ * q6), (q3, q7), exact (low half = the first code). sm_90: gpu/decode_e2m1.h's bit
+ * placement and one BF16 multiply by 2^126 a pair (the H200's BF16 multiply keeps
+ * subnormal inputs: the probe in gpu/cvt.cu and every conform run check it); Blackwell:
+ * the hardware cvt. */
+__device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t *o)
+{
+#if LOWP_DEC_BLACKWELL_E2M1
+    uint32_t p[4]; /* BF16 pairs (q0, q1), (q2, q3), (q4, q5), (q6, q7) */
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        uint32_t h;
+        const uint16_t b = (uint16_t)((w >> (8 * i)) & 0xFF);
+        asm("{ .reg .b8 t, z;\n\t"
+            "mov.b16 {t, z}, %1;\n\t"
+            "cvt.rn.f16x2.e2m1x2 %0, t; }"
+            : "=r"(h) : "h"(b));
+        const float2 f = __half22float2(*reinterpret_cast<__half2 *>(&h));
+        p[i] = pack_bf16(f.x, f.y);
+    }
+    o[0] = lowp_dec_prmt(p[0], p[2], 0x5410u);
+    o[1] = lowp_dec_prmt(p[0], p[2], 0x7632u);
+    o[2] = lowp_dec_prmt(p[1], p[3], 0x5410u);
+    o[3] = lowp_dec_prmt(p[1], p[3], 0x7632u);
+#else
+    lowp_dec_e2m1x8_sub(w, o);
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        o[i] = bf16x2_mul(o[i], LOWP_DEC_E2M1_UNBIAS);
+#endif
 }
 
 /* E8M0 scale byte -> binary32 2^(c-127), NaN for 0xFF (step 1, MXFP4). */
@@ -248,11 +248,12 @@ __device__ __forceinline__ uint8_t scale_at(const uint8_t *sc, int sw, const uin
 }
 
 /* Lane (g, t)'s K fragment of one chunk of one tile row (row points at dims 64c + 16t):
- * 8 BF16 pairs, pairs (2ks, 2ks + 1) being k-step ks's b0, b1 (dims 4ks .. 4ks + 3 of the
- * 16). sc: the FP4 block scale byte. */
+ * 8 BF16 pairs, pairs (2ks, 2ks + 1) being k-step ks's b0, b1: dims 4ks .. 4ks + 3 of the
+ * 16 for BF16 and FP8, and for FP4 (whose decode pairs codes 4 apart) dims i, i + 4 (b0)
+ * and i + 1, i + 5 (b1), i = 8 (ks / 2) + 2 (ks % 2). sc: the FP4 block scale byte. */
 template <int FMT>
 __device__ __forceinline__ void k_frag(const uint8_t *row, uint8_t sc, uint32_t s2, int e5m2,
-                                       uint32_t th, uint32_t tl, uint32_t *o)
+                                       uint32_t *o)
 {
     if (FMT == F_BF16) {
         const uint4 a = *reinterpret_cast<const uint4 *>(row);
@@ -270,8 +271,8 @@ __device__ __forceinline__ void k_frag(const uint8_t *row, uint8_t sc, uint32_t 
     } else {
         const uint2 a = *reinterpret_cast<const uint2 *>(row);
         const float sf = FMT == F_MXFP4 ? e8m0_f32(sc) : 0.0f;
-        e2m1x8_bf16<0>(a.x, th, tl, o);
-        e2m1x8_bf16<0>(a.y, th, tl, o + 4);
+        e2m1x8_bf16(a.x, o);
+        e2m1x8_bf16(a.y, o + 4);
 #pragma unroll
         for (int i = 0; i < 8; i++)
             o[i] = fp4_scaled<FMT>(o[i], s2, sf, sf);
@@ -282,8 +283,7 @@ __device__ __forceinline__ void k_frag(const uint8_t *row, uint8_t sc, uint32_t 
  * dims): o[j] = (e(A, j), e(B, j)), j = 0..7. ca, cb: their FP4 block scale bytes. */
 template <int FMT>
 __device__ __forceinline__ void v_pairs(const uint8_t *A, const uint8_t *B, uint8_t ca,
-                                        uint8_t cb, int e5m2, uint32_t th, uint32_t tl,
-                                        uint32_t *o)
+                                        uint8_t cb, int e5m2, uint32_t *o)
 {
     if (FMT == F_BF16) {
         const uint4 a = *reinterpret_cast<const uint4 *>(A);
@@ -313,9 +313,10 @@ __device__ __forceinline__ void v_pairs(const uint8_t *A, const uint8_t *B, uint
             fa = e8m0_f32(ca);
             fb = e8m0_f32(cb);
         }
-        const uint32_t x0 = lowp_dec_prmt(a, b, 0x5140u), x1 = lowp_dec_prmt(a, b, 0x7362u);
-        e2m1x8_bf16<1>(x0, th, tl, o);
-        e2m1x8_bf16<1>(x1, th, tl, o + 4);
+        /* x0: A's dims 0..3 then B's, x1: dims 4..7; codes 4 apart pair A with B */
+        const uint32_t x0 = lowp_dec_prmt(a, b, 0x5410u), x1 = lowp_dec_prmt(a, b, 0x7632u);
+        e2m1x8_bf16(x0, o);
+        e2m1x8_bf16(x1, o + 4);
 #pragma unroll
         for (int j = 0; j < 8; j++)
             o[j] = fp4_scaled<FMT>(o[j], s2, fa, fb);
@@ -365,27 +366,11 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int nks = p.Dq / 16;
     const uint16_t *q = p.q + ((size_t)b * p.NQ + (size_t)h * p.G) * p.Dq;
-    for (int e = threadIdx.x; e < nks * 32; e += blockDim.x) {
-        int ks = e >> 5, ln = e & 31, gg = ln >> 2, tt = ln & 3;
-        int base = 64 * (ks >> 2) + 16 * tt + 4 * (ks & 3);
-        uint32_t r[4] = {0, 0, 0, 0};
-        if (gg < p.G) {
-            r[0] = *reinterpret_cast<const uint32_t *>(q + gg * p.Dq + base);
-            r[2] = *reinterpret_cast<const uint32_t *>(q + gg * p.Dq + base + 2);
-        }
-        if (gg + 8 < p.G) {
-            r[1] = *reinterpret_cast<const uint32_t *>(q + (gg + 8) * p.Dq + base);
-            r[3] = *reinterpret_cast<const uint32_t *>(q + (gg + 8) * p.Dq + base + 2);
-        }
-        qs[e] = make_uint4(r[0], r[1], r[2], r[3]);
-    }
-    __syncthreads();
 
     const int n = seq_len(p, b);
     const int ci = blockIdx.x * (blockDim.x >> 5) + warp;
     const int t0 = ci * p.chunk;
-    if (t0 >= n)
-        return;
+    /* t0 >= n: no work (ntiles <= 0), but the warp stages its share of Q first */
     const int t1 = min(n, t0 + p.chunk);
     const int ntiles = (t1 - t0 + 15) >> 4;
     const int kch = KCH > 0 ? KCH : p.kch;
@@ -594,6 +579,33 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
             issue(k, k, lookup(k));
         cp_commit();
     }
+    /* Q is staged after the ring's first copies are issued, so that the two latencies
+     * overlap at the start of every split */
+    /* a0 / a2 (a1 / a3: row g + 8) hold the dims (kq, kq + dk) / (kq + dn, kq + dn + dk):
+     * the K fragment's pairing (k_frag), the header's dim(c, ks, kk) */
+    for (int e = threadIdx.x; e < nks * 32; e += blockDim.x) {
+        const int ks = e >> 5, ln = e & 31, gg = ln >> 2, tt = ln & 3, kl = ks & 3;
+        const int kq = 64 * (ks >> 2) + 16 * tt +
+                       (FMT >= F_NVFP4 ? 8 * (kl >> 1) + 2 * (kl & 1) : 4 * kl);
+        const int dk = FMT >= F_NVFP4 ? 4 : 1, dn = FMT >= F_NVFP4 ? 1 : 2;
+        auto pair = [&](int row, int d) -> uint32_t {
+            const uint16_t *qr = q + row * p.Dq;
+            return (uint32_t)qr[d] | ((uint32_t)qr[d + dk] << 16);
+        };
+        uint32_t r[4] = {0, 0, 0, 0};
+        if (gg < p.G) {
+            r[0] = pair(gg, kq);
+            r[2] = pair(gg, kq + dn);
+        }
+        if (gg + 8 < p.G) {
+            r[1] = pair(gg + 8, kq);
+            r[3] = pair(gg + 8, kq + dn);
+        }
+        qs[e] = make_uint4(r[0], r[1], r[2], r[3]);
+    }
+    __syncthreads();
+    if (t0 >= n)
+        return;
     int next_page = S - 1 < ntiles ? lookup(S - 1) : 0;
     int st_use = 0, st_iss = S - 1; /* stage of tile it, and of tile it + S - 1 */
 
@@ -606,15 +618,6 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 O[s][j][i] = 0.0f;
-
-    /* The E2M1 byte tables' low words, opaque to the compiler so that they stay in two
-     * registers instead of being rebuilt before every use. */
-    uint32_t th = 0x3F3F3F00u, tl = 0xC0800000u;
-    if (FMT >= F_NVFP4) { /* per-lane in ptxas's eyes (PS >> 31 is 0), so never rebuilt */
-        const uint32_t zero = (uint32_t)lane & ((uint32_t)p.PS >> 31);
-        th |= zero;
-        tl |= zero;
-    }
 
     for (int it = 0; it < ntiles; it++) {
         if (S == 2) /* the default ring: skip cp_wait's jump table */
@@ -656,8 +659,8 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
                 sb2 = lowp_dec_prmt(sab, 0, 0x3232u);
             }
             const uint8_t *kA = st + kofs + 32 * E2 * c;
-            k_frag<FMT>(kA, sa, sa2, p.e5m2, th, tl, ka);
-            k_frag<FMT>(kA + 8 * k_rs, sb, sb2, p.e5m2, th, tl, kb);
+            k_frag<FMT>(kA, sa, sa2, p.e5m2, ka);
+            k_frag<FMT>(kA + 8 * k_rs, sb, sb2, p.e5m2, kb);
 #pragma unroll
             for (int ks = 0; ks < 4; ks++) {
                 uint4 a = qs[(c * 4 + ks) * 32 + lane];
@@ -761,8 +764,8 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
                 }
                 const uint8_t *vA = st + vofs + 32 * E2 * s;
                 uint32_t b0[8], b1[8];
-                v_pairs<FMT>(vA, vA + v_rs, c0, c1, p.e5m2, th, tl, b0);
-                v_pairs<FMT>(vA + 8 * v_rs, vA + 9 * v_rs, c8, c9, p.e5m2, th, tl, b1);
+                v_pairs<FMT>(vA, vA + v_rs, c0, c1, p.e5m2, b0);
+                v_pairs<FMT>(vA + 8 * v_rs, vA + 9 * v_rs, c8, c9, p.e5m2, b1);
                 if (!full) { /* V of a position past the end enters as +0 */
                     const uint32_t m0 = (val[0] ? 0xFFFFu : 0u) | (val[1] ? 0xFFFF0000u : 0u);
                     const uint32_t m1 = (val[2] ? 0xFFFFu : 0u) | (val[3] ? 0xFFFF0000u : 0u);

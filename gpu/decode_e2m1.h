@@ -2,7 +2,8 @@
  * that the host runs too, so that a CPU test (tests/test_decode_e2m1.c) checks the kernel's
  * own bit manipulation on every code pattern against the emulator's element values
  * (lowp/attn_gpu_emul.h step 1). On the device prmt is the PTX instruction; on the host
- * it is modelled from the PTX ISA's definition below. Not installed. */
+ * it is modelled from the PTX ISA's definition below (the kernels still use prmt to
+ * interleave V rows). Not installed. */
 #ifndef LOWP_DECODE_E2M1_H
 #define LOWP_DECODE_E2M1_H
 
@@ -37,36 +38,32 @@ LOWP_DEC_HD uint32_t lowp_dec_prmt(uint32_t a, uint32_t b, uint32_t sel)
 #endif
 }
 
-/* Eight E2M1 codes q0..q7 (the nibbles of w, q0 lowest) -> four BF16 pairs, exact. pos = 0:
- * (q0, q1), (q2, q3), (q4, q5), (q6, q7), neighbouring dims of one row (K); pos = 1: (q0,
- * q2), (q1, q3), (q4, q6), (q5, q7), for w holding two rows interleaved byte by byte (V,
- * whose MMA pairs run along positions). Low half = first code of the pair.
+/* Eight E2M1 codes q0..q7 (the nibbles of w, q0 lowest) -> four pairs (q0, q4), (q1, q5),
+ * (q2, q6), (q3, q7) (low half = the first code), each half the BF16 whose bits are the
+ * code's sign at bit 15 and its exponent and mantissa bits e1 e0 m at bits 8..6: the
+ * BF16 value 2^-126 x the code's value, exactly (e = 0 lands in BF16's subnormals as m x
+ * 2^-127, e >= 1 gives 2^(e-127) x 1.m, the E2M1 values shifted by the bias difference
+ * 127 - 1). One BF16 multiply by 2^126 (exact, lowp_dec_e2m1_unbias) restores the value.
  *
- * Byte tables of the BF16 magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6: high bytes {th,
- * 0x40404040}, low bytes {tl, 0xC0804000}, th = 0x3F3F3F00 and tl = 0xC0800000 (passed in
- * so that the kernel can keep them in registers), indexed by the 3-bit magnitude, 4 codes
- * per prmt (its selector is the low 16 bits). The sign comes from a sign-replicating prmt:
- * code k's sign bit (bit 4k + 3 of w) is bit 7 of byte k/2 of w << 4 for even k (selector
- * 8 + k/2) and of w for odd k (selector 12 + k/2). */
-LOWP_DEC_HD void lowp_dec_e2m1x8_bf16(uint32_t w, uint32_t th, uint32_t tl, int pos,
-                                      uint32_t *o)
+ * Pair j of w is nibbles j and j + 4, 16 bits apart, so one mask picks both and one
+ * integer multiply by 2^a + 2^b places both halves' magnitudes (a) and signs (b) at once:
+ * the two shifted copies of a lone nibble never overlap, so the sum is their OR, and a
+ * last mask drops what each copy carries into the other's field. Pairs 2 and 3 are pairs
+ * 0 and 1 of w >> 8. Per pair 2 masks and a multiply (the H200 issues the multiply on its
+ * FMA pipe), where the byte tables this replaced took about 5 ALU instructions: the ALU
+ * pipe, at half the issue rate, is what bound the NVFP4 kernel. */
+LOWP_DEC_HD void lowp_dec_e2m1x8_sub(uint32_t w, uint32_t *o)
 {
-    const uint32_t idx = w & 0x77777777u, idx_hi = idx >> 16, ws = w << 4;
-    const uint32_t hi0 = lowp_dec_prmt(th, 0x40404040u, idx);
-    const uint32_t lo0 = lowp_dec_prmt(tl, 0xC0804000u, idx);
-    const uint32_t hi1 = lowp_dec_prmt(th, 0x40404040u, idx_hi);
-    const uint32_t lo1 = lowp_dec_prmt(tl, 0xC0804000u, idx_hi);
-    if (pos) {
-        o[0] = lowp_dec_prmt(lo0, hi0, 0x6240u) | (lowp_dec_prmt(ws, w, 0x9080u) & 0x80008000u);
-        o[1] = lowp_dec_prmt(lo0, hi0, 0x7351u) | (lowp_dec_prmt(ws, w, 0xD0C0u) & 0x80008000u);
-        o[2] = lowp_dec_prmt(lo1, hi1, 0x6240u) | (lowp_dec_prmt(ws, w, 0xB0A0u) & 0x80008000u);
-        o[3] = lowp_dec_prmt(lo1, hi1, 0x7351u) | (lowp_dec_prmt(ws, w, 0xF0E0u) & 0x80008000u);
-    } else {
-        o[0] = lowp_dec_prmt(lo0, hi0, 0x5140u) | (lowp_dec_prmt(ws, w, 0xC080u) & 0x80008000u);
-        o[1] = lowp_dec_prmt(lo0, hi0, 0x7362u) | (lowp_dec_prmt(ws, w, 0xD090u) & 0x80008000u);
-        o[2] = lowp_dec_prmt(lo1, hi1, 0x5140u) | (lowp_dec_prmt(ws, w, 0xE0A0u) & 0x80008000u);
-        o[3] = lowp_dec_prmt(lo1, hi1, 0x7362u) | (lowp_dec_prmt(ws, w, 0xF0B0u) & 0x80008000u);
-    }
+    const uint32_t keep = 0x81C081C0u; /* bits 15, 8..6 of each half */
+    const uint32_t r = w >> 8;
+    o[0] = ((w & 0x000F000Fu) * 0x1040u) & keep;  /* << 6 and << 12 */
+    o[1] = ((w & 0x00F000F0u) * 0x0104u) & keep;  /* << 2 and << 8 */
+    o[2] = ((r & 0x000F000Fu) * 0x1040u) & keep;
+    o[3] = ((r & 0x00F000F0u) * 0x0104u) & keep;
 }
+
+/* The BF16 pair 2^126 x 2^126 (0x7E80 each): lowp_dec_e2m1x8_sub's pairs times it, in
+ * BF16 (exact: the products are the E2M1 values), are the codes' values. */
+#define LOWP_DEC_E2M1_UNBIAS 0x7E807E80u
 
 #endif /* LOWP_DECODE_E2M1_H */

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 /* The interface with gpu/mma_probe_main.c (C), declared identically there. */
@@ -35,6 +36,8 @@ extern "C" {
 int lowp_mma_gpu_device(char *desc, size_t len);
 int lowp_mma_gpu_run(const uint16_t *A, const uint16_t *B, const uint32_t *C, uint32_t *D,
                      size_t ntiles, char *err, size_t errlen);
+int lowp_mma_gpu_bf16_mul_sweep(unsigned long long *bad, unsigned long long *bad_sub,
+                                uint32_t *first_bad, char *err, size_t errlen);
 }
 
 #define CK(call)                                                                         \
@@ -149,5 +152,71 @@ done:
         cudaFree(dC);
     if (dD)
         cudaFree(dD);
+    return rc;
+}
+
+/* ---- BF16 multiply sweep ----------------------------------------------------------------
+ * Every product a * b of two BF16 (2^32 pairs, two a lane through one __hmul2, the
+ * instruction gpu/decode.cu scales FP4 codes with) against binary32 arithmetic rounded
+ * to BF16: the binary32 product of two BF16 is exact (16 significant bits) unless it
+ * falls below 2^-149, where BF16 rounds to zero either way. Any NaN matches any NaN.
+ * Counts the differences, those with a subnormal operand apart, and keeps one (a << 16 |
+ * b). This is what lets the FP4 decode build 2^-126 x an E2M1 value as a BF16 subnormal
+ * and multiply it by 2^126. Build without -ftz (the CMake target does). */
+__global__ void bf16_mul_sweep(unsigned long long *bad, unsigned long long *bad_sub,
+                               uint32_t *first)
+{
+    const size_t n = (size_t)1 << 31, stride = (size_t)gridDim.x * blockDim.x;
+    unsigned long long nb = 0, ns = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const uint32_t a = (uint32_t)(i >> 15), b0 = (uint32_t)(i & 0x7FFF) * 2;
+        const uint32_t av = a | (a << 16), bv = b0 | ((b0 + 1) << 16);
+        __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162 *>(&av),
+                                   *reinterpret_cast<const __nv_bfloat162 *>(&bv));
+        const uint32_t rv = *reinterpret_cast<uint32_t *>(&r);
+        for (int h = 0; h < 2; h++) {
+            const uint32_t b = b0 + h, got = (rv >> (16 * h)) & 0xFFFF;
+            const float x = __fmul_rn(__uint_as_float(a << 16), __uint_as_float(b << 16));
+            __nv_bfloat16 w = __float2bfloat16_rn(x);
+            const uint32_t want = *reinterpret_cast<uint16_t *>(&w);
+            const bool nan_w = (want & 0x7FFF) > 0x7F80, nan_g = (got & 0x7FFF) > 0x7F80;
+            if (nan_w && nan_g)
+                continue;
+            if (got != want) {
+                nb++;
+                if ((a & 0x7F80) == 0 || (b & 0x7F80) == 0)
+                    ns++;
+                atomicExch(first, (a << 16) | b);
+            }
+        }
+    }
+    if (nb) {
+        atomicAdd(bad, nb);
+        atomicAdd(bad_sub, ns);
+    }
+}
+
+/* 0 with the counts, or 3 with a reason in err. */
+extern "C" int lowp_mma_gpu_bf16_mul_sweep(unsigned long long *bad, unsigned long long *bad_sub,
+                                           uint32_t *first_bad, char *err, size_t errlen)
+{
+    int rc = 0;
+    unsigned long long *d = nullptr;
+    {
+        CK(cudaSetDevice(0));
+        CK(cudaMalloc(&d, 3 * sizeof(unsigned long long)));
+        CK(cudaMemset(d, 0, 3 * sizeof(unsigned long long)));
+        bf16_mul_sweep<<<132 * 16, 256>>>(d, d + 1, reinterpret_cast<uint32_t *>(d + 2));
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        unsigned long long h[3];
+        CK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+        *bad = h[0];
+        *bad_sub = h[1];
+        *first_bad = (uint32_t)h[2];
+    }
+done:
+    if (d)
+        cudaFree(d);
     return rc;
 }

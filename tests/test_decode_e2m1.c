@@ -1,12 +1,13 @@
 /* tests/test_decode_e2m1.c: the sm_90 decode kernels' E2M1 -> BF16 bit manipulation
  * (gpu/decode_e2m1.h), run on the CPU, on any machine.
  *
- * The kernel decodes E2M1 with byte-table and sign-replicating prmt instructions; the H200
- * runs prove the kernel as a whole (reports/gpu-decode-conform-h200.md). This test keeps
- * that decode honest in CI, without a GPU: every 16-bit pattern of codes in each half of
- * the word, both pairings, against the emulator's element values at scale 1.0
- * (lowp_gpu_decode_element_bf16, lowp/attn_gpu_emul.h step 1). The host model of prmt is
- * checked first against results the PTX ISA's definition fixes.
+ * The kernel places each E2M1 code's bits into a BF16 that is 2^-126 times its value and
+ * multiplies by 2^126; the H200 runs prove the kernel as a whole
+ * (reports/gpu-decode-conform-h200.md). This test keeps that decode honest in CI, without
+ * a GPU: every 16-bit pattern of codes in each half of the word against the emulator's
+ * element values at scale 1.0 (lowp_gpu_decode_element_bf16, lowp/attn_gpu_emul.h step
+ * 1). The host model of prmt (which the kernels use to interleave V rows) is checked
+ * against results the PTX ISA's definition fixes.
  */
 #include <check.h>
 #include <stdint.h>
@@ -15,8 +16,6 @@
 #include "lowp/attn_gpu_emul.h"
 
 #define E4M3_ONE 0x38 /* the E4M3 scale byte of 1.0 */
-#define TH 0x3F3F3F00u
-#define TL 0xC0800000u
 
 START_TEST(prmt_model)
 {
@@ -38,27 +37,43 @@ static uint16_t want(unsigned c)
     return lowp_gpu_decode_element_bf16(LOWP_NVFP4, (uint16_t)c, E4M3_ONE);
 }
 
-/* Check both pairings of one word; returns the number of wrong halves. */
+/* The kernel's BF16 multiply of one half by 2^126 (LOWP_DEC_E2M1_UNBIAS), modelled in
+ * binary32: a BF16 is the top half of a binary32 (BF16 subnormals are binary32 normals),
+ * and the product is exact whenever it is an E2M1 value, so any result that is not one
+ * fails below whatever the rounding. */
+static uint16_t unbias(uint16_t h)
+{
+    union { uint32_t u; float f; } x = {(uint32_t)h << 16}, k = {0x7E800000u};
+    x.f *= k.f;
+    return (uint16_t)(x.u >> 16);
+}
+
+/* Check one word's four pairs (q_i, q_i+4); returns the number of wrong halves. */
 static int check_word(uint32_t w)
 {
-    unsigned q[8];
-    for (int k = 0; k < 8; k++)
-        q[k] = (w >> (4 * k)) & 0xFu;
-    /* pos 0: (q0, q1), (q2, q3), (q4, q5), (q6, q7); pos 1: (q0, q2), (q1, q3), (q4, q6),
-     * (q5, q7) */
-    static const int first[2][4] = {{0, 2, 4, 6}, {0, 1, 4, 5}};
-    static const int second[2][4] = {{1, 3, 5, 7}, {2, 3, 6, 7}};
+    uint32_t o[4];
     int bad = 0;
-    for (int pos = 0; pos < 2; pos++) {
-        uint32_t o[4];
-        lowp_dec_e2m1x8_bf16(w, TH, TL, pos, o);
-        for (int i = 0; i < 4; i++) {
-            bad += (o[i] & 0xFFFFu) != want(q[first[pos][i]]);
-            bad += (o[i] >> 16) != want(q[second[pos][i]]);
-        }
+    lowp_dec_e2m1x8_sub(w, o);
+    for (int i = 0; i < 4; i++) {
+        bad += unbias((uint16_t)(o[i] & 0xFFFFu)) != want((w >> (4 * i)) & 0xFu);
+        bad += unbias((uint16_t)(o[i] >> 16)) != want((w >> (4 * i + 16)) & 0xFu);
     }
     return bad;
 }
+
+START_TEST(placed_bits)
+{
+    /* the placement itself: code 1 (0.5) is the smallest BF16 subnormal x 2^6, code 7 (6)
+     * is 2^-124 x 1.5; the sign goes to bit 15 of each half */
+    uint32_t o[4];
+    lowp_dec_e2m1x8_sub(0x00070001u, o);
+    ck_assert_uint_eq(o[0], 0x01C00040u);
+    lowp_dec_e2m1x8_sub(0x9000A000u, o); /* q3 = 0xA (-1), q7 = 0x9 (-0.5) */
+    ck_assert_uint_eq(o[3], 0x80408080u);
+    ck_assert_uint_eq(o[0] | o[1] | o[2], 0u);
+    ck_assert_uint_eq(LOWP_DEC_E2M1_UNBIAS >> 16, 0x7E80u); /* 2^126 */
+}
+END_TEST
 
 START_TEST(every_code_pattern)
 {
@@ -84,6 +99,7 @@ int main(void)
     Suite *s = suite_create("decode_e2m1");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, prmt_model);
+    tcase_add_test(tc, placed_bits);
     tcase_add_test(tc, every_code_pattern);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

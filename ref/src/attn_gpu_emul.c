@@ -155,9 +155,13 @@ static void read_row(const lowp_kvcache *c, const side *sd, lowp_kv_which w, siz
     }
 }
 
-/* MMA k index kk of k-step ks of 64-dim chunk c -> dim (the header's step 2). */
-static size_t k_dim(size_t c, size_t ks, size_t kk)
+/* MMA k index kk of k-step ks of 64-dim chunk c -> dim (the header's step 2; fp4: NVFP4
+ * and MXFP4). */
+static size_t k_dim(int fp4, size_t c, size_t ks, size_t kk)
 {
+    if (fp4)
+        return 64 * c + 16 * ((kk % 8) / 2) + 8 * (ks / 2) + 2 * (ks % 2) + (kk >= 8) +
+               4 * (kk % 2);
     return 64 * c + 16 * ((kk % 8) / 2) + 4 * ks + (kk % 2) + 2 * (kk >= 8);
 }
 
@@ -187,13 +191,14 @@ static void run_item(const job *J, size_t b, size_t h, size_t ci, uint16_t *kr, 
      * transposed ([dim][position]), so each MMA call reads 16 contiguous values and no
      * row is permuted more than once. */
     uint16_t qp[LOWP_GPU_DECODE_MAX_GROUP * 512], row[512];
+    const int fp4 = cfg->format == LOWP_NVFP4 || cfg->format == LOWP_MXFP4;
     for (size_t r = 0; r < G; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
         for (size_t c = 0; c < Dq / 64; c++)
             for (size_t ks = 0; ks < 4; ks++)
                 for (size_t kk = 0; kk < 16; kk++)
-                    qp[r * Dq + 16 * (4 * c + ks) + kk] = q[r * Dq + k_dim(c, ks, kk)];
+                    qp[r * Dq + 16 * (4 * c + ks) + kk] = q[r * Dq + k_dim(fp4, c, ks, kk)];
     }
     memset(o, 0, G * Dv * sizeof *o);
     for (size_t tt = t0; tt < t1; tt += LOWP_GPU_DECODE_TILE) {
@@ -207,7 +212,7 @@ static void run_item(const job *J, size_t b, size_t h, size_t ci, uint16_t *kr, 
                 for (size_t c = 0; c < Dq / 64; c++)
                     for (size_t ks = 0; ks < 4; ks++)
                         for (size_t kk = 0; kk < 16; kk++)
-                            kr[j * Dq + 16 * (4 * c + ks) + kk] = row[k_dim(c, ks, kk)];
+                            kr[j * Dq + 16 * (4 * c + ks) + kk] = row[k_dim(fp4, c, ks, kk)];
                 read_row(a->cache, &J->V, LOWP_KV_V, page, slot, h, row);
                 for (size_t d = 0; d < Dv; d++)
                     vr[d * LOWP_GPU_DECODE_TILE + j] = row[d];

@@ -23,7 +23,11 @@
  *      acc = +0; for each k-step (16 dims): acc = MMA(q[16], e_k[16], acc)
  *    where MMA is lowp_mma_dot_add_bf16 with the H200's parameters (lowp/mma.h) and the
  *    16 dims of k-step ks of 64-dim chunk c are, in MMA k order kk = 0..15,
- *      dim(c, ks, kk) = 64c + 16 * ((kk mod 8) / 2) + 4 ks + (kk mod 2) + 2 (kk >= 8).
+ *      BF16, FP8: dim(c, ks, kk) = 64c + 16 ((kk mod 8) / 2) + 4 ks + (kk mod 2)
+ *                                  + 2 (kk >= 8)
+ *      NVFP4, MXFP4: dim(c, ks, kk) = 64c + 16 ((kk mod 8) / 2) + 8 (ks / 2)
+ *                                  + 2 (ks mod 2) + (kk >= 8) + 4 (kk mod 2)
+ *    (the FP4 kernels decode codes 4 dims apart into one BF16 pair).
  *    s = acc * qk_scale, qk_scale = lowp_gpu_decode_score_scale(sm_scale, K global scale
  *    of the KV head); positions past the sequence end get s = -Inf (their K and V are
  *    never read; V enters the MMA as +0).
