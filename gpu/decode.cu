@@ -75,10 +75,17 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t s)
 }
 
 /* Eight E2M1 codes (the nibbles q0..q7 of w) -> the BF16 pairs (q0, q4), (q1, q5), (q2,
- * q6), (q3, q7), exact (low half = the first code). sm_90: gpu/decode_e2m1.h's bit
- * placement and one BF16 multiply by 2^126 a pair (the H200's BF16 multiply keeps
- * subnormal inputs: the probe in gpu/cvt.cu and every conform run check it); Blackwell:
- * the hardware cvt. */
+ * q6), (q3, q7) (low half = the first code) of their values times E2M1_BASE: sm_90 uses
+ * gpu/decode_e2m1.h's bit placement, which gives 2^-126 x the values, and multiplies by
+ * 2^126 only when EXACT (MXFP4; NVFP4 folds 2^126 into its block scales, NVFP4_SCALE_FIX).
+ * The H200's BF16 multiply keeps subnormal inputs: lowp_gpu_mma_probe checks all 2^32
+ * products. Blackwell: the hardware cvt, exact. */
+#if LOWP_DEC_BLACKWELL_E2M1
+#define NVFP4_SCALE_FIX 0x3C003C00u /* 2^-7 x 2^-7: the scale pair to step 1's e */
+#else
+#define NVFP4_SCALE_FIX 0x7B007B00u /* 2^119 x 2^119: 2^-126 x 2^119 = step 1's 2^-7 */
+#endif
+template <bool EXACT>
 __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t *o)
 {
 #if LOWP_DEC_BLACKWELL_E2M1
@@ -100,9 +107,11 @@ __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t *o)
     o[3] = lowp_dec_prmt(p[1], p[3], 0x7632u);
 #else
     lowp_dec_e2m1x8_sub(w, o);
+    if (EXACT) {
 #pragma unroll
-    for (int i = 0; i < 4; i++)
-        o[i] = bf16x2_mul(o[i], LOWP_DEC_E2M1_UNBIAS);
+        for (int i = 0; i < 4; i++)
+            o[i] = bf16x2_mul(o[i], LOWP_DEC_E2M1_UNBIAS);
+    }
 #endif
 }
 
@@ -125,7 +134,15 @@ __device__ __forceinline__ uint32_t fp8x2_bf16(uint32_t x, int e5m2)
     return pack_bf16(f.x, f.y);
 }
 
-/* Step 1 for FP4 pairs: NVFP4 multiplies in BF16 (exact), sc = the two scales' BF16 bits;
+/* Two NVFP4 E4M3 scale bytes -> the BF16 pair (sa, sb) x NVFP4_SCALE_FIX, exact (448 x
+ * 2^119 < 2^128; NaN stays NaN). */
+__device__ __forceinline__ uint32_t nvfp4_scales(uint8_t sa, uint8_t sb)
+{
+    return bf16x2_mul(fp8x2_bf16(lowp_dec_prmt(sa, sb, 0x0040u), 0), NVFP4_SCALE_FIX);
+}
+
+/* Step 1 for FP4 pairs: NVFP4 multiplies in BF16 (exact), sc = the two scales' BF16 bits
+ * times NVFP4_SCALE_FIX (nvfp4_scales), pr from e2m1x8_bf16<false>;
  * MXFP4 multiplies in binary32 and rounds to BF16 (exact when finite), fa / fb the scales
  * of the pair's low and high element. */
 template <int FMT>
@@ -271,8 +288,8 @@ __device__ __forceinline__ void k_frag(const uint8_t *row, uint8_t sc, uint32_t 
     } else {
         const uint2 a = *reinterpret_cast<const uint2 *>(row);
         const float sf = FMT == F_MXFP4 ? e8m0_f32(sc) : 0.0f;
-        e2m1x8_bf16(a.x, o);
-        e2m1x8_bf16(a.y, o + 4);
+        e2m1x8_bf16<FMT == F_MXFP4>(a.x, o);
+        e2m1x8_bf16<FMT == F_MXFP4>(a.y, o + 4);
 #pragma unroll
         for (int i = 0; i < 8; i++)
             o[i] = fp4_scaled<FMT>(o[i], s2, sf, sf);
@@ -308,15 +325,15 @@ __device__ __forceinline__ void v_pairs(const uint8_t *A, const uint8_t *B, uint
         uint32_t s2 = 0;
         float fa = 0.0f, fb = 0.0f;
         if (FMT == F_NVFP4) {
-            s2 = fp8x2_bf16(lowp_dec_prmt(ca, cb, 0x0040u), 0); /* both scales in one cvt */
+            s2 = nvfp4_scales(ca, cb); /* both scales in one cvt */
         } else {
             fa = e8m0_f32(ca);
             fb = e8m0_f32(cb);
         }
         /* x0: A's dims 0..3 then B's, x1: dims 4..7; codes 4 apart pair A with B */
         const uint32_t x0 = lowp_dec_prmt(a, b, 0x5410u), x1 = lowp_dec_prmt(a, b, 0x7632u);
-        e2m1x8_bf16(x0, o);
-        e2m1x8_bf16(x1, o + 4);
+        e2m1x8_bf16<FMT == F_MXFP4>(x0, o);
+        e2m1x8_bf16<FMT == F_MXFP4>(x1, o + 4);
 #pragma unroll
         for (int j = 0; j < 8; j++)
             o[j] = fp4_scaled<FMT>(o[j], s2, fa, fb);
@@ -654,7 +671,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
             }
             uint32_t sa2 = 0, sb2 = 0; /* NVFP4: each scale as a BF16 pair (s, s) */
             if (FMT == F_NVFP4) {
-                const uint32_t sab = fp8x2_bf16(lowp_dec_prmt(sa, sb, 0x0040u), 0);
+                const uint32_t sab = nvfp4_scales(sa, sb);
                 sa2 = lowp_dec_prmt(sab, 0, 0x1010u);
                 sb2 = lowp_dec_prmt(sab, 0, 0x3232u);
             }
@@ -837,7 +854,7 @@ __global__ void decode_merge(const Params p)
         L = L + p.ws_l[(item0 + c) * p.G + r] * w;
         Ov = Ov + p.ws_o[((item0 + c) * p.G + r) * p.Dv + d] * w;
     }
-    float vs = p.v_global[p.n_v_global > 1 ? h : 0];
+    float vs = p.v_global[p.n_v_global > 1 ? h : 0] * p.unscale;
     __nv_bfloat16 o = __float2bfloat16_rn((Ov / L) * vs);
     p.out[idx] = *reinterpret_cast<uint16_t *>(&o);
 }
@@ -972,7 +989,8 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
     if (pl.H > sizeof qks / sizeof qks[0])
         return fail(why, why_len, "%zu KV heads: at most %zu", pl.H, sizeof qks / sizeof qks[0]);
     for (size_t h = 0; h < pl.H; h++)
-        qks[h] = lowp_gpu_decode_score_scale(sm, c->k_global_host[c->n_global > 1 ? h : 0]);
+        qks[h] = lowp_gpu_decode_score_scale(sm, c->k_global_host[c->n_global > 1 ? h : 0]) *
+                 lowp_gpu_decode_unscale(cfg->format);
     uint8_t *w = (uint8_t *)ws;
     cudaError_t e = cudaMemcpyAsync(w + pl.off_qks, qks, pl.H * sizeof(float),
                                     cudaMemcpyHostToDevice, st);
@@ -1017,6 +1035,7 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
     p.v_S = (int)lowp_kv_row_scales(cfg, LOWP_KV_V);
 
     p.format = (int)cfg->format;
+    p.unscale = lowp_gpu_decode_unscale(cfg->format);
     p.ps_shift = -1;
     for (int sh = 0; sh < 31; sh++)
         if ((size_t)1 << sh == cfg->page_size)

@@ -27,6 +27,7 @@ typedef struct lowp_gpu_decode_params {
     int hnd, k_il, v_il, e5m2;
     int k_rb, v_rb, k_S, v_S;
     int format;   /* lowp_block_format */
+    float unscale; /* lowp_gpu_decode_unscale(format): v_scale's factor (step 5) */
     int ps_shift; /* log2(page size) for a power of two, else -1 */
     /* shared-memory ring (gpu/decode.cu): stages per warp, warps per CTA, bytes per stage,
      * row strides of K codes, V codes and K / V scale windows, offsets inside a stage */

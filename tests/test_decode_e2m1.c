@@ -2,7 +2,8 @@
  * (gpu/decode_e2m1.h), run on the CPU, on any machine.
  *
  * The kernel places each E2M1 code's bits into a BF16 that is 2^-126 times its value and
- * multiplies by 2^126; the H200 runs prove the kernel as a whole
+ * multiplies by 2^126 (MXFP4) or by the block scale times 2^119 (NVFP4, whose step 1
+ * carries 2^-7); the H200 runs prove the kernel as a whole
  * (reports/gpu-decode-conform-h200.md). This test keeps that decode honest in CI, without
  * a GPU: every 16-bit pattern of codes in each half of the word against the emulator's
  * element values at scale 1.0 (lowp_gpu_decode_element_bf16, lowp/attn_gpu_emul.h step
@@ -31,32 +32,40 @@ START_TEST(prmt_model)
 }
 END_TEST
 
-/* The emulator's BF16 value of E2M1 code c (0..15) at scale 1.0. */
-static uint16_t want(unsigned c)
+/* The emulator's BF16 values of E2M1 code c (0..15) at block scale 1.0: NVFP4 (E4M3
+ * 0x38; its step 1 carries 2^-7) and MXFP4 (E8M0 127: the code's value). */
+static uint16_t want_nv(unsigned c)
 {
     return lowp_gpu_decode_element_bf16(LOWP_NVFP4, (uint16_t)c, E4M3_ONE);
 }
-
-/* The kernel's BF16 multiply of one half by 2^126 (LOWP_DEC_E2M1_UNBIAS), modelled in
- * binary32: a BF16 is the top half of a binary32 (BF16 subnormals are binary32 normals),
- * and the product is exact whenever it is an E2M1 value, so any result that is not one
- * fails below whatever the rounding. */
-static uint16_t unbias(uint16_t h)
+static uint16_t want_mx(unsigned c)
 {
-    union { uint32_t u; float f; } x = {(uint32_t)h << 16}, k = {0x7E800000u};
-    x.f *= k.f;
+    return lowp_gpu_decode_element_bf16(LOWP_MXFP4, (uint16_t)c, 127);
+}
+
+/* The kernel's BF16 multiply of one half by the BF16 k, modelled in binary32: a BF16 is
+ * the top half of a binary32 (BF16 subnormals are binary32 normals), and the products
+ * checked here are exact whenever they are the wanted values, so any result that is not
+ * one fails whatever the rounding. k: 0x7E80 = 2^126 (MXFP4, LOWP_DEC_E2M1_UNBIAS), 0x7B00
+ * = 2^119 (NVFP4: block scale 1.0 times gpu/decode.cu's NVFP4_SCALE_FIX). */
+static uint16_t mul(uint16_t h, uint16_t k)
+{
+    union { uint32_t u; float f; } x = {(uint32_t)h << 16}, y = {(uint32_t)k << 16};
+    x.f *= y.f;
     return (uint16_t)(x.u >> 16);
 }
 
-/* Check one word's four pairs (q_i, q_i+4); returns the number of wrong halves. */
+/* Check one word's four pairs (q_i, q_i+4) on both paths; returns the wrong halves. */
 static int check_word(uint32_t w)
 {
     uint32_t o[4];
     int bad = 0;
     lowp_dec_e2m1x8_sub(w, o);
     for (int i = 0; i < 4; i++) {
-        bad += unbias((uint16_t)(o[i] & 0xFFFFu)) != want((w >> (4 * i)) & 0xFu);
-        bad += unbias((uint16_t)(o[i] >> 16)) != want((w >> (4 * i + 16)) & 0xFu);
+        const unsigned lo = (w >> (4 * i)) & 0xFu, hi = (w >> (4 * i + 16)) & 0xFu;
+        const uint16_t a = (uint16_t)(o[i] & 0xFFFFu), b = (uint16_t)(o[i] >> 16);
+        bad += (mul(a, 0x7E80) != want_mx(lo)) + (mul(b, 0x7E80) != want_mx(hi));
+        bad += (mul(a, 0x7B00) != want_nv(lo)) + (mul(b, 0x7B00) != want_nv(hi));
     }
     return bad;
 }
@@ -87,10 +96,11 @@ START_TEST(every_code_pattern)
     }
     ck_assert_msg(bad == 0, "%ld BF16 halves differ from the emulator's element values", bad);
     /* the values themselves: +-0, +-0.5 and +-6 among them */
-    ck_assert_uint_eq(want(0x0), 0x0000);
-    ck_assert_uint_eq(want(0x8), 0x8000);
-    ck_assert_uint_eq(want(0x1), 0x3F00);
-    ck_assert_uint_eq(want(0xF), 0xC0C0);
+    ck_assert_uint_eq(want_mx(0x0), 0x0000);
+    ck_assert_uint_eq(want_mx(0x8), 0x8000);
+    ck_assert_uint_eq(want_mx(0x1), 0x3F00);
+    ck_assert_uint_eq(want_mx(0xF), 0xC0C0);
+    ck_assert_uint_eq(want_nv(0xF), 0xBD40); /* -6 x 2^-7 */
 }
 END_TEST
 

@@ -103,9 +103,9 @@ uint16_t lowp_gpu_decode_element_bf16(lowp_block_format f, uint16_t code, uint8_
     case LOWP_FP8_E5M2:
         return lowp_bf16_from_f32(lowp_decode_f32(LOWP_E5M2, code & 0xFF));
     case LOWP_NVFP4: {
-        /* exact: both factors and their product fit BF16 */
+        /* exact: the factors and their products fit BF16 (the header's step 1) */
         float x = lowp_decode_f32(LOWP_E2M1, code & 0xF) * lowp_decode_f32(LOWP_E4M3, scale);
-        return lowp_bf16_from_f32(x);
+        return lowp_bf16_from_f32(x * 0x1p-7f);
     }
     case LOWP_MXFP4: {
         float s;
@@ -120,6 +120,11 @@ uint16_t lowp_gpu_decode_element_bf16(lowp_block_format f, uint16_t code, uint8_
     default:
         return 0x7FFF;
     }
+}
+
+float lowp_gpu_decode_unscale(lowp_block_format f)
+{
+    return f == LOWP_NVFP4 ? 128.0f : 1.0f;
 }
 
 /* One side (K or V) of the cache, resolved for row reads. */
@@ -185,7 +190,8 @@ static void run_item(const job *J, size_t b, size_t h, size_t ci, uint16_t *kr, 
     size_t item = (b * J->H + h) * J->nch_max + ci;
     float *o = J->ws_o + item * G * Dv, *m = J->ws_m + item * G, *l = J->ws_l + item * G;
     float qks = lowp_gpu_decode_score_scale(a->sm_scale,
-                                            lowp_kvcache_global_scale(a->cache, LOWP_KV_K, h));
+                                            lowp_kvcache_global_scale(a->cache, LOWP_KV_K, h)) *
+                lowp_gpu_decode_unscale(cfg->format);
     const uint16_t *q = a->q + (b * a->num_q_heads + h * G) * Dq;
     /* Q and K rows are kept in MMA k order (k-step s = 4c + ks at 16 s .. 16 s + 15) and V
      * transposed ([dim][position]), so each MMA call reads 16 contiguous values and no
@@ -345,7 +351,8 @@ int lowp_gpu_decode_emulate(const lowp_gpu_decode_args *a0, uint16_t *out, char 
     for (size_t b = 0; b < B; b++) {
         size_t n = lowp_kv_seq_len(a->pt, cfg->page_size, b), nch = (n + chunk - 1) / chunk;
         for (size_t h = 0; h < H; h++) {
-            float vs = lowp_kvcache_global_scale(a->cache, LOWP_KV_V, h);
+            float vs = lowp_kvcache_global_scale(a->cache, LOWP_KV_V, h) *
+                       lowp_gpu_decode_unscale(cfg->format);
             size_t item0 = (b * H + h) * J.nch_max;
             for (size_t r = 0; r < G; r++) {
                 float M = -INFINITY, L = 0.0f;

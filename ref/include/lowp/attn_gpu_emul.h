@@ -13,11 +13,15 @@
  *
  * 1. Element values. Each stored K or V element becomes a BF16 value e (the MMA input):
  *      BF16: the stored bits;  FP8: the code's value (exact in BF16);
- *      NVFP4: E2M1 value x E4M3 block scale (exact in BF16: at most 6 significant bits,
- *             magnitudes 2^-10..2688), NaN when the scale is NaN;
+ *      NVFP4: E2M1 value x E4M3 block scale x 2^-7 (exact in BF16: at most 6
+ *             significant bits, magnitudes 2^-17..21), NaN when the scale is NaN. The
+ *             2^-7 lets the sm_90 kernel form e with one BF16 multiply: its E2M1 decode
+ *             yields 2^-126 x the code's value, and the scale, prescaled by 2^119 so
+ *             that 448 x 2^119 still fits BF16, brings it to e. U = 2^7 undoes it below;
  *      MXFP4: fl32(E2M1 value x 2^(c-127)) then rounded to BF16 (exact when finite;
  *             6 x 2^127 overflows to Inf), NaN when c = 0xFF.
- *    The decode-side global scales are not in e: K's goes into the score scale, V's
+ *    U = lowp_gpu_decode_unscale(format): 2^7 for NVFP4, 1 for the others. The
+ *    decode-side global scales are not in e: K's goes into the score scale, V's
  *    multiplies the output (step 5).
  * 2. Scores. For a tile of 16 positions, each query row r and position j:
  *      acc = +0; for each k-step (16 dims): acc = MMA(q[16], e_k[16], acc)
@@ -29,7 +33,7 @@
  *                                  + 2 (ks mod 2) + (kk >= 8) + 4 (kk mod 2)
  *    (the FP4 kernels decode codes 4 dims apart into one BF16 pair).
  *    s = acc * qk_scale, qk_scale = lowp_gpu_decode_score_scale(sm_scale, K global scale
- *    of the KV head); positions past the sequence end get s = -Inf (their K and V are
+ *    of the KV head) * U; positions past the sequence end get s = -Inf (their K and V are
  *    never read; V enters the MMA as +0).
  * 3. Online softmax over the tiles of one split (work item), in position order:
  *      m_t = fmaxf over the 16 s (NaN ignored);  m' = fmaxf(m, m_t)
@@ -44,8 +48,8 @@
  *    emulator and the kernel agree without a GPU). Each split gives (m, l, o).
  * 5. Merge, splits in order: M = fmaxf over m_c (from -Inf); L = 0, O = 0;
  *      w = exp2_sw(m_c - M);  L = L + l_c * w;  O_d = O_d + o_c,d * w
- *    out_d = bf16((O_d / L) * v_scale), v_scale the V global scale of the KV head (1 for
- *    BF16 and MX).
+ *    out_d = bf16((O_d / L) * v_scale), v_scale = the V global scale of the KV head (1 for
+ *    BF16 and MX) * U.
  *
  * Error bound against exact attention: lowp_attn_bound-style analysis is not attempted
  * here; `lowp gpu conform` compares with the binary64 reference under a stated, measured
@@ -85,6 +89,10 @@ float lowp_gpu_decode_score_scale(double sm_scale, float k_global);
 
 /* Step 1: the BF16 bits of an element (code as stored; scale byte ignored for BF16/FP8). */
 uint16_t lowp_gpu_decode_element_bf16(lowp_block_format f, uint16_t code, uint8_t scale);
+
+/* U of step 1: the power of two that qk_scale and v_scale carry to undo step 1's 2^-7
+ * (128 for NVFP4, else 1). Multiplying by it is exact short of overflow. */
+float lowp_gpu_decode_unscale(lowp_block_format f);
 
 /* BF16 <-> binary32 (round to nearest even; every NaN -> 0x7FFF, the canonical NaN that
  * cvt.rn.bf16.f32 gives on the H200 whatever the sign: gpu/decode.cu's output). */
