@@ -75,15 +75,15 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t s)
 }
 
 /* Eight E2M1 codes (the nibbles q0..q7 of w) -> the BF16 pairs (q0, q4), (q1, q5), (q2,
- * q6), (q3, q7) (low half = the first code) of their values times E2M1_BASE: sm_90 uses
- * gpu/decode_e2m1.h's bit placement, which gives 2^-126 x the values, and multiplies by
- * 2^126 only when EXACT (MXFP4; NVFP4 folds 2^126 into its block scales, NVFP4_SCALE_FIX).
- * The H200's BF16 multiply keeps subnormal inputs: lowp_gpu_mma_probe checks all 2^32
- * products. Blackwell: the hardware cvt, exact. */
+ * q6), (q3, q7) (low half = the first code). sm_90: gpu/decode_e2m1.h's bit placement,
+ * which gives 2^-126 x the codes' values, then a multiply by 2^126 only when EXACT
+ * (MXFP4; NVFP4 folds 2^126 into its block scales, NVFP4_SCALE_FIX). The H200's BF16
+ * multiply keeps subnormal inputs: lowp_gpu_mma_probe checks all 2^32 products.
+ * Blackwell: the hardware cvt, the values themselves whatever EXACT. */
 #if LOWP_DEC_BLACKWELL_E2M1
-#define NVFP4_SCALE_FIX 0x3C003C00u /* 2^-7 x 2^-7: the scale pair to step 1's e */
+#define NVFP4_SCALE_FIX 0x3C003C00u /* the BF16 pair (2^-7, 2^-7): scales to step 1 e */
 #else
-#define NVFP4_SCALE_FIX 0x7B007B00u /* 2^119 x 2^119: 2^-126 x 2^119 = step 1's 2^-7 */
+#define NVFP4_SCALE_FIX 0x7B007B00u /* the BF16 pair (2^119, 2^119): 2^-126 x 2^119 = 2^-7 */
 #endif
 template <bool EXACT>
 __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t *o)
