@@ -80,11 +80,6 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t s)
  * (MXFP4; NVFP4 folds 2^126 into its block scales, NVFP4_SCALE_FIX). The H200's BF16
  * multiply keeps subnormal inputs: lowp_gpu_mma_probe checks all 2^32 products.
  * Blackwell: the hardware cvt, the values themselves whatever EXACT. */
-#if LOWP_DEC_BLACKWELL_E2M1
-#define NVFP4_SCALE_FIX 0x3C003C00u /* the BF16 pair (2^-7, 2^-7): scales to step 1 e */
-#else
-#define NVFP4_SCALE_FIX 0x7B007B00u /* the BF16 pair (2^119, 2^119): 2^-126 x 2^119 = 2^-7 */
-#endif
 template <bool EXACT>
 __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t *o)
 {
@@ -135,7 +130,13 @@ __device__ __forceinline__ uint32_t fp8x2_bf16(uint32_t x, int e5m2)
 }
 
 /* Two NVFP4 E4M3 scale bytes -> the BF16 pair (sa, sb) x NVFP4_SCALE_FIX, exact (448 x
- * 2^119 < 2^128; NaN stays NaN). */
+ * 2^119 < 2^128; NaN stays NaN): the factor that takes e2m1x8_bf16<false>'s pairs to
+ * step 1's 2^-7 x value x scale. */
+#if LOWP_DEC_BLACKWELL_E2M1
+#define NVFP4_SCALE_FIX 0x3C003C00u /* the BF16 pair (2^-7, 2^-7): the cvt gives values */
+#else
+#define NVFP4_SCALE_FIX LOWP_DEC_NVFP4_SCALE_FIX
+#endif
 __device__ __forceinline__ uint32_t nvfp4_scales(uint8_t sa, uint8_t sb)
 {
     return bf16x2_mul(fp8x2_bf16(lowp_dec_prmt(sa, sb, 0x0040u), 0), NVFP4_SCALE_FIX);
@@ -596,10 +597,10 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
             issue(k, k, lookup(k));
         cp_commit();
     }
-    /* Q is staged after the ring's first copies are issued, so that the two latencies
-     * overlap at the start of every split */
-    /* a0 / a2 (a1 / a3: row g + 8) hold the dims (kq, kq + dk) / (kq + dn, kq + dn + dk):
-     * the K fragment's pairing (k_frag), the header's dim(c, ks, kk) */
+    /* Q, staged after the ring's first copies are issued so that the two latencies
+     * overlap at the start of every split: a0 / a2 (a1 / a3: row g + 8) hold the dims
+     * (kq, kq + dk) / (kq + dn, kq + dn + dk), the K fragment's pairing (k_frag), the
+     * header's dim(c, ks, kk) */
     for (int e = threadIdx.x; e < nks * 32; e += blockDim.x) {
         const int ks = e >> 5, ln = e & 31, gg = ln >> 2, tt = ln & 3, kl = ks & 3;
         const int kq = 64 * (ks >> 2) + 16 * tt +
@@ -989,8 +990,8 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
     if (pl.H > sizeof qks / sizeof qks[0])
         return fail(why, why_len, "%zu KV heads: at most %zu", pl.H, sizeof qks / sizeof qks[0]);
     for (size_t h = 0; h < pl.H; h++)
-        qks[h] = lowp_gpu_decode_score_scale(sm, c->k_global_host[c->n_global > 1 ? h : 0]) *
-                 lowp_gpu_decode_unscale(cfg->format);
+        qks[h] = lowp_gpu_decode_score_scale(cfg->format, sm,
+                                             c->k_global_host[c->n_global > 1 ? h : 0]);
     uint8_t *w = (uint8_t *)ws;
     cudaError_t e = cudaMemcpyAsync(w + pl.off_qks, qks, pl.H * sizeof(float),
                                     cudaMemcpyHostToDevice, st);

@@ -43,7 +43,8 @@ LOWP_DEC_HD uint32_t lowp_dec_prmt(uint32_t a, uint32_t b, uint32_t sel)
  * code's sign at bit 15 and its exponent and mantissa bits e1 e0 m at bits 8..6: the
  * BF16 value 2^-126 x the code's value, exactly (e = 0 lands in BF16's subnormals as m x
  * 2^-127, e >= 1 gives 2^(e-127) x 1.m, the E2M1 values shifted by the bias difference
- * 127 - 1). One BF16 multiply by 2^126 (exact, lowp_dec_e2m1_unbias) restores the value.
+ * 127 - 1). One BF16 multiply by 2^126 (exact, LOWP_DEC_E2M1_UNBIAS) restores the value;
+ * NVFP4 multiplies by its block scale times 2^119 instead (LOWP_DEC_NVFP4_SCALE_FIX).
  *
  * Pair j of w is nibbles j and j + 4, 16 bits apart, so one mask picks both and one
  * integer multiply by 2^a + 2^b places both halves' magnitudes (a) and signs (b) at once:
@@ -65,5 +66,10 @@ LOWP_DEC_HD void lowp_dec_e2m1x8_sub(uint32_t w, uint32_t *o)
 /* The BF16 pair 2^126 x 2^126 (0x7E80 each): lowp_dec_e2m1x8_sub's pairs times it, in
  * BF16 (exact: the products are the E2M1 values), are the codes' values. */
 #define LOWP_DEC_E2M1_UNBIAS 0x7E807E80u
+
+/* The BF16 pair 2^119 x 2^119 (0x7B00 each): NVFP4 block scales times it (448 x 2^119 <
+ * 2^128, so it fits BF16) take lowp_dec_e2m1x8_sub's pairs to the 2^-7 x value x scale
+ * of lowp/attn_gpu_emul.h's step 1 in one BF16 multiply. */
+#define LOWP_DEC_NVFP4_SCALE_FIX 0x7B007B00u
 
 #endif /* LOWP_DECODE_E2M1_H */

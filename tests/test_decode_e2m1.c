@@ -43,16 +43,14 @@ static uint16_t want_mx(unsigned c)
     return lowp_gpu_decode_element_bf16(LOWP_MXFP4, (uint16_t)c, 127);
 }
 
-/* The kernel's BF16 multiply of one half by the BF16 k, modelled in binary32: a BF16 is
- * the top half of a binary32 (BF16 subnormals are binary32 normals), and the products
- * checked here are exact whenever they are the wanted values, so any result that is not
- * one fails whatever the rounding. k: 0x7E80 = 2^126 (MXFP4, LOWP_DEC_E2M1_UNBIAS), 0x7B00
- * = 2^119 (NVFP4: block scale 1.0 times gpu/decode.cu's NVFP4_SCALE_FIX). */
-static uint16_t mul(uint16_t h, uint16_t k)
+/* The kernel's BF16 multiply of one half by the BF16 k, modelled in binary32 (BF16
+ * subnormals are binary32 normals): the products checked here are exact whenever they
+ * are the wanted values, so any result that is not one fails whatever the rounding. k:
+ * the high half of LOWP_DEC_E2M1_UNBIAS (MXFP4) or of LOWP_DEC_NVFP4_SCALE_FIX (NVFP4,
+ * block scale 1.0). */
+static uint16_t mul(uint16_t h, uint32_t k)
 {
-    union { uint32_t u; float f; } x = {(uint32_t)h << 16}, y = {(uint32_t)k << 16};
-    x.f *= y.f;
-    return (uint16_t)(x.u >> 16);
+    return lowp_bf16_from_f32(lowp_f32_from_bf16(h) * lowp_f32_from_bf16((uint16_t)(k >> 16)));
 }
 
 /* Check one word's four pairs (q_i, q_i+4) on both paths; returns the wrong halves. */
@@ -64,8 +62,9 @@ static int check_word(uint32_t w)
     for (int i = 0; i < 4; i++) {
         const unsigned lo = (w >> (4 * i)) & 0xFu, hi = (w >> (4 * i + 16)) & 0xFu;
         const uint16_t a = (uint16_t)(o[i] & 0xFFFFu), b = (uint16_t)(o[i] >> 16);
-        bad += (mul(a, 0x7E80) != want_mx(lo)) + (mul(b, 0x7E80) != want_mx(hi));
-        bad += (mul(a, 0x7B00) != want_nv(lo)) + (mul(b, 0x7B00) != want_nv(hi));
+        const uint32_t mx = LOWP_DEC_E2M1_UNBIAS, nv = LOWP_DEC_NVFP4_SCALE_FIX;
+        bad += (mul(a, mx) != want_mx(lo)) + (mul(b, mx) != want_mx(hi));
+        bad += (mul(a, nv) != want_nv(lo)) + (mul(b, nv) != want_nv(hi));
     }
     return bad;
 }
@@ -80,7 +79,8 @@ START_TEST(placed_bits)
     lowp_dec_e2m1x8_sub(0x9000A000u, o); /* q3 = 0xA (-1), q7 = 0x9 (-0.5) */
     ck_assert_uint_eq(o[3], 0x80408080u);
     ck_assert_uint_eq(o[0] | o[1] | o[2], 0u);
-    ck_assert_uint_eq(LOWP_DEC_E2M1_UNBIAS >> 16, 0x7E80u); /* 2^126 */
+    ck_assert_uint_eq(LOWP_DEC_E2M1_UNBIAS >> 16, 0x7E80u);     /* 2^126 */
+    ck_assert_uint_eq(LOWP_DEC_NVFP4_SCALE_FIX >> 16, 0x7B00u); /* 2^119 */
 }
 END_TEST
 

@@ -88,9 +88,10 @@ size_t lowp_gpu_decode_chunk_tokens(size_t batch, size_t num_kv_heads, size_t ma
     return c < cap ? c : cap;
 }
 
-float lowp_gpu_decode_score_scale(double sm_scale, float k_global)
+float lowp_gpu_decode_score_scale(lowp_block_format f, double sm_scale, float k_global)
 {
-    return (float)(sm_scale * 1.4426950408889634073599246810019 * (double)k_global);
+    return (float)(sm_scale * 1.4426950408889634073599246810019 * (double)k_global) *
+           lowp_gpu_decode_unscale(f);
 }
 
 uint16_t lowp_gpu_decode_element_bf16(lowp_block_format f, uint16_t code, uint8_t scale)
@@ -189,9 +190,8 @@ static void run_item(const job *J, size_t b, size_t h, size_t ci, uint16_t *kr, 
     size_t t0 = ci * J->chunk, t1 = t0 + J->chunk < n ? t0 + J->chunk : n;
     size_t item = (b * J->H + h) * J->nch_max + ci;
     float *o = J->ws_o + item * G * Dv, *m = J->ws_m + item * G, *l = J->ws_l + item * G;
-    float qks = lowp_gpu_decode_score_scale(a->sm_scale,
-                                            lowp_kvcache_global_scale(a->cache, LOWP_KV_K, h)) *
-                lowp_gpu_decode_unscale(cfg->format);
+    float qks = lowp_gpu_decode_score_scale(cfg->format, a->sm_scale,
+                                            lowp_kvcache_global_scale(a->cache, LOWP_KV_K, h));
     const uint16_t *q = a->q + (b * a->num_q_heads + h * G) * Dq;
     /* Q and K rows are kept in MMA k order (k-step s = 4c + ks at 16 s .. 16 s + 15) and V
      * transposed ([dim][position]), so each MMA call reads 16 contiguous values and no

@@ -32,8 +32,8 @@
  *      NVFP4, MXFP4: dim(c, ks, kk) = 64c + 16 ((kk mod 8) / 2) + 8 (ks / 2)
  *                                  + 2 (ks mod 2) + (kk >= 8) + 4 (kk mod 2)
  *    (the FP4 kernels decode codes 4 dims apart into one BF16 pair).
- *    s = acc * qk_scale, qk_scale = lowp_gpu_decode_score_scale(sm_scale, K global scale
- *    of the KV head) * U; positions past the sequence end get s = -Inf (their K and V are
+ *    s = acc * qk_scale, qk_scale = lowp_gpu_decode_score_scale(format, sm_scale, K global
+ *    scale of the KV head); positions past the sequence end get s = -Inf (their K and V are
  *    never read; V enters the MMA as +0).
  * 3. Online softmax over the tiles of one split (work item), in position order:
  *      m_t = fmaxf over the 16 s (NaN ignored);  m' = fmaxf(m, m_t)
@@ -84,8 +84,9 @@ int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *w
  * long so that its copies overlap its arithmetic. */
 size_t lowp_gpu_decode_chunk_tokens(size_t batch, size_t num_kv_heads, size_t max_len);
 
-/* fl32(sm_scale * log2(e) * k_global), computed in binary64 and rounded once. */
-float lowp_gpu_decode_score_scale(double sm_scale, float k_global);
+/* qk_scale of step 2: fl32(sm_scale * log2(e) * k_global), computed in binary64 and
+ * rounded once, times lowp_gpu_decode_unscale(f) (exact short of overflow). */
+float lowp_gpu_decode_score_scale(lowp_block_format f, double sm_scale, float k_global);
 
 /* Step 1: the BF16 bits of an element (code as stored; scale byte ignored for BF16/FP8). */
 uint16_t lowp_gpu_decode_element_bf16(lowp_block_format f, uint16_t code, uint8_t scale);
