@@ -39,7 +39,9 @@ static char tmpdir[256];
 
 static void make_tmpdir(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/lowp_test_tensor.XXXXXX");
+    const char *base = getenv("TMPDIR"); /* POSIX's default when unset: /tmp */
+    snprintf(tmpdir, sizeof tmpdir, "%s/lowp_test_tensor.XXXXXX",
+             base != NULL && *base != '\0' ? base : "/tmp");
     if (mkdtemp(tmpdir) == NULL)
         abort();
 }

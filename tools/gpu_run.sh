@@ -2,7 +2,8 @@
 # tools/gpu_run.sh: the one script run on the GPU machine (an H200) through the device
 # tool. From the repository root:
 #
-#   bash tools/gpu_run.sh            (OUT=<folder> receives the reports; default /tmp/lowp-gpu-out)
+#   bash tools/gpu_run.sh            (OUT=<folder> receives the reports; default
+#                                     $TMPDIR/lowp-gpu-out, TMPDIR defaulting to /tmp)
 #
 # It builds only what it needs, then runs:
 #   1. lowp_gpu_cvt_check  -> $OUT/gpu-cvt-h200.md   (PTX cvt vs lowp's cuda profile, 2^32 sweeps)
@@ -36,7 +37,8 @@
 # the targets lowp (liblowp.so) and lowp_gpu_cvt_check. The top level requires MPFR through
 # pkg-config. If pkg-config cannot find mpfr, the script looks for Debian packages in .deb/
 # at the repository root (ignored by git, so the device call must carry it: carry [".deb"])
-# and unpacks them with dpkg -x into /tmp/lowp-deps. Prepare it here with:
+# and unpacks them with dpkg -x into $TMPDIR/lowp-deps (TMPDIR: /tmp when unset).
+# Prepare it here with:
 #     mkdir -p .deb && (cd .deb && apt-get download libmpfr-dev libmpfr6 libgmp-dev libgmp10 \
 #                                      pkgconf pkgconf-bin libpkgconf3)
 # (pkg-config itself may be missing there too; the runtime libraries are carried so the
@@ -52,7 +54,7 @@ set -u
 set -o pipefail
 cd "$(dirname "$0")/.." || exit 3
 ROOT=$(pwd)
-OUT=${OUT:-/tmp/lowp-gpu-out}
+OUT=${OUT:-${TMPDIR:-/tmp}/lowp-gpu-out}
 mkdir -p "$OUT" || exit 3
 LOG=$OUT/gpu-run.log
 BLOG=$OUT/build.log
@@ -101,7 +103,7 @@ want mma && TARGETS="$TARGETS lowp_gpu_mma_probe"
 { want kvwrite || want sanitize-kv; } && TARGETS="$TARGETS lowp_gpu_kv_write_check"
 want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
-  P=/tmp/lowp-deps
+  P=${TMPDIR:-/tmp}/lowp-deps
   say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
   mkdir -p "$P"
   for d in "$DEBS"/*.deb; do dpkg -x "$d" "$P" || say "dpkg -x $d failed"; done
