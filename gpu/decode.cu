@@ -8,10 +8,18 @@
  *         8 positions; lane (g, t) loads K rows of tile positions g and g+8, the 16 dims
  *         64c + 16t .. 64c + 16t + 15 of chunk c (one NVFP4 block, contiguous bytes), so
  *         the MMA k order of k-step ks is the permutation dim(c, ks, kk) of the header.
- *   P V   mma.m16n8k16: A = P (the QK accumulators reused as BF16, FlashAttention-2's
- *         register trick), B = V of the 16 positions; lane (g, t) loads V rows of
- *         positions 2t, 2t+1, 2t+8, 2t+9, dims vbase + 8g .. + 7, and output column g of
- *         n-tile jn is dim vbase + 8g + jn.
+ *   P V   as (P V)^T = V^T P^T, mma.m16n8k16: A = V^T (16 dims x the 16 positions), B =
+ *         P^T of 8 heads (the QK accumulators reused as BF16, FlashAttention-2's register
+ *         trick: lane (g, t) holds heads g and g+8's P at positions 2t, 2t+1, 2t+8, 2t+9,
+ *         which is B's fragment of n-tile 0 and 1); lane (g, t) loads V rows of those
+ *         positions, dims vbase + 8g .. + 7, and row g (g + 8) of m-tile i is dim vbase +
+ *         8g + 2i (+ 1). Groups of up to 8 heads (HG = 1) need only n-tile 0.
+ * Each output element of the MMA is the same function of its 16 products whichever
+ * operand holds P (lowp/mma.h), so the roles change no bit; with heads as the n side, a
+ * group of up to 8 heads takes 4 MMAs and 16 accumulators a lane per 64 dims (8 and 32
+ * with P as A). The freed registers end the loop's rematerialization of lane offsets:
+ * on the H200 NVFP4 went from 844 to 770 instructions a tile and from 691 to 615 us
+ * (batch 32, 32K tokens; reports/gpu-bench-h200.md).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -362,19 +370,16 @@ __device__ __forceinline__ int page_of_pos(const Params &p, int pos)
  *           page, looked up once, and row addresses follow by adding; otherwise lane l
  *           looks up tile row (l & 15) (position t0 + 16k + (l & 15)) and hands its pool
  *           row to the lanes that copy it.
- *   Q.K^T   mma.m16n8k16: A = Q (rows = the group's query heads, zero past G), B = K^T of
- *           8 positions; lane (g, t) reads K rows g and g+8, the 16 dims 64c + 16t ..
- *           64c + 16t + 15 of chunk c (one NVFP4 block), so the MMA k order of k-step ks
- *           is the permutation dim(c, ks, kk) of the header.
- *   P V     mma.m16n8k16: A = P (the QK accumulators reused as BF16, FlashAttention-2's
- *           register trick), B = V of the 16 positions; lane (g, t) reads V rows 2t, 2t+1,
- *           2t+8, 2t+9, dims vbase + 8g .. + 7, and output column g of n-tile jn is dim
- *           vbase + 8g + jn.
+ *   Q.K^T   as in the header; rows g + 8 of A hold heads g + 8 (zero when HG = 1).
+ *   P V     as in the header: A = V^T, B = P^T; accumulator O[hh][s][i] of lane (g, t)
+ *           holds dims vbase + 64s + 8g + 2i (c0, c1) and + 1 (c2, c3), heads 8hh + 2t
+ *           (c0, c2) and 8hh + 2t + 1 (c1, c3).
+ * HG: 1 for groups of up to 8 query heads, 2 for 9..16 (n-tile 1, its own registers).
  * KCH > 0: qk_dim = 64 KCH, so the K side of the geometry is known at compile time.
  * IL: bit 0 K scales interleave4, bit 1 V scales (NVFP4 only).
  * Registers: at most 128 (4 CTAs of 4 warps an SM) except MXFP4 (3 CTAs: at 128 its
  * binary32 scaling spills). */
-template <int FMT, int KCH, int IL>
+template <int FMT, int KCH, int IL, int HG>
 __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 4)
     decode_split(const Params p)
 {
@@ -394,7 +399,6 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
     const int kch = KCH > 0 ? KCH : p.kch;
     const int vbase = 128 * vr, nsl = min(2, (p.Dv - vbase) / 64);
     const float qks = p.qk_scale[h];
-    const bool two_rows = p.G > 8; /* rows g + 8 hold query heads */
 
     /* geometry (host: stage_geometry, from the same functions) */
     constexpr int E2 = bytes_per_2(FMT);
@@ -598,9 +602,9 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
         cp_commit();
     }
     /* Q, staged after the ring's first copies are issued so that the two latencies
-     * overlap at the start of every split: a0 / a2 (a1 / a3: row g + 8) hold the dims
-     * (kq, kq + dk) / (kq + dn, kq + dn + dk), the K fragment's pairing (k_frag), the
-     * header's dim(c, ks, kk) */
+     * overlap at the start of every split: a0 / a2 hold the dims (kq, kq + dk) / (kq +
+     * dn, kq + dn + dk), the K fragment's pairing (k_frag), the header's dim(c, ks, kk);
+     * a1 / a3 the same for row g + 8 */
     for (int e = threadIdx.x; e < nks * 32; e += blockDim.x) {
         const int ks = e >> 5, ln = e & 31, gg = ln >> 2, tt = ln & 3, kl = ks & 3;
         const int kq = 64 * (ks >> 2) + 16 * tt +
@@ -615,7 +619,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
             r[0] = pair(gg, kq);
             r[2] = pair(gg, kq + dn);
         }
-        if (gg + 8 < p.G) {
+        if (HG == 2 && gg + 8 < p.G) {
             r[1] = pair(gg + 8, kq);
             r[3] = pair(gg + 8, kq + dn);
         }
@@ -627,15 +631,17 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
     int next_page = S - 1 < ntiles ? lookup(S - 1) : 0;
     int st_use = 0, st_iss = S - 1; /* stage of tile it, and of tile it + S - 1 */
 
-    float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f; /* rows g and g+8 */
-    float O[2][8][4];
+    float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f; /* heads g and g + 8 */
+    float O[HG][2][4][4];
 #pragma unroll
-    for (int s = 0; s < 2; s++)
+    for (int hh = 0; hh < HG; hh++)
 #pragma unroll
-        for (int j = 0; j < 8; j++)
+        for (int s = 0; s < 2; s++)
 #pragma unroll
             for (int i = 0; i < 4; i++)
-                O[s][j][i] = 0.0f;
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+                    O[hh][s][i][c] = 0.0f;
 
     for (int it = 0; it < ntiles; it++) {
         if (S == 2) /* the default ring: skip cp_wait's jump table */
@@ -700,8 +706,8 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
                 }
             }
         }
-        /* step 3 (rows g + 8 only when the group has more than 8 heads: MMA rows are
-         * independent, and rows past G are never stored) */
+        /* step 3 (heads g + 8 only when HG = 2: MMA rows are independent, and rows past G
+         * are never stored) */
         float mtA = fmaxf(fmaxf(sA[0], sA[1]), fmaxf(sA[2], sA[3]));
         mtA = fmaxf(mtA, __shfl_xor_sync(0xFFFFFFFFu, mtA, 1));
         mtA = fmaxf(mtA, __shfl_xor_sync(0xFFFFFFFFu, mtA, 2));
@@ -720,7 +726,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
         LA = LA + __shfl_xor_sync(0xFFFFFFFFu, LA, 2);
         float dB = 0.0f, mnB = mB, LB = 0.0f;
         bool trivB = true;
-        if (two_rows) {
+        if (HG == 2) {
             float mtB = fmaxf(fmaxf(sB[0], sB[1]), fmaxf(sB[2], sB[3]));
             mtB = fmaxf(mtB, __shfl_xor_sync(0xFFFFFFFFu, mtB, 1));
             mtB = fmaxf(mtB, __shfl_xor_sync(0xFFFFFFFFu, mtB, 2));
@@ -734,35 +740,37 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
             LB = LB + __shfl_xor_sync(0xFFFFFFFFu, LB, 1);
             LB = LB + __shfl_xor_sync(0xFFFFFFFFu, LB, 2);
         }
-        const uint4 P = make_uint4(pack_bf16(pA[0], pA[1]), pack_bf16(pB[0], pB[1]),
-                                   pack_bf16(pA[2], pA[3]), pack_bf16(pB[2], pB[3]));
+        /* B = P^T of n-tile hh: head g (+ 8)'s probabilities at positions 2t, 2t + 1 (b0)
+         * and 2t + 8, 2t + 9 (b1) */
+        const uint32_t P0[2] = {pack_bf16(pA[0], pA[1]), pack_bf16(pB[0], pB[1])};
+        const uint32_t P1[2] = {pack_bf16(pA[2], pA[3]), pack_bf16(pB[2], pB[3])};
         /* o * alpha is o when alpha is 1 (NaN stays NaN: the MMA gives the canonical NaN
-         * for a NaN C either way); rows g + 8 only when they hold query heads */
+         * for a NaN C either way). Accumulators of n-tile hh hold heads 8hh + 2t and 8hh +
+         * 2t + 1, whose alpha lanes 8t and 8t + 4 computed (alA, or alB for hh = 1). */
         float alA = 1.0f, alB = 1.0f;
         if (__any_sync(0xFFFFFFFFu, !trivA || !trivB)) {
             alA = trivA ? 1.0f : lowp_exp2_sw(dA);
-            if (two_rows)
+            if (HG == 2)
                 alB = trivB ? 1.0f : lowp_exp2_sw(dB);
 #pragma unroll
-            for (int s = 0; s < 2; s++)
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    O[s][j][0] = O[s][j][0] * alA;
-                    O[s][j][1] = O[s][j][1] * alA;
-                }
-            if (two_rows) {
+            for (int hh = 0; hh < HG; hh++) {
+                const float al = hh ? alB : alA;
+                const float al0 = __shfl_sync(0xFFFFFFFFu, al, 8 * t);
+                const float al1 = __shfl_sync(0xFFFFFFFFu, al, 8 * t + 4);
 #pragma unroll
                 for (int s = 0; s < 2; s++)
 #pragma unroll
-                    for (int j = 0; j < 8; j++) {
-                        O[s][j][2] = O[s][j][2] * alB;
-                        O[s][j][3] = O[s][j][3] * alB;
+                    for (int i = 0; i < 4; i++) {
+                        O[hh][s][i][0] = O[hh][s][i][0] * al0;
+                        O[hh][s][i][1] = O[hh][s][i][1] * al1;
+                        O[hh][s][i][2] = O[hh][s][i][2] * al0;
+                        O[hh][s][i][3] = O[hh][s][i][3] * al1;
                     }
             }
         }
         lA = lA * alA + LA;
         mA = mnA;
-        if (two_rows) {
+        if (HG == 2) {
             lB = lB * alB + LB;
             mB = mnB;
         }
@@ -793,9 +801,14 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
                         b1[j] &= m1;
                     }
                 }
+                /* m-tile i: rows g, g + 8 = the lane's dims 2i, 2i + 1 */
 #pragma unroll
-                for (int j = 0; j < 8; j++)
-                    mma_bf16(O[s][j], P, b0[j], b1[j]);
+                for (int i = 0; i < 4; i++) {
+                    const uint4 a = make_uint4(b0[2 * i], b0[2 * i + 1], b1[2 * i], b1[2 * i + 1]);
+#pragma unroll
+                    for (int hh = 0; hh < HG; hh++)
+                        mma_bf16(O[hh][s][i], a, P0[hh], P1[hh]);
+                }
             }
         }
     }
@@ -803,35 +816,34 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
 
     /* step 4: this split's (m, l, o) */
     const size_t item = ((size_t)b * p.H + h) * p.nch_max + ci;
+    const size_t row0 = item * p.G; /* workspace row of the group's first head */
     if (vr == 0 && t == 0) {
         if (g < p.G) {
-            p.ws_m[item * p.G + g] = mA;
-            p.ws_l[item * p.G + g] = lA;
+            p.ws_m[row0 + g] = mA;
+            p.ws_l[row0 + g] = lA;
         }
-        if (g + 8 < p.G) {
-            p.ws_m[item * p.G + g + 8] = mB;
-            p.ws_l[item * p.G + g + 8] = lB;
+        if (HG == 2 && g + 8 < p.G) {
+            p.ws_m[row0 + g + 8] = mB;
+            p.ws_l[row0 + g + 8] = lB;
         }
     }
 #pragma unroll
-    for (int s = 0; s < 2; s++) {
-        if (s < nsl) {
+    for (int hh = 0; hh < HG; hh++)
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
-                int d0 = vbase + 64 * s + 8 * (2 * t) + j, d1 = d0 + 8;
-                if (g < p.G) {
-                    float *o = p.ws_o + (item * p.G + g) * p.Dv;
-                    o[d0] = O[s][j][0];
-                    o[d1] = O[s][j][1];
-                }
-                if (g + 8 < p.G) {
-                    float *o = p.ws_o + (item * p.G + g + 8) * p.Dv;
-                    o[d0] = O[s][j][2];
-                    o[d1] = O[s][j][3];
+        for (int s = 0; s < 2; s++) {
+            if (s < nsl) {
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int d = vbase + 64 * s + 8 * g + 2 * i;
+#pragma unroll
+                    for (int c = 0; c < 4; c++) {
+                        const int r = 8 * hh + 2 * t + (c & 1);
+                        if (r < p.G)
+                            p.ws_o[(row0 + r) * p.Dv + d + (c >> 1)] = O[hh][s][i][c];
+                    }
                 }
             }
         }
-    }
 }
 
 
@@ -918,25 +930,34 @@ int make_plan(const lowp_gpu_decode_desc *d, Plan *pl, char *why, size_t why_len
     return 0;
 }
 
-template <int FMT, int KCH, int IL>
+/* Above 48 KiB of shared memory a kernel must opt in. The limit is an attribute of the
+ * kernel, shared by every host thread, so it is always raised to the device's maximum,
+ * never set to this call's size: otherwise a thread setting it for a smaller call can
+ * lower it between another thread's set and launch, which then fails with "invalid
+ * argument". `lowp gpu conform` (16 threads) hit that on the H200 once the kernel got
+ * faster (configuration 47 of fp8_e4m3); with the maximum it passes the same seeds. */
+template <int FMT, int KCH, int IL, int HG>
 cudaError_t launch_one(const Params &p, dim3 grid, size_t smem, cudaStream_t st)
 {
-    if (smem > 48 * 1024) { /* above 48 KiB a kernel must opt in */
-        cudaError_t e = cudaFuncSetAttribute(decode_split<FMT, KCH, IL>,
+    if (smem > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(decode_split<FMT, KCH, IL, HG>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)smem);
+                                             p.smem_optin);
         if (e != cudaSuccess)
             return e;
     }
-    decode_split<FMT, KCH, IL><<<grid, p.warps * 32, smem, st>>>(p);
+    decode_split<FMT, KCH, IL, HG><<<grid, p.warps * 32, smem, st>>>(p);
     return cudaGetLastError();
 }
 
 template <int FMT, int IL>
 cudaError_t launch_fmt(const Params &p, dim3 grid, size_t smem, cudaStream_t st)
 {
-    return p.kch == 2 ? launch_one<FMT, 2, IL>(p, grid, smem, st)
-                      : launch_one<FMT, 0, IL>(p, grid, smem, st);
+    if (p.G > 8)
+        return p.kch == 2 ? launch_one<FMT, 2, IL, 2>(p, grid, smem, st)
+                          : launch_one<FMT, 0, IL, 2>(p, grid, smem, st);
+    return p.kch == 2 ? launch_one<FMT, 2, IL, 1>(p, grid, smem, st)
+                      : launch_one<FMT, 0, IL, 1>(p, grid, smem, st);
 }
 
 /* The stage geometry of the kernels (the constexpr functions above) for this cache. */
@@ -1076,6 +1097,7 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
     if (e != cudaSuccess)
         return fail(why, why_len, "shared memory per block: %s", cudaGetErrorString(e));
     const size_t smem_max = (size_t)optin;
+    p.smem_optin = optin;
     p.warps = max_warps;
     while (p.warps > 1 &&
            q_bytes + (size_t)p.warps * p.stages * p.stage_bytes > smem_max)

@@ -33,6 +33,7 @@ typedef struct lowp_gpu_decode_params {
      * row strides of K codes, V codes and K / V scale windows, offsets inside a stage */
     int stages, warps, stage_bytes;
     int k_rs, v_rs, k_sw, v_sw, off_v, off_ks, off_vs, off_sh;
+    int smem_optin; /* the device's shared memory per block with opt-in (bytes; host only) */
 } lowp_gpu_decode_params;
 
 /* Everything lowp_gpu_decode checks and computes before launching, with the score scales
