@@ -72,8 +72,6 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
     return *reinterpret_cast<uint32_t *>(&v);
 }
 
-__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
 
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t s)
 {
@@ -118,14 +116,11 @@ __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t *o)
 #endif
 }
 
-/* E8M0 scale byte -> binary32 2^(c-127), NaN for 0xFF (step 1, MXFP4). */
-__device__ __forceinline__ float e8m0_f32(uint8_t c)
+/* Two MXFP4 E8M0 scale bytes -> the BF16 pair (2^(sa-127), 2^(sb-127)), exact, NaN for
+ * 0xFF (gpu/decode_e2m1.h). */
+__device__ __forceinline__ uint32_t mxfp4_scales(uint8_t sa, uint8_t sb)
 {
-    if (c == 0xFF)
-        return __uint_as_float(0x7FC00000u);
-    if (c == 0)
-        return __uint_as_float(0x00400000u);
-    return __uint_as_float((uint32_t)c << 23);
+    return lowp_dec_e8m0_bf16(sa) | (lowp_dec_e8m0_bf16(sb) << 16);
 }
 
 /* Two FP8 codes (low 16 bits) -> BF16 pair, exact. */
@@ -150,16 +145,18 @@ __device__ __forceinline__ uint32_t nvfp4_scales(uint8_t sa, uint8_t sb)
     return bf16x2_mul(fp8x2_bf16(lowp_dec_prmt(sa, sb, 0x0040u), 0), NVFP4_SCALE_FIX);
 }
 
-/* Step 1 for FP4 pairs: NVFP4 multiplies in BF16 (exact), sc = the two scales' BF16 bits
- * times NVFP4_SCALE_FIX (nvfp4_scales), pr from e2m1x8_bf16<false>;
- * MXFP4 multiplies in binary32 and rounds to BF16 (exact when finite), fa / fb the scales
- * of the pair's low and high element. */
-template <int FMT>
-__device__ __forceinline__ uint32_t fp4_scaled(uint32_t pr, uint32_t sc, float fa, float fb)
+/* Step 1 for FP4 pairs, one BF16 multiply of the pair pr by the scale pair sc:
+ *   NVFP4: pr from e2m1x8_bf16<false>, sc = the two E4M3 scales x NVFP4_SCALE_FIX
+ *          (nvfp4_scales): exact;
+ *   MXFP4: pr from e2m1x8_bf16<true> (the values), sc = 2^(c-127) in BF16
+ *          (mxfp4_scales). The H200's BF16 multiply is binary32's product rounded to
+ *          BF16 (lowp_gpu_mma_probe, all 2^32 pairs), and the product of a value (2
+ *          significant bits) and a power of two is exact in binary32 from 2^-128 up, so
+ *          this is step 1's fl32(value x 2^(c-127)) rounded to BF16 bit for bit, Inf at
+ *          6 x 2^127 and NaN for c = 0xFF included. */
+__device__ __forceinline__ uint32_t fp4_scaled(uint32_t pr, uint32_t sc)
 {
-    if (FMT == F_NVFP4)
-        return bf16x2_mul(pr, sc);
-    return pack_bf16(bf16_lo(pr) * fa, bf16_hi(pr) * fb);
+    return bf16x2_mul(pr, sc);
 }
 
 /* ---- The cp.async ring ------------------------------------------------------------------
@@ -276,10 +273,10 @@ __device__ __forceinline__ uint8_t scale_at(const uint8_t *sc, int sw, const uin
 /* Lane (g, t)'s K fragment of one chunk of one tile row (row points at dims 64c + 16t):
  * 8 BF16 pairs, pairs (2ks, 2ks + 1) being k-step ks's b0, b1: dims 4ks .. 4ks + 3 of the
  * 16 for BF16 and FP8, and for FP4 (whose decode pairs codes 4 apart) dims i, i + 4 (b0)
- * and i + 1, i + 5 (b1), i = 8 (ks / 2) + 2 (ks % 2). sc: the FP4 block scale byte. */
+ * and i + 1, i + 5 (b1), i = 8 (ks / 2) + 2 (ks % 2). s2: the FP4 block scale as a pair
+ * (nvfp4_scales / mxfp4_scales). */
 template <int FMT>
-__device__ __forceinline__ void k_frag(const uint8_t *row, uint8_t sc, uint32_t s2, int e5m2,
-                                       uint32_t *o)
+__device__ __forceinline__ void k_frag(const uint8_t *row, uint32_t s2, int e5m2, uint32_t *o)
 {
     if (FMT == F_BF16) {
         const uint4 a = *reinterpret_cast<const uint4 *>(row);
@@ -296,12 +293,11 @@ __device__ __forceinline__ void k_frag(const uint8_t *row, uint8_t sc, uint32_t 
         }
     } else {
         const uint2 a = *reinterpret_cast<const uint2 *>(row);
-        const float sf = FMT == F_MXFP4 ? e8m0_f32(sc) : 0.0f;
         e2m1x8_bf16<FMT == F_MXFP4>(a.x, o);
         e2m1x8_bf16<FMT == F_MXFP4>(a.y, o + 4);
 #pragma unroll
         for (int i = 0; i < 8; i++)
-            o[i] = fp4_scaled<FMT>(o[i], s2, sf, sf);
+            o[i] = fp4_scaled(o[i], s2);
     }
 }
 
@@ -331,21 +327,15 @@ __device__ __forceinline__ void v_pairs(const uint8_t *A, const uint8_t *B, uint
     } else {
         const uint32_t a = *reinterpret_cast<const uint32_t *>(A);
         const uint32_t b = *reinterpret_cast<const uint32_t *>(B);
-        uint32_t s2 = 0;
-        float fa = 0.0f, fb = 0.0f;
-        if (FMT == F_NVFP4) {
-            s2 = nvfp4_scales(ca, cb); /* both scales in one cvt */
-        } else {
-            fa = e8m0_f32(ca);
-            fb = e8m0_f32(cb);
-        }
+        /* NVFP4: both scales in one cvt */
+        const uint32_t s2 = FMT == F_NVFP4 ? nvfp4_scales(ca, cb) : mxfp4_scales(ca, cb);
         /* x0: A's dims 0..3 then B's, x1: dims 4..7; codes 4 apart pair A with B */
         const uint32_t x0 = lowp_dec_prmt(a, b, 0x5410u), x1 = lowp_dec_prmt(a, b, 0x7632u);
         e2m1x8_bf16<FMT == F_MXFP4>(x0, o);
         e2m1x8_bf16<FMT == F_MXFP4>(x1, o + 4);
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            o[j] = fp4_scaled<FMT>(o[j], s2, fa, fb);
+            o[j] = fp4_scaled(o[j], s2);
     }
 }
 
@@ -377,10 +367,11 @@ __device__ __forceinline__ int page_of_pos(const Params &p, int pos)
  * HG: 1 for groups of up to 8 query heads, 2 for 9..16 (n-tile 1, its own registers).
  * KCH > 0: qk_dim = 64 KCH, so the K side of the geometry is known at compile time.
  * IL: bit 0 K scales interleave4, bit 1 V scales (NVFP4 only).
- * Registers: at most 128 (4 CTAs of 4 warps an SM) except MXFP4 (3 CTAs: at 128 its
- * binary32 scaling spills). */
+ * Registers: at most 128 (4 CTAs of 4 warps an SM) for every format. MXFP4 ran at 3 CTAs
+ * while it scaled in binary32 (139-151 registers; at 128 it spilled); with one BF16
+ * multiply (fp4_scaled) it needs 101-122. */
 template <int FMT, int KCH, int IL, int HG>
-__global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 4)
+__global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
     decode_split(const Params p)
 {
     extern __shared__ uint4 smem[];
@@ -676,15 +667,16 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, FMT == F_MXFP4 ? 3 : 
                 sa = scale_at<K_IL>(st + off_ks, k_sw, ksh, g, blk, k_S);
                 sb = scale_at<K_IL>(st + off_ks, k_sw, ksh, g + 8, blk, k_S);
             }
-            uint32_t sa2 = 0, sb2 = 0; /* NVFP4: each scale as a BF16 pair (s, s) */
-            if (FMT == F_NVFP4) {
-                const uint32_t sab = nvfp4_scales(sa, sb);
+            uint32_t sa2 = 0, sb2 = 0; /* FP4: each scale as a BF16 pair (s, s) */
+            if (FMT >= F_NVFP4) {
+                const uint32_t sab =
+                    FMT == F_NVFP4 ? nvfp4_scales(sa, sb) : mxfp4_scales(sa, sb);
                 sa2 = lowp_dec_prmt(sab, 0, 0x1010u);
                 sb2 = lowp_dec_prmt(sab, 0, 0x3232u);
             }
             const uint8_t *kA = st + kofs + 32 * E2 * c;
-            k_frag<FMT>(kA, sa, sa2, p.e5m2, ka);
-            k_frag<FMT>(kA + 8 * k_rs, sb, sb2, p.e5m2, kb);
+            k_frag<FMT>(kA, sa2, p.e5m2, ka);
+            k_frag<FMT>(kA + 8 * k_rs, sb2, p.e5m2, kb);
 #pragma unroll
             for (int ks = 0; ks < 4; ks++) {
                 uint4 a = qs[(c * 4 + ks) * 32 + lane];

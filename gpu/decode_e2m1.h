@@ -1,5 +1,5 @@
-/* gpu/decode_e2m1.h: the sm_90 decode kernels' E2M1 -> BF16 decode (gpu/decode.cu), in C
- * that the host runs too, so that a CPU test (tests/test_decode_e2m1.c) checks the kernel's
+/* gpu/decode_e2m1.h: the sm_90 decode kernels' E2M1 -> BF16 decode (gpu/decode.cu) and
+ * MXFP4's E8M0 scale conversion, in C that the host runs too, so that a CPU test (tests/test_decode_e2m1.c) checks the kernel's
  * own bit manipulation on every code pattern against the emulator's element values
  * (lowp/attn_gpu_emul.h step 1). On the device prmt is the PTX instruction; on the host
  * it is modelled from the PTX ISA's definition below (the kernels still use prmt to
@@ -71,5 +71,16 @@ LOWP_DEC_HD void lowp_dec_e2m1x8_sub(uint32_t w, uint32_t *o)
  * 2^128, so it fits BF16) take lowp_dec_e2m1x8_sub's pairs to the 2^-7 x value x scale
  * of lowp/attn_gpu_emul.h's step 1 in one BF16 multiply. */
 #define LOWP_DEC_NVFP4_SCALE_FIX 0x7B007B00u
+
+/* MXFP4's E8M0 scale byte c -> the BF16 bits of 2^(c-127), exact for every c: the byte
+ * is BF16's exponent field, except that c = 0 (2^-127) is the subnormal 0x0040 and c =
+ * 0xFF is NaN (0x7FC0, not the Inf that the field alone would give); bit 6 is set for
+ * exactly those two. The kernels multiply lowp_dec_e2m1x8_sub's pairs by
+ * LOWP_DEC_E2M1_UNBIAS and then by this, both in BF16, which gives step 1's MXFP4
+ * element value (tests/test_decode_e2m1.c checks every code and scale byte). */
+LOWP_DEC_HD uint32_t lowp_dec_e8m0_bf16(uint8_t c)
+{
+    return ((uint32_t)c << 7) | ((uint8_t)(c + 1) <= 1 ? 0x40u : 0u);
+}
 
 #endif /* LOWP_DECODE_E2M1_H */

@@ -7,8 +7,9 @@
  * (reports/gpu-decode-conform-h200.md). This test keeps that decode honest in CI, without
  * a GPU: every 16-bit pattern of codes in each half of the word against the emulator's
  * element values at scale 1.0 (lowp_gpu_decode_element_bf16, lowp/attn_gpu_emul.h step
- * 1). The host model of prmt (which the kernels use to interleave V rows) is checked
- * against results the PTX ISA's definition fixes.
+ * 1), and MXFP4's E8M0 scale conversion on every code and scale byte. The host model of
+ * prmt (which the kernels use to interleave V rows) is checked against results the PTX
+ * ISA's definition fixes.
  */
 #include <check.h>
 #include <stdint.h>
@@ -104,6 +105,49 @@ START_TEST(every_code_pattern)
 }
 END_TEST
 
+static int is_nan_bf16(uint16_t h)
+{
+    return (h & 0x7F80u) == 0x7F80u && (h & 0x7Fu) != 0;
+}
+
+START_TEST(mxfp4_every_code_and_scale)
+{
+    /* The kernel's MXFP4 element: the placed code, times 2^126, times the E8M0 scale as
+     * BF16 (lowp_dec_e8m0_bf16), each a BF16 multiply, for all 16 codes x 256 scale
+     * bytes: from 2^-128 x 0.5 (BF16 subnormals) through 6 x 2^127 (Inf) to the NaN
+     * scale 0xFF. NaN is compared as NaN: the MMA turns any NaN operand into its
+     * canonical NaN (lowp/mma.h). */
+    ck_assert_uint_eq(lowp_dec_e8m0_bf16(127), 0x3F80u); /* 1.0 */
+    ck_assert_uint_eq(lowp_dec_e8m0_bf16(0), 0x0040u);   /* 2^-127, subnormal */
+    ck_assert_uint_eq(lowp_dec_e8m0_bf16(1), 0x0080u);   /* 2^-126 */
+    ck_assert_uint_eq(lowp_dec_e8m0_bf16(254), 0x7F00u); /* 2^127 */
+    ck_assert_uint_eq(lowp_dec_e8m0_bf16(255), 0x7FC0u); /* NaN */
+    long bad = 0, nans = 0, infs = 0, subs = 0;
+    for (unsigned c = 0; c < 256; c++) {
+        for (unsigned q = 0; q < 16; q++) {
+            uint32_t o[4];
+            lowp_dec_e2m1x8_sub(q, o); /* code q in pair 0's low half */
+            const uint16_t v = mul((uint16_t)(o[0] & 0xFFFFu), LOWP_DEC_E2M1_UNBIAS);
+            const uint16_t got = mul(v, lowp_dec_e8m0_bf16((uint8_t)c) << 16);
+            const uint16_t want = lowp_gpu_decode_element_bf16(LOWP_MXFP4, (uint16_t)q,
+                                                               (uint8_t)c);
+            if (is_nan_bf16(want) || is_nan_bf16(got)) {
+                bad += !(is_nan_bf16(want) && is_nan_bf16(got));
+                nans++;
+                continue;
+            }
+            bad += got != want;
+            infs += (want & 0x7FFFu) == 0x7F80u;
+            subs += (want & 0x7F80u) == 0 && (want & 0x7Fu) != 0;
+        }
+    }
+    ck_assert_msg(bad == 0, "%ld MXFP4 elements differ from the emulator's", bad);
+    ck_assert_int_eq(nans, 16);            /* scale 0xFF */
+    ck_assert_int_gt(infs, 0);             /* 6 x 2^127 and the like overflow in both */
+    ck_assert_int_gt(subs, 0);             /* and small scales give BF16 subnormals */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("decode_e2m1");
@@ -111,6 +155,7 @@ int main(void)
     tcase_add_test(tc, prmt_model);
     tcase_add_test(tc, placed_bits);
     tcase_add_test(tc, every_code_pattern);
+    tcase_add_test(tc, mxfp4_every_code_and_scale);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -19,7 +19,9 @@
  *             yields 2^-126 x the code's value, and the scale, prescaled by 2^119 so
  *             that 448 x 2^119 still fits BF16, brings it to e. U = 2^7 undoes it below;
  *      MXFP4: fl32(E2M1 value x 2^(c-127)) then rounded to BF16 (exact when finite;
- *             6 x 2^127 overflows to Inf), NaN when c = 0xFF.
+ *             6 x 2^127 overflows to Inf), NaN when c = 0xFF. The sm_90 kernel forms it
+ *             with two BF16 multiplies (by 2^126, then by 2^(c-127), exact in BF16 for
+ *             every c), each binary32's product rounded to BF16 on the H200.
  *    U = lowp_gpu_decode_unscale(format): 2^7 for NVFP4, 1 for the others. The
  *    decode-side global scales are not in e: K's goes into the score scale, V's
  *    multiplies the output (step 5).
