@@ -1,9 +1,9 @@
 /* gpu/decode_e2m1.h: the sm_90 decode kernels' E2M1 -> BF16 decode (gpu/decode.cu) and
- * MXFP4's E8M0 scale conversion, in C that the host runs too, so that a CPU test (tests/test_decode_e2m1.c) checks the kernel's
- * own bit manipulation on every code pattern against the emulator's element values
- * (lowp/attn_gpu_emul.h step 1). On the device prmt is the PTX instruction; on the host
- * it is modelled from the PTX ISA's definition below (the kernels still use prmt to
- * interleave V rows). Not installed. */
+ * MXFP4's E8M0 scale conversion, in C that the host runs too, so that a CPU test
+ * (tests/test_decode_e2m1.c) checks the kernels' own bit manipulation on every code
+ * pattern against the emulator's element values (lowp/attn_gpu_emul.h step 1). On the
+ * device prmt is the PTX instruction; on the host it is modelled from the PTX ISA's
+ * definition below (the kernels still use prmt to interleave V rows). Not installed. */
 #ifndef LOWP_DECODE_E2M1_H
 #define LOWP_DECODE_E2M1_H
 
