@@ -72,7 +72,6 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
     return *reinterpret_cast<uint32_t *>(&v);
 }
 
-
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t s)
 {
     __nv_bfloat162 r = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&a),
@@ -117,7 +116,14 @@ __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t *o)
 }
 
 /* Two MXFP4 E8M0 scale bytes -> the BF16 pair (2^(sa-127), 2^(sb-127)), exact, NaN for
- * 0xFF (gpu/decode_e2m1.h). */
+ * 0xFF (gpu/decode_e2m1.h).
+ * Step 1 for FP4 is one BF16 multiply of each decoded pair by its scale pair:
+ *   NVFP4: pairs from e2m1x8_bf16<false>, scales from nvfp4_scales: exact;
+ *   MXFP4: pairs from e2m1x8_bf16<true> (the values), scales from mxfp4_scales. The
+ *          H200's BF16 multiply is binary32's product rounded to BF16 (lowp_gpu_mma_probe,
+ *          all 2^32 pairs), and a value (2 significant bits) times a power of two is exact
+ *          in binary32 from 2^-128 up, so this is step 1's fl32(value x 2^(c-127)) rounded
+ *          to BF16 bit for bit, Inf at 6 x 2^127 and NaN for c = 0xFF included. */
 __device__ __forceinline__ uint32_t mxfp4_scales(uint8_t sa, uint8_t sb)
 {
     return lowp_dec_e8m0_bf16(sa) | (lowp_dec_e8m0_bf16(sb) << 16);
@@ -143,20 +149,6 @@ __device__ __forceinline__ uint32_t fp8x2_bf16(uint32_t x, int e5m2)
 __device__ __forceinline__ uint32_t nvfp4_scales(uint8_t sa, uint8_t sb)
 {
     return bf16x2_mul(fp8x2_bf16(lowp_dec_prmt(sa, sb, 0x0040u), 0), NVFP4_SCALE_FIX);
-}
-
-/* Step 1 for FP4 pairs, one BF16 multiply of the pair pr by the scale pair sc:
- *   NVFP4: pr from e2m1x8_bf16<false>, sc = the two E4M3 scales x NVFP4_SCALE_FIX
- *          (nvfp4_scales): exact;
- *   MXFP4: pr from e2m1x8_bf16<true> (the values), sc = 2^(c-127) in BF16
- *          (mxfp4_scales). The H200's BF16 multiply is binary32's product rounded to
- *          BF16 (lowp_gpu_mma_probe, all 2^32 pairs), and the product of a value (2
- *          significant bits) and a power of two is exact in binary32 from 2^-128 up, so
- *          this is step 1's fl32(value x 2^(c-127)) rounded to BF16 bit for bit, Inf at
- *          6 x 2^127 and NaN for c = 0xFF included. */
-__device__ __forceinline__ uint32_t fp4_scaled(uint32_t pr, uint32_t sc)
-{
-    return bf16x2_mul(pr, sc);
 }
 
 /* ---- The cp.async ring ------------------------------------------------------------------
@@ -297,7 +289,7 @@ __device__ __forceinline__ void k_frag(const uint8_t *row, uint32_t s2, int e5m2
         e2m1x8_bf16<FMT == F_MXFP4>(a.y, o + 4);
 #pragma unroll
         for (int i = 0; i < 8; i++)
-            o[i] = fp4_scaled(o[i], s2);
+            o[i] = bf16x2_mul(o[i], s2); /* step 1 (above mxfp4_scales) */
     }
 }
 
@@ -335,7 +327,7 @@ __device__ __forceinline__ void v_pairs(const uint8_t *A, const uint8_t *B, uint
         e2m1x8_bf16<FMT == F_MXFP4>(x1, o + 4);
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            o[j] = fp4_scaled(o[j], s2);
+            o[j] = bf16x2_mul(o[j], s2);
     }
 }
 
@@ -369,7 +361,7 @@ __device__ __forceinline__ int page_of_pos(const Params &p, int pos)
  * IL: bit 0 K scales interleave4, bit 1 V scales (NVFP4 only).
  * Registers: at most 128 (4 CTAs of 4 warps an SM) for every format. MXFP4 ran at 3 CTAs
  * while it scaled in binary32 (139-151 registers; at 128 it spilled); with one BF16
- * multiply (fp4_scaled) it needs 101-122. */
+ * multiply a pair it needs 101-122. */
 template <int FMT, int KCH, int IL, int HG>
 __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
     decode_split(const Params p)
