@@ -357,7 +357,12 @@ __device__ __forceinline__ int page_of_pos(const Params &p, int pos)
  *           holds dims vbase + 64s + 8g + 2i (c0, c1) and + 1 (c2, c3), heads 8hh + 2t
  *           (c0, c2) and 8hh + 2t + 1 (c1, c3).
  * HG: 1 for groups of up to 8 query heads, 2 for 9..16 (n-tile 1, its own registers).
- * KCH > 0: qk_dim = 64 KCH, so the K side of the geometry is known at compile time.
+ * KCH > 0: qk_dim = vo_dim = 64 KCH (launch_fmt picks it only then), so the whole stage
+ * geometry is known at compile time. With only the K side known, the V side's row bytes,
+ * scale counts and stage size came from the parameters, and the copies and V scale loads
+ * recomputed addresses from them every tile: on the H200 (batch 32, 32K tokens, head dim
+ * 128) fixing both sides, with the branch-free exponentials of step 3, took NVFP4 from
+ * 770 to 651 instructions a tile and from 613 to 523 us, MXFP4 from 687 to 577 us.
  * IL: bit 0 K scales interleave4, bit 1 V scales (NVFP4 only).
  * Registers: at most 128 (4 CTAs of 4 warps an SM) for every format. MXFP4 ran at 3 CTAs
  * while it scaled in binary32 (139-151 registers; at 128 it spilled); with one BF16
@@ -368,10 +373,32 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
 {
     extern __shared__ uint4 smem[];
     uint4 *qs = smem; /* [Dq/16][32]: each lane's A fragment per k-step */
-    const int b = blockIdx.z, h = blockIdx.y / p.nvr, vr = blockIdx.y % p.nvr;
+
+    /* geometry (host: stage_geometry, from the same functions) */
+    constexpr bool FIX = KCH > 0;
+    constexpr int E2 = bytes_per_2(FMT);
+    constexpr bool K_IL = FMT == F_NVFP4 && (IL & 1), V_IL = FMT == F_NVFP4 && (IL & 2);
+    constexpr int v_rs = v_row_stride(FMT);
+    const int Dq = FIX ? 64 * KCH : p.Dq, Dv = FIX ? 64 * KCH : p.Dv;
+    const int nvr = FIX ? (64 * KCH + 127) / 128 : p.nvr;
+    const int k_rb = FIX ? KCH * 32 * E2 : p.k_rb, v_rb = FIX ? KCH * 32 * E2 : p.v_rb;
+    const int k_rs = FIX ? k_row_stride(FMT, KCH * 32 * E2) : p.k_rs;
+    const int k_S = FIX ? scales_per_row(FMT, 64 * KCH) : p.k_S;
+    const int v_S = FIX ? scales_per_row(FMT, 64 * KCH) : p.v_S;
+    const int k_sw = FIX ? scale_window(k_S) : p.k_sw, v_sw = FIX ? scale_window(v_S) : p.v_sw;
+    const int off_v = 16 * k_rs, off_ks = off_v + 16 * v_rs, off_vs = off_ks + 16 * k_sw;
+    const int off_sh = off_vs + 16 * v_sw, stage_bytes = FIX ? (off_sh + 32 + 15) / 16 * 16
+                                                             : p.stage_bytes;
+    /* Scale rows start off their 4-byte window only for MXFP4 with a dim that is an odd
+     * multiple of 64 (S = dim / 32, S % 4 != 0); NVFP4's S = dim / 16 is a multiple of 4
+     * (lowp_gpu_decode_check: dims are multiples of 64), so it needs no shift bytes. */
+    const bool k_sh = FMT == F_MXFP4 && (k_S & 3) != 0;
+    const bool v_sh = FMT == F_MXFP4 && (v_S & 3) != 0;
+
+    const int b = blockIdx.z, h = blockIdx.y / nvr, vr = blockIdx.y % nvr;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int nks = p.Dq / 16;
-    const uint16_t *q = p.q + ((size_t)b * p.NQ + (size_t)h * p.G) * p.Dq;
+    const int nks = Dq / 16;
+    const uint16_t *q = p.q + ((size_t)b * p.NQ + (size_t)h * p.G) * Dq;
 
     const int n = seq_len(p, b);
     const int ci = blockIdx.x * (blockDim.x >> 5) + warp;
@@ -380,27 +407,16 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
     const int t1 = min(n, t0 + p.chunk);
     const int ntiles = (t1 - t0 + 15) >> 4;
     const int kch = KCH > 0 ? KCH : p.kch;
-    const int vbase = 128 * vr, nsl = min(2, (p.Dv - vbase) / 64);
+    const int vbase = 128 * vr, nsl = min(2, (Dv - vbase) / 64);
     const float qks = p.qk_scale[h];
 
-    /* geometry (host: stage_geometry, from the same functions) */
-    constexpr int E2 = bytes_per_2(FMT);
-    constexpr bool K_IL = FMT == F_NVFP4 && (IL & 1), V_IL = FMT == F_NVFP4 && (IL & 2);
-    constexpr int v_rs = v_row_stride(FMT);
-    const int k_rb = KCH > 0 ? KCH * 32 * E2 : p.k_rb;
-    const int k_rs = KCH > 0 ? k_row_stride(FMT, KCH * 32 * E2) : p.k_rs;
-    const int k_S = KCH > 0 ? scales_per_row(FMT, 64 * KCH) : p.k_S;
-    const int k_sw = KCH > 0 ? scale_window(scales_per_row(FMT, 64 * KCH)) : p.k_sw;
-    const int off_v = 16 * k_rs, off_ks = off_v + 16 * v_rs, off_vs = off_ks + 16 * k_sw;
-    const bool k_sh = FMT >= F_NVFP4 && (k_S & 3) != 0;
-    const bool v_sh = FMT >= F_NVFP4 && (p.v_S & 3) != 0;
     const int vb0 = vbase * E2 / 2;
     const int vblk0 = FMT == F_NVFP4 ? vbase / 16 : vbase / 32;
 
     /* Copy roles. Scale rows are needed up to the end of the last 4-slot group when an
      * interleaved order spreads a slot's scales over its group's rows. */
     uint8_t *ring = reinterpret_cast<uint8_t *>(smem + nks * 32) +
-                    (size_t)warp * p.stages * p.stage_bytes;
+                    (size_t)warp * p.stages * stage_bytes;
     const uint32_t ring_s = smem_addr(ring);
     const int jj = lane & 15, hf = lane >> 4;
     const int lim_sc = (K_IL || V_IL) ? ((t1 + 3) & ~3) : t1;
@@ -437,10 +453,10 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
     const int k_r0 = lines_fast ? lane / RK : 0, v_r0 = lines_fast ? lane / RV : 0;
     const int k_rows32 = lines_fast ? 32 / RK : 0, v_rows32 = lines_fast ? 32 / RV : 0;
     const int k_lane_off = k_r0 * rstep * k_rb + 16 * (lane - k_r0 * RK);
-    const int v_lane_off = v_r0 * rstep * p.v_rb + 16 * (lane - v_r0 * RV);
+    const int v_lane_off = v_r0 * rstep * v_rb + 16 * (lane - v_r0 * RV);
     const uint32_t k_lane_s = k_r0 * k_rs + 16 * (lane - k_r0 * RK);
     const uint32_t v_lane_s = off_v + v_r0 * v_rs + 16 * (lane - v_r0 * RV);
-    const int k_step32 = k_rows32 * rstep * k_rb, v_step32 = v_rows32 * rstep * p.v_rb;
+    const int k_step32 = k_rows32 * rstep * k_rb, v_step32 = v_rows32 * rstep * v_rb;
     /* FP4 (bound by issue, not by bytes): lane jj copies its own tile row, pool row
      * `row`, without shuffles: 16-byte chunks hf, hf + 2, ... of its K row and V slice,
      * and its scale windows. vc: the row holds a position of the split (else zero-filled);
@@ -449,14 +465,14 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
      * exists), so its address is formed only when vc (or vs) holds; in one page every
      * tile row is a real slot (in_page), so the address needs no test. */
     auto copy_fp4_row = [&](int stage, size_t row, bool vc, bool vs, bool in_page) {
-        const uint32_t s0 = ring_s + stage * p.stage_bytes;
+        const uint32_t s0 = ring_s + stage * stage_bytes;
         const uint8_t *ksrc = p.kc + (vc || in_page ? row * k_rb : 0);
 #pragma unroll 4
         for (int i = 0; i < (RK >> 1); i++) {
             const int c = 2 * i + hf;
             cp16(s0 + jj * k_rs + 16 * c, ksrc + 16 * c, vc ? 16 : 0);
         }
-        const uint8_t *vsrc = p.vc + (vc || in_page ? row * p.v_rb + vb0 : 0);
+        const uint8_t *vsrc = p.vc + (vc || in_page ? row * v_rb + vb0 : 0);
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             const int c = 2 * i + hf;
@@ -464,30 +480,30 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
                 cp16(s0 + off_v + jj * v_rs + 16 * c, vsrc + 16 * c, vc ? 16 : 0);
         }
         cp_scales(p.ks, row * k_S, k_S, k_sw, s0 + off_ks + jj * k_sw, vs, hf);
-        if (in_page && (p.v_S == 8 || p.v_S == 4)) { /* head dim 128: 1 or 2 aligned words */
-            if (hf < (p.v_S >> 2))
-                cp4(s0 + off_vs + jj * p.v_sw + 4 * hf, p.vs + row * p.v_S + 4 * hf,
+        if (in_page && (v_S == 8 || v_S == 4)) { /* head dim 128: 1 or 2 aligned words */
+            if (hf < (v_S >> 2))
+                cp4(s0 + off_vs + jj * v_sw + 4 * hf, p.vs + row * v_S + 4 * hf,
                     vs ? 4 : 0);
         } else {
-            cp_scales(p.vs, row * p.v_S, p.v_S, p.v_sw, s0 + off_vs + jj * p.v_sw, vs, hf);
+            cp_scales(p.vs, row * v_S, v_S, v_sw, s0 + off_vs + jj * v_sw, vs, hf);
         }
-        uint8_t *st = ring + stage * p.stage_bytes;
+        uint8_t *st = ring + stage * stage_bytes;
         if (hf == 0 && k_sh)
-            st[p.off_sh + jj] = (uint8_t)((row * k_S) & 3);
+            st[off_sh + jj] = (uint8_t)((row * k_S) & 3);
         if (hf == 0 && v_sh)
-            st[p.off_sh + 16 + jj] = (uint8_t)((row * p.v_S) & 3);
+            st[off_sh + 16 + jj] = (uint8_t)((row * v_S) & 3);
     };
     auto issue_one_page = [&](int k, int stage, int page) {
         const int pos0 = t0 + 16 * k;
         const size_t row0 =
             (size_t)page * page_rows + (size_t)((pos0 & (p.PS - 1)) * rstep + lane_row);
         const int nc = t1 - pos0; /* tile rows r < nc hold positions of the split */
-        const uint32_t s0 = ring_s + stage * p.stage_bytes;
+        const uint32_t s0 = ring_s + stage * stage_bytes;
         if constexpr (FMT >= F_NVFP4) {
             copy_fp4_row(stage, row0, jj < nc, jj < lim_sc - pos0, true);
         } else if (lines_fast) {
             const uint8_t *kl = p.kc + row0 * k_rb + k_lane_off;
-            const uint8_t *vl = p.vc + row0 * p.v_rb + vb0 + v_lane_off;
+            const uint8_t *vl = p.vc + row0 * v_rb + vb0 + v_lane_off;
             const uint32_t ks0 = s0 + k_lane_s, vs0 = s0 + v_lane_s;
             if (nc >= 16) {
 #pragma unroll 4
@@ -505,8 +521,8 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
                          v_r0 + i * v_rows32 < nc ? 16 : 0);
             }
         } else {
-            const uint8_t *kb = p.kc + row0 * k_rb, *vb = p.vc + row0 * p.v_rb + vb0;
-            const int kstep = rstep * k_rb, vstep = rstep * p.v_rb;
+            const uint8_t *kb = p.kc + row0 * k_rb, *vb = p.vc + row0 * v_rb + vb0;
+            const int kstep = rstep * k_rb, vstep = rstep * v_rb;
             if (nc >= 16) {
 #pragma unroll 4
                 for (int q = lane; q < 16 * RK; q += 32) {
@@ -539,7 +555,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
         const int pos = t0 + 16 * k + jj;
         const int slot = p.ps_shift >= 0 ? (pos & (p.PS - 1)) : pos - (pos / p.PS) * p.PS;
         const size_t row = row_of(p, (size_t)page, slot, h);
-        const uint32_t s0 = ring_s + stage * p.stage_bytes;
+        const uint32_t s0 = ring_s + stage * stage_bytes;
         if constexpr (FMT >= F_NVFP4) {
             copy_fp4_row(stage, row, pos < t1, pos < lim_sc, false);
         } else {
@@ -552,7 +568,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
                     const bool v = r < nc;
                     cp16(s0 + r * k_rs + 16 * c, p.kc + (v ? rr * k_rb + 16 * c : 0), v ? 16 : 0);
                     cp16(s0 + off_v + r * v_rs + 16 * c,
-                         p.vc + (v ? rr * p.v_rb + vb0 + 16 * c : 0), v ? 16 : 0);
+                         p.vc + (v ? rr * v_rb + vb0 + 16 * c : 0), v ? 16 : 0);
                 }
             } else {
 #pragma unroll 4
@@ -568,7 +584,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
                     const size_t rr = __shfl_sync(0xFFFFFFFFu, row, r);
                     const bool v = r < nc;
                     cp16(s0 + off_v + r * v_rs + 16 * c,
-                         p.vc + (v ? rr * p.v_rb + vb0 + 16 * c : 0), v ? 16 : 0);
+                         p.vc + (v ? rr * v_rb + vb0 + 16 * c : 0), v ? 16 : 0);
                 }
             }
         }
@@ -594,7 +610,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
                        (FMT >= F_NVFP4 ? 8 * (kl >> 1) + 2 * (kl & 1) : 4 * kl);
         const int dk = FMT >= F_NVFP4 ? 4 : 1, dn = FMT >= F_NVFP4 ? 1 : 2;
         auto pair = [&](int row, int d) -> uint32_t {
-            const uint16_t *qr = q + row * p.Dq;
+            const uint16_t *qr = q + row * Dq;
             return (uint32_t)qr[d] | ((uint32_t)qr[d + dk] << 16);
         };
         uint32_t r[4] = {0, 0, 0, 0};
@@ -641,12 +657,12 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
                 next_page = lookup(k + 1);
             st_iss = st_iss + 1 == S ? 0 : st_iss + 1;
         }
-        const uint8_t *st = ring + st_use * p.stage_bytes;
+        const uint8_t *st = ring + st_use * stage_bytes;
         st_use = st_use + 1 == S ? 0 : st_use + 1;
         const int tt = t0 + 16 * it;
         const bool full = tt + 16 <= t1;
-        const uint8_t *ksh = k_sh ? st + p.off_sh : nullptr;
-        const uint8_t *vsh = v_sh ? st + p.off_sh + 16 : nullptr;
+        const uint8_t *ksh = k_sh ? st + off_sh : nullptr;
+        const uint8_t *vsh = v_sh ? st + off_sh + 16 : nullptr;
 
         /* step 2: scores of positions tt+g (n-tile 0) and tt+8+g (n-tile 1) */
         float S0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, S1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -701,10 +717,13 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
          * for alpha and the o * alpha rescale below run only when some lane needs them */
         const float dA = mA - mnA;
         const bool trivA = mnA == -INFINITY || dA == 0.0f;
+        /* p = 0 when m_new is -Inf (step 3), computed as exp2_sw(-Inf), which is +0 by its
+         * definition, so that the four exponentials are one straight run of independent
+         * FMA chains rather than four branches */
         float pA[4], pB[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int i = 0; i < 4; i++)
-            pA[i] = mnA == -INFINITY ? 0.0f : lowp_exp2_sw(sA[i] - mnA);
+            pA[i] = lowp_exp2_sw(mnA == -INFINITY ? -INFINITY : sA[i] - mnA);
         float LA = ((pA[0] + pA[1]) + pA[2]) + pA[3];
         LA = LA + __shfl_xor_sync(0xFFFFFFFFu, LA, 1);
         LA = LA + __shfl_xor_sync(0xFFFFFFFFu, LA, 2);
@@ -719,7 +738,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
             trivB = mnB == -INFINITY || dB == 0.0f;
 #pragma unroll
             for (int i = 0; i < 4; i++)
-                pB[i] = mnB == -INFINITY ? 0.0f : lowp_exp2_sw(sB[i] - mnB);
+                pB[i] = lowp_exp2_sw(mnB == -INFINITY ? -INFINITY : sB[i] - mnB);
             LB = ((pB[0] + pB[1]) + pB[2]) + pB[3];
             LB = LB + __shfl_xor_sync(0xFFFFFFFFu, LB, 1);
             LB = LB + __shfl_xor_sync(0xFFFFFFFFu, LB, 2);
@@ -767,10 +786,10 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
                     const int vblk =
                         vblk0 + (FMT == F_NVFP4 ? 4 * s + (g >> 1) : 2 * s + (g >> 2));
                     const uint8_t *sc = st + off_vs;
-                    c0 = scale_at<V_IL>(sc, p.v_sw, vsh, 2 * t, vblk, p.v_S);
-                    c1 = scale_at<V_IL>(sc, p.v_sw, vsh, 2 * t + 1, vblk, p.v_S);
-                    c8 = scale_at<V_IL>(sc, p.v_sw, vsh, 2 * t + 8, vblk, p.v_S);
-                    c9 = scale_at<V_IL>(sc, p.v_sw, vsh, 2 * t + 9, vblk, p.v_S);
+                    c0 = scale_at<V_IL>(sc, v_sw, vsh, 2 * t, vblk, v_S);
+                    c1 = scale_at<V_IL>(sc, v_sw, vsh, 2 * t + 1, vblk, v_S);
+                    c8 = scale_at<V_IL>(sc, v_sw, vsh, 2 * t + 8, vblk, v_S);
+                    c9 = scale_at<V_IL>(sc, v_sw, vsh, 2 * t + 9, vblk, v_S);
                 }
                 const uint8_t *vA = st + vofs + 32 * E2 * s;
                 uint32_t b0[8], b1[8];
@@ -823,7 +842,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
                     for (int c = 0; c < 4; c++) {
                         const int r = 8 * hh + 2 * t + (c & 1);
                         if (r < p.G)
-                            p.ws_o[(row0 + r) * p.Dv + d + (c >> 1)] = O[hh][s][i][c];
+                            p.ws_o[(row0 + r) * Dv + d + (c >> 1)] = O[hh][s][i][c];
                     }
                 }
             }
@@ -937,11 +956,12 @@ cudaError_t launch_one(const Params &p, dim3 grid, size_t smem, cudaStream_t st)
 template <int FMT, int IL>
 cudaError_t launch_fmt(const Params &p, dim3 grid, size_t smem, cudaStream_t st)
 {
+    const bool fix128 = p.Dq == 128 && p.Dv == 128; /* decode_split's KCH = 2 */
     if (p.G > 8)
-        return p.kch == 2 ? launch_one<FMT, 2, IL, 2>(p, grid, smem, st)
-                          : launch_one<FMT, 0, IL, 2>(p, grid, smem, st);
-    return p.kch == 2 ? launch_one<FMT, 2, IL, 1>(p, grid, smem, st)
-                      : launch_one<FMT, 0, IL, 1>(p, grid, smem, st);
+        return fix128 ? launch_one<FMT, 2, IL, 2>(p, grid, smem, st)
+                      : launch_one<FMT, 0, IL, 2>(p, grid, smem, st);
+    return fix128 ? launch_one<FMT, 2, IL, 1>(p, grid, smem, st)
+                  : launch_one<FMT, 0, IL, 1>(p, grid, smem, st);
 }
 
 /* The stage geometry of the kernels (the constexpr functions above) for this cache. */
