@@ -364,11 +364,21 @@ __device__ __forceinline__ int page_of_pos(const Params &p, int pos)
  * 128) fixing both sides, with the branch-free exponentials of step 3, took NVFP4 from
  * 770 to 651 instructions a tile and from 613 to 523 us, MXFP4 from 687 to 577 us.
  * IL: bit 0 K scales interleave4, bit 1 V scales (NVFP4 only).
- * Registers: at most 128 (4 CTAs of 4 warps an SM) for every format. MXFP4 ran at 3 CTAs
- * while it scaled in binary32 (139-151 registers; at 128 it spilled); with one BF16
- * multiply a pair it needs 101-122. */
+ * Registers: at most 128 (4 CTAs of 4 warps an SM), and at most 80 (6 CTAs) for FP4 at
+ * head dim 128 with up to 8 heads a group (ctas_per_sm). MXFP4 ran at 3 CTAs while it
+ * scaled in binary32 (139-151 registers; at 128 it spilled); with one BF16 multiply a
+ * pair it needs 101-122, or 80 at 6 CTAs. */
+template <int FMT, int KCH, int HG>
+__host__ __device__ constexpr int ctas_per_sm()
+{
+    /* FP4's ring (29 KB a CTA at head dim 128) leaves room for 6 CTAs; on the H200
+     * (batch 32, 32K) 6 CTAs at 80 registers took NVFP4 from 522.7 to 513.8 us and MXFP4
+     * from 578.4 to 567.4, 5 CTAs gave the same, and FP8 (smem for 4 CTAs only) went
+     * from 563.8 to 574.1 us at 5: its registers were squeezed for nothing. */
+    return FMT >= F_NVFP4 && KCH > 0 && HG == 1 ? 6 : 4;
+}
 template <int FMT, int KCH, int IL, int HG>
-__global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
+__global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, (ctas_per_sm<FMT, KCH, HG>()))
     decode_split(const Params p)
 {
     extern __shared__ uint4 smem[];
@@ -718,12 +728,30 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, 4)
         const float dA = mA - mnA;
         const bool trivA = mnA == -INFINITY || dA == 0.0f;
         /* p = 0 when m_new is -Inf (step 3), computed as exp2_sw(-Inf), which is +0 by its
-         * definition, so that the four exponentials are one straight run of independent
-         * FMA chains rather than four branches */
-        float pA[4], pB[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+         * definition, so that the exponentials are one straight run of independent FMA
+         * chains rather than a branch each */
+        float xA[4], pA[4], pB[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int i = 0; i < 4; i++)
-            pA[i] = lowp_exp2_sw(mnA == -INFINITY ? -INFINITY : sA[i] - mnA);
+            xA[i] = mnA == -INFINITY ? -INFINITY : sA[i] - mnA;
+        if (HG == 1 && p.G <= 4) {
+            /* Rows g >= 4 of A are zeros (no such head), so lane (g ^ 4, t) = lane ^ 16
+             * takes over lane (g, t)'s positions 2t + 8, 2t + 9 (xA[2], xA[3]) and hands
+             * back their p: the same values with half the exponentials a lane. What the
+             * lanes of rows g >= 4 end up holding reaches only MMA columns g >= G, which are
+             * never stored. */
+            const bool own = g < 4;
+            const float y0 = __shfl_xor_sync(0xFFFFFFFFu, xA[2], 16);
+            const float y1 = __shfl_xor_sync(0xFFFFFFFFu, xA[3], 16);
+            pA[0] = lowp_exp2_sw(own ? xA[0] : y0);
+            pA[1] = lowp_exp2_sw(own ? xA[1] : y1);
+            pA[2] = __shfl_xor_sync(0xFFFFFFFFu, pA[0], 16);
+            pA[3] = __shfl_xor_sync(0xFFFFFFFFu, pA[1], 16);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                pA[i] = lowp_exp2_sw(xA[i]);
+        }
         float LA = ((pA[0] + pA[1]) + pA[2]) + pA[3];
         LA = LA + __shfl_xor_sync(0xFFFFFFFFu, LA, 1);
         LA = LA + __shfl_xor_sync(0xFFFFFFFFu, LA, 2);
