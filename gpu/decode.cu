@@ -503,12 +503,41 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, (ctas_per_sm<FMT, KCH
         if (hf == 0 && v_sh)
             st[off_sh + 16 + jj] = (uint8_t)((row * v_S) & 3);
     };
+    /* FP4 at head dim 128 (FIX) in one page: K and V rows have the same bytes, and so do
+     * their scale rows, so lane (jj, hf) needs one code offset, one scale offset and three
+     * stage offsets, all fixed for the lane; each tile adds only its page's base row. The
+     * offsets are pinned (an empty asm) so that the loop does not rebuild them from the
+     * thread index every tile. */
+    uint32_t f_code = 0, f_sc = 0, f_kd = 0, f_vd = 0, f_sd = 0;
+    if constexpr (FMT >= F_NVFP4 && FIX) {
+        f_code = (uint32_t)(lane_row * k_rb + 16 * hf);
+        f_sc = (uint32_t)(lane_row * k_S + 4 * hf);
+        f_kd = (uint32_t)(jj * k_rs + 16 * hf);
+        f_vd = (uint32_t)(off_v + jj * v_rs + 16 * hf);
+        f_sd = (uint32_t)(off_ks + jj * k_sw + 4 * hf);
+        asm volatile("" : "+r"(f_code), "+r"(f_sc), "+r"(f_kd), "+r"(f_vd), "+r"(f_sd));
+    }
     auto issue_one_page = [&](int k, int stage, int page) {
         const int pos0 = t0 + 16 * k;
-        const size_t row0 =
-            (size_t)page * page_rows + (size_t)((pos0 & (p.PS - 1)) * rstep + lane_row);
         const int nc = t1 - pos0; /* tile rows r < nc hold positions of the split */
         const uint32_t s0 = ring_s + stage * stage_bytes;
+        if constexpr (FMT >= F_NVFP4 && FIX) {
+            const size_t base = (size_t)page * page_rows + (size_t)((pos0 & (p.PS - 1)) * rstep);
+            const uint8_t *kc = p.kc + base * k_rb + f_code, *vc = p.vc + base * k_rb + f_code;
+            const uint8_t *ksc = p.ks + base * k_S + f_sc, *vsc = p.vs + base * k_S + f_sc;
+            const int cb = jj < nc ? 16 : 0, sb = jj < lim_sc - pos0 ? 4 : 0;
+            cp16(s0 + f_kd, kc, cb);
+            cp16(s0 + f_kd + 32, kc + 32, cb);
+            cp16(s0 + f_vd, vc, cb);
+            cp16(s0 + f_vd + 32, vc + 32, cb);
+            if (k_S == 8 || hf == 0) { /* NVFP4: 2 scale words a row; MXFP4: 1 */
+                cp4(s0 + f_sd, ksc, sb);
+                cp4(s0 + f_sd + 16 * k_sw, vsc, sb);
+            }
+            return;
+        }
+        const size_t row0 =
+            (size_t)page * page_rows + (size_t)((pos0 & (p.PS - 1)) * rstep + lane_row);
         if constexpr (FMT >= F_NVFP4) {
             copy_fp4_row(stage, row0, jj < nc, jj < lim_sc - pos0, true);
         } else if (lines_fast) {
