@@ -229,6 +229,9 @@ __host__ __device__ constexpr int scale_window(int S)
     return S == 0 ? 0 : (S + 3) / 4 * 4 + (S % 4 ? 4 : 0);
 }
 
+/* A stage's size from the offset of its 32 shift bytes, the last part, rounded to 16. */
+__host__ __device__ constexpr int stage_size(int off_sh) { return (off_sh + 32 + 15) / 16 * 16; }
+
 /* One row's S scale bytes starting at byte off of the scale array, into its window:
  * 4-byte copies from off rounded down to 4 (S % 4 == 0 rows start aligned). */
 __device__ __forceinline__ void cp_scales(const uint8_t *base, size_t off, int S, int sw,
@@ -397,8 +400,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, (ctas_per_sm<FMT, KCH
     const int v_S = FIX ? scales_per_row(FMT, 64 * KCH) : p.v_S;
     const int k_sw = FIX ? scale_window(k_S) : p.k_sw, v_sw = FIX ? scale_window(v_S) : p.v_sw;
     const int off_v = 16 * k_rs, off_ks = off_v + 16 * v_rs, off_vs = off_ks + 16 * k_sw;
-    const int off_sh = off_vs + 16 * v_sw, stage_bytes = FIX ? (off_sh + 32 + 15) / 16 * 16
-                                                             : p.stage_bytes;
+    const int off_sh = off_vs + 16 * v_sw, stage_bytes = FIX ? stage_size(off_sh) : p.stage_bytes;
     /* Scale rows start off their 4-byte window only for MXFP4 with a dim that is an odd
      * multiple of 64 (S = dim / 32, S % 4 != 0); NVFP4's S = dim / 16 is a multiple of 4
      * (lowp_gpu_decode_check: dims are multiples of 64), so it needs no shift bytes. */
@@ -525,16 +527,17 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, (ctas_per_sm<FMT, KCH
         const uint32_t s0 = ring_s + stage * stage_bytes;
         if constexpr (FMT >= F_NVFP4 && FIX) {
             const size_t base = (size_t)page * page_rows + (size_t)((pos0 & (p.PS - 1)) * rstep);
-            const uint8_t *kc = p.kc + base * k_rb + f_code, *vc = p.vc + base * k_rb + f_code;
-            const uint8_t *ksc = p.ks + base * k_S + f_sc, *vsc = p.vs + base * k_S + f_sc;
-            const int cb = jj < nc ? 16 : 0, sb = jj < lim_sc - pos0 ? 4 : 0;
-            cp16(s0 + f_kd, kc, cb);
-            cp16(s0 + f_kd + 32, kc + 32, cb);
-            cp16(s0 + f_vd, vc, cb);
-            cp16(s0 + f_vd + 32, vc + 32, cb);
+            const uint8_t *ksrc = p.kc + base * k_rb + f_code, *vsrc = p.vc + base * k_rb + f_code;
+            const uint8_t *kssrc = p.ks + base * k_S + f_sc, *vssrc = p.vs + base * k_S + f_sc;
+            /* bytes to read, as copy_fp4_row's vc and vs: zero past the split's end */
+            const int nb_code = jj < nc ? 16 : 0, nb_sc = jj < lim_sc - pos0 ? 4 : 0;
+            cp16(s0 + f_kd, ksrc, nb_code);
+            cp16(s0 + f_kd + 32, ksrc + 32, nb_code);
+            cp16(s0 + f_vd, vsrc, nb_code);
+            cp16(s0 + f_vd + 32, vsrc + 32, nb_code);
             if (k_S == 8 || hf == 0) { /* NVFP4: 2 scale words a row; MXFP4: 1 */
-                cp4(s0 + f_sd, ksc, sb);
-                cp4(s0 + f_sd + 16 * k_sw, vsc, sb);
+                cp4(s0 + f_sd, kssrc, nb_sc);
+                cp4(s0 + f_sd + 16 * k_sw, vssrc, nb_sc);
             }
             return;
         }
@@ -1037,7 +1040,7 @@ void stage_geometry(const lowp_kv_config *cfg, Params *p)
     p->off_ks = p->off_v + 16 * p->v_rs;
     p->off_vs = p->off_ks + 16 * p->k_sw;
     p->off_sh = p->off_vs + 16 * p->v_sw;
-    p->stage_bytes = (p->off_sh + 32 + 15) / 16 * 16;
+    p->stage_bytes = stage_size(p->off_sh);
 }
 
 } // namespace
