@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime.h>
 
@@ -117,6 +118,32 @@ stats summarize(float *ms, int n)
     return s;
 }
 
+/* Device bytes this process freed since the last settle(). */
+double freed_bytes = 0.0;
+
+/* The default wait before timing a shape, in ms per GB freed since the last one
+ * (lowp_gpu_bench_opts.settle_ms_per_gb). On the H200, right
+ * after the bench freed a shape's 34.4 GB (BF16, batch 32, 128K tokens: cache and
+ * streaming buffer), the next shape's decode and streaming read both ran 12% slower
+ * (1153 instead of 1023 us; 3.93 instead of 4.48 TB/s) until about 50 ms had passed;
+ * the device does work after a free that takes HBM bandwidth (we did not identify it).
+ * Waits of 1, 2, 3 and 5 ms per GB gave 1154, 1023, 1023 and 1023 us, so 3 ms keeps a
+ * 50% margin. Without the wait the grid's shapes after large ones were 8-14% slow (FP8
+ * at batch 32, 32K: 622 instead of 573 us) and the CSVs depended on the grid's order. */
+#define SETTLE_MS_PER_GB 3.0
+
+void settle(double ms_per_gb)
+{
+    const double ms = ms_per_gb * freed_bytes / 1e9;
+    freed_bytes = 0.0;
+    if (ms <= 0.0)
+        return;
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ms / 1000.0);
+    ts.tv_nsec = (long)(fmod(ms, 1000.0) * 1e6);
+    nanosleep(&ts, NULL);
+}
+
 } // namespace
 
 extern "C" lowp_gpu_bench_opts lowp_gpu_bench_defaults(void)
@@ -129,6 +156,7 @@ extern "C" lowp_gpu_bench_opts lowp_gpu_bench_defaults(void)
     o.page_size = 16;
     o.reps = 30;
     o.max_gb = 40.0;
+    o.settle_ms_per_gb = SETTLE_MS_PER_GB;
     o.seed = LOWP_DEFAULT_SEED;
     return o;
 }
@@ -244,6 +272,8 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
     CK(cudaMalloc(&d_sink, 4));
     for (int i = 0; i < 2 * reps; i++)
         CK(cudaEventCreate(&ev[i]));
+    CK(cudaDeviceSynchronize()); /* the fills are done: only the last frees' work remains */
+    settle(o->settle_ms_per_gb);
     for (int w = 0; w < 3; w++) /* warm-up */
         CK(lowp_gpu_decode_enqueue(&prm[w % R], 0));
     CK(cudaDeviceSynchronize());
@@ -304,6 +334,11 @@ out:
     cudaFree(d_ws);
     cudaFree(d_read);
     cudaFree(d_sink);
+    if (gc)
+        freed_bytes += (double)(gc->k_codes_bytes + gc->v_codes_bytes + gc->k_scales_bytes +
+                                gc->v_scales_bytes);
+    if (d_read)
+        freed_bytes += (double)R * copy_bytes;
     lowp_gpu_kvcache_destroy(gc);
     return rc;
 }

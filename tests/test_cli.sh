@@ -89,6 +89,7 @@ expect_error "table bad format" "$lowp" table e9m9
 expect_error "gpu bench bad layout" "$lowp" gpu bench --layout diagonal
 expect_error "gpu bench bad option" "$lowp" gpu bench --frobnicate
 expect_error "gpu bench bad split" "$lowp" gpu bench --chunk 17
+expect_error "gpu bench negative settle" "$lowp" gpu bench --settle-ms-per-gb -1
 
 # lowp table: every code once, values exact
 [ "$("$lowp" table e4m3 | grep -c '^0x')" = 256 ] && ok || bad "table e4m3 has 256 codes"

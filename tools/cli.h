@@ -59,6 +59,7 @@ const char *lowp_cli_input_usage(void);
 const char *lowp_cli_need_value(int argc, char **argv, int *i);
 size_t lowp_cli_parse_count(const char *opt, const char *s, int allow_zero);
 double lowp_cli_parse_positive(const char *opt, const char *s);
+double lowp_cli_parse_nonnegative(const char *opt, const char *s);
 /* A finite float tensor of rank 3 (.npy / .safetensors, any float dtype), malloc'ed. */
 float *lowp_cli_load_f32_3(const char *opt, const char *path, size_t dims[3], const char *expect);
 /* A .npy vector of page indices (any integer dtype), each checked into int32. */

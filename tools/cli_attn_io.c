@@ -30,14 +30,19 @@ size_t lowp_cli_parse_count(const char *opt, const char *s, int allow_zero)
     return (size_t)v;
 }
 
-double lowp_cli_parse_positive(const char *opt, const char *s)
+static double parse_real(const char *opt, const char *s, int allow_zero)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end != '\0' || !(v > 0) || !isfinite(v))
-        lowp_cli_fail("%s: '%.40s' is not a positive finite number", opt, s);
+    if (end == s || *end != '\0' || !(allow_zero ? v >= 0 : v > 0) || !isfinite(v))
+        lowp_cli_fail("%s: '%.40s' is not a %s finite number", opt, s,
+                      allow_zero ? "non-negative" : "positive");
     return v;
 }
+
+double lowp_cli_parse_positive(const char *opt, const char *s) { return parse_real(opt, s, 0); }
+
+double lowp_cli_parse_nonnegative(const char *opt, const char *s) { return parse_real(opt, s, 1); }
 
 /* A float tensor of rank 3 with finite values, as a malloc'ed copy. */
 float *lowp_cli_load_f32_3(const char *opt, const char *path, size_t dims[3], const char *expect)

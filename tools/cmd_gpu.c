@@ -13,7 +13,7 @@
  *       (any machine): the two files are identical byte for byte.
  *   lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]
  *                  [--head-dim N] [--page-size N] [--layout nhd|hnd] [--reps N]
- *                  [--max-gb X] [--chunk N] [--csv FILE]
+ *                  [--max-gb X] [--chunk N] [--settle-ms-per-gb X] [--csv FILE]
  *       decode time and bandwidth beside a streaming read (lowp/gpu_bench.h).
  *
  * Built without CUDA, only `lowp gpu attn --emulate` and `lowp gpu conform
@@ -50,7 +50,7 @@ static void gpu_usage(FILE *f)
           "                     [--chunk N]\n"
           "       lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]\n"
           "                      [--head-dim N] [--page-size N] [--layout nhd|hnd] [--reps N]\n"
-          "                      [--max-gb X] [--chunk N] [--csv FILE]\n"
+          "                      [--max-gb X] [--chunk N] [--settle-ms-per-gb X] [--csv FILE]\n"
           "  Q [1, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx, num_kv_heads, vo_dim]:\n"
           "  a decode (one query token at position ctx - 1). Formats: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4;\n"
           "  head dims multiples of 64 up to 512; up to 16 query heads per KV head.\n",
@@ -173,6 +173,8 @@ static int gpu_bench(int argc, char **argv)
             o.reps = (int)lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--max-gb"))
             o.max_gb = lowp_cli_parse_positive(a, lowp_cli_need_value(argc, argv, &i));
+        else if (!strcmp(a, "--settle-ms-per-gb"))
+            o.settle_ms_per_gb = lowp_cli_parse_nonnegative(a, lowp_cli_need_value(argc, argv, &i));
         else if (!strcmp(a, "--chunk")) {
             o.chunk = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
             if (o.chunk % 16)

@@ -10,7 +10,10 @@
  * read once). Bytes per call: the K and V codes and block scales of every (token, KV head)
  * of every sequence; queries, page table and output are not counted (they are < 0.1%).
  * Cache contents: random codes with moderate block scales written on the GPU (no NaN);
- * the data do not change the kernel's work.
+ * the data do not change the kernel's work. Before timing a shape the bench waits
+ * settle_ms_per_gb ms for every GB it freed on the device since the last shape: right
+ * after a large free the H200 ran the next shape's decode and streaming read 12% slower
+ * for tens of milliseconds (gpu/bench.cu says what was measured).
  */
 #ifndef LOWP_GPU_BENCH_H
 #define LOWP_GPU_BENCH_H
@@ -31,6 +34,8 @@ typedef struct lowp_gpu_bench_opts {
     int hnd;               /* 1: HND page layout (a head's slots contiguous); 0: NHD */
     int reps;
     double max_gb;         /* skip shapes whose single copy exceeds this (default 40) */
+    double settle_ms_per_gb; /* wait this long per GB the bench freed on the device before
+                            * timing the next shape (default 3; see Method) */
     size_t chunk;          /* split length in tokens, a multiple of 16; 0 = the default
                             * (lowp_gpu_decode_chunk_tokens). Not a tuning-only knob: the
                             * split boundaries are part of the kernel's arithmetic. */
