@@ -13,6 +13,7 @@
 #include "lowp/cases.h"
 #include "lowp/gpu_bench.h"
 #include "lowp/gpu_kvcache.h"
+#include "sm_clock.h"
 
 namespace {
 
@@ -163,7 +164,7 @@ extern "C" lowp_gpu_bench_opts lowp_gpu_bench_defaults(void)
 
 /* One (format, batch, ctx) point. */
 static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B, size_t ctx,
-                     FILE *csv, FILE *table, char *why, size_t wl)
+                     lowp_sm_clock *clk, FILE *csv, FILE *table, char *why, size_t wl)
 {
     int rc = 0;
     const size_t H = o->kv_heads, NQ = o->q_heads, D = o->head_dim, PS = o->page_size;
@@ -199,6 +200,7 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
     lowp_gpu_decode_params *prm = NULL;
     cudaEvent_t *ev = NULL;
     float *ms = NULL, *rms = NULL;
+    lowp_sm_clock_stats cs = {0, NAN, NAN, NAN};
     int reps = o->reps > 3 ? o->reps : 3;
     size_t ws_bytes = 0;
     if (lowp_gpu_kvcache_create(&cfg, &gc, why, wl))
@@ -277,12 +279,14 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
     for (int w = 0; w < 3; w++) /* warm-up */
         CK(lowp_gpu_decode_enqueue(&prm[w % R], 0));
     CK(cudaDeviceSynchronize());
+    lowp_sm_clock_start(clk); /* the calls are queued at once and run while it samples */
     for (int i = 0; i < reps; i++) {
         CK(cudaEventRecord(ev[2 * i], 0));
         CK(lowp_gpu_decode_enqueue(&prm[i % R], 0));
         CK(cudaEventRecord(ev[2 * i + 1], 0));
     }
     CK(cudaDeviceSynchronize());
+    lowp_sm_clock_stop(clk, &cs);
     for (int i = 0; i < reps; i++)
         CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
     {
@@ -305,15 +309,22 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
     {
         stats s = summarize(ms, reps), r = summarize(rms, reps);
         double gbps = bytes / (s.med * 1e-3) / 1e9, rgbps = bytes / (r.med * 1e-3) / 1e9;
+        char clk_csv[64] = ",,,", clk_txt[64] = "";
+        if (cs.samples > 0) {
+            snprintf(clk_csv, sizeof clk_csv, ",%.0f,%.0f,%.3f", cs.mean_mhz, cs.min_mhz,
+                     cs.limited);
+            snprintf(clk_txt, sizeof clk_txt, "  SM %.0f MHz (min %.0f, limited %.0f%%)",
+                     cs.mean_mhz, cs.min_mhz, 100.0 * cs.limited);
+        }
         if (csv)
-            fprintf(csv, "decode,%s,%zu,%zu,%.2f,%.2f,%.2f,%.0f,%.1f,%.1f,%.4f\n",
+            fprintf(csv, "decode,%s,%zu,%zu,%.2f,%.2f,%.2f,%.0f,%.1f,%.1f,%.4f%s\n",
                     lowp_block_format_name(f), B, ctx, s.med * 1e3, s.p10 * 1e3, s.p90 * 1e3,
-                    bytes, gbps, rgbps, gbps / rgbps);
+                    bytes, gbps, rgbps, gbps / rgbps, clk_csv);
         if (table)
             fprintf(table, "%-9s batch %3zu ctx %6zu: %9.1f us  %7.1f GB/s  read %7.1f GB/s  "
-                    "%5.1f%%  (R=%zu copies, splits of %zu)\n", lowp_block_format_name(f),
+                    "%5.1f%%  (R=%zu copies, splits of %zu)%s\n", lowp_block_format_name(f),
                     B, ctx, s.med * 1e3, gbps, rgbps, 100.0 * gbps / rgbps, R,
-                    o->chunk ? o->chunk : lowp_gpu_decode_chunk_tokens(B, H, ctx));
+                    o->chunk ? o->chunk : lowp_gpu_decode_chunk_tokens(B, H, ctx), clk_txt);
     }
 out:
     if (ev)
@@ -378,7 +389,7 @@ extern "C" int lowp_gpu_bench_run(const lowp_gpu_bench_opts *o, FILE *csv, FILE 
     }
     if (csv)
         fprintf(csv, "kernel,format,batch,ctx,median_us,p10_us,p90_us,bytes,gbps,read_gbps,"
-                     "ratio\n");
+                     "ratio,sm_mhz,sm_mhz_min,sm_limited\n");
     if (table) {
         struct cudaDeviceProp prop;
         cudaGetDeviceProperties(&prop, 0);
@@ -386,15 +397,25 @@ extern "C" int lowp_gpu_bench_run(const lowp_gpu_bench_opts *o, FILE *csv, FILE 
                 "size %zu (%s), median of %d calls\n", prop.name, o->q_heads, o->kv_heads,
                 o->head_dim, o->page_size, o->hnd ? "hnd" : "nhd", o->reps);
     }
-    for (size_t fi = 0; fi < nf; fi++)
-        for (size_t bi = 0; bi < nb; bi++)
-            for (size_t ci = 0; ci < nc; ci++) {
-                if (bench_one(o, fmts[fi], bs[bi], cs[ci], csv, table, why, wl))
-                    return -1;
+    /* NULL without NVML: the clock columns stay empty */
+    lowp_sm_clock *clk = NULL;
+    {
+        int dev = 0;
+        char bus[32];
+        if (cudaGetDevice(&dev) == cudaSuccess &&
+            cudaDeviceGetPCIBusId(bus, (int)sizeof bus, dev) == cudaSuccess)
+            clk = lowp_sm_clock_open(bus);
+    }
+    int rc = 0;
+    for (size_t fi = 0; fi < nf && rc == 0; fi++)
+        for (size_t bi = 0; bi < nb && rc == 0; bi++)
+            for (size_t ci = 0; ci < nc && rc == 0; ci++) {
+                rc = bench_one(o, fmts[fi], bs[bi], cs[ci], clk, csv, table, why, wl) ? -1 : 0;
                 if (csv)
                     fflush(csv);
                 if (table)
                     fflush(table);
             }
-    return 0;
+    lowp_sm_clock_close(clk);
+    return rc;
 }

@@ -1,10 +1,12 @@
 # gpu/decode.cmake: the paged decode attention kernels (lowp/gpu_decode.h) and their
 # conformance program. Included by gpu/CMakeLists.txt's gpu/*.cmake glob.
-#   lowp_gpu_decode          static library: decode.cu (split kernel + merge kernel)
+#   lowp_gpu_decode          static library: decode.cu (split kernel + merge kernel),
+#                            conform.c, bench.cu and sm_clock.c (the bench's SM clock)
 #   lowp_gpu_decode_check    kernel vs CPU emulator (bit for bit) and vs the binary64
 #                            reference; exits 77 without a GPU
 add_library(lowp_gpu_decode STATIC ${CMAKE_CURRENT_LIST_DIR}/decode.cu
-  ${CMAKE_CURRENT_LIST_DIR}/conform.c ${CMAKE_CURRENT_LIST_DIR}/bench.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/conform.c ${CMAKE_CURRENT_LIST_DIR}/bench.cu
+  ${CMAKE_CURRENT_LIST_DIR}/sm_clock.c)
 set_target_properties(lowp_gpu_decode PROPERTIES
   CUDA_ARCHITECTURES "${LOWP_GPU_CUDA_ARCHITECTURES}"
   CUDA_STANDARD 17
@@ -17,8 +19,10 @@ target_compile_options(lowp_gpu_decode PRIVATE
     -Xcompiler=-Wall,-Wextra,-ffp-contract=off -O3 -lineinfo>
   $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${LOWP_WERROR}>>:-Werror=all-warnings -Xcompiler=-Werror>)
 target_compile_options(lowp_gpu_decode PRIVATE $<$<COMPILE_LANGUAGE:C>:${LOWP_WARNINGS} -O2>)
+# sm_clock.c opens NVML with dlopen and samples it on a thread
+find_package(Threads REQUIRED)
 target_link_libraries(lowp_gpu_decode PUBLIC lowp_gpu_kv lowp_static CUDA::cudart_static
-  PRIVATE OpenMP::OpenMP_C m)
+  PRIVATE OpenMP::OpenMP_C m Threads::Threads ${CMAKE_DL_LIBS})
 
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/decode_check.c)
   add_executable(lowp_gpu_decode_check ${CMAKE_CURRENT_LIST_DIR}/decode_check.c)

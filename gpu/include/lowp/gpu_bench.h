@@ -46,8 +46,12 @@ typedef struct lowp_gpu_bench_opts {
 lowp_gpu_bench_opts lowp_gpu_bench_defaults(void);
 
 /* Runs the grid; one CSV row per (kernel, format, batch, ctx) to csv (may be NULL):
- *   kernel,format,batch,ctx,median_us,p10_us,p90_us,bytes,gbps,read_gbps,ratio
- * (kernel "decode"; read_gbps the streaming read of the same bytes, ratio gbps/read_gbps),
+ *   kernel,format,batch,ctx,median_us,p10_us,p90_us,bytes,gbps,read_gbps,ratio,
+ *   sm_mhz,sm_mhz_min,sm_limited
+ * (kernel "decode"; read_gbps the streaming read of the same bytes, ratio gbps/read_gbps;
+ * sm_*: the SM clock sampled through NVML while the timed decode calls ran, its mean and
+ * minimum in MHz and the fraction of samples under a power or thermal limit, empty when
+ * NVML is not available: gpu/sm_clock.h),
  * and a table for people to table (may be NULL). 0, 77 without a CUDA device, or -1 with
  * a reason. */
 int lowp_gpu_bench_run(const lowp_gpu_bench_opts *o, FILE *csv, FILE *table, char *why,
