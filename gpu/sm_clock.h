@@ -1,8 +1,8 @@
 /* gpu/sm_clock.h: the SM clock of a GPU while something runs on it, sampled through
  * NVML. `lowp gpu bench` reports it beside each shape's time: on the H200 the driver's
  * power cap lowered the SM clock from 1980 MHz to 1560-1710 MHz during the largest
- * decodes, and the FP4 and FP8 kernels, bound by instruction issue, slow down with it
- * while a streaming read does not (reports/gpu-bench-h200.md). NVML is opened at run time
+ * decodes, and the NVFP4 kernel, bound by instruction issue, slowed down with it while a
+ * streaming read did not (reports/gpu-bench-h200.md). NVML is opened at run time
  * (libnvidia-ml.so.1, which comes with the driver), so lowp needs it neither to build nor
  * to load. Not installed. */
 #ifndef LOWP_GPU_SM_CLOCK_H
