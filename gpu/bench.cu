@@ -200,7 +200,7 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
     lowp_gpu_decode_params *prm = NULL;
     cudaEvent_t *ev = NULL;
     float *ms = NULL, *rms = NULL;
-    lowp_sm_clock_stats cs = {0, NAN, NAN, NAN};
+    lowp_sm_clock_stats clk_stats = {0, NAN, NAN, NAN};
     int reps = o->reps > 3 ? o->reps : 3;
     size_t ws_bytes = 0;
     if (lowp_gpu_kvcache_create(&cfg, &gc, why, wl))
@@ -286,7 +286,7 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
         CK(cudaEventRecord(ev[2 * i + 1], 0));
     }
     CK(cudaDeviceSynchronize());
-    lowp_sm_clock_stop(clk, &cs);
+    lowp_sm_clock_stop(clk, &clk_stats);
     for (int i = 0; i < reps; i++)
         CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
     {
@@ -310,11 +310,11 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
         stats s = summarize(ms, reps), r = summarize(rms, reps);
         double gbps = bytes / (s.med * 1e-3) / 1e9, rgbps = bytes / (r.med * 1e-3) / 1e9;
         char clk_csv[64] = ",,,", clk_txt[64] = "";
-        if (cs.samples > 0) {
-            snprintf(clk_csv, sizeof clk_csv, ",%.0f,%.0f,%.3f", cs.mean_mhz, cs.min_mhz,
-                     cs.limited);
+        if (clk_stats.samples > 0) {
+            snprintf(clk_csv, sizeof clk_csv, ",%.0f,%.0f,%.3f", clk_stats.mean_mhz,
+                     clk_stats.min_mhz, clk_stats.limited);
             snprintf(clk_txt, sizeof clk_txt, "  SM %.0f MHz (min %.0f, limited %.0f%%)",
-                     cs.mean_mhz, cs.min_mhz, 100.0 * cs.limited);
+                     clk_stats.mean_mhz, clk_stats.min_mhz, 100.0 * clk_stats.limited);
         }
         if (csv)
             fprintf(csv, "decode,%s,%zu,%zu,%.2f,%.2f,%.2f,%.0f,%.1f,%.1f,%.4f%s\n",
