@@ -155,7 +155,8 @@ __device__ __forceinline__ uint32_t nvfp4_scales(uint8_t sa, uint8_t sb)
  * Each warp streams its split through a ring of p.stages stages in shared memory; a stage
  * holds one tile (16 positions): K code rows, the V code rows of the CTA's 128-dim slice,
  * and for FP4 the K and V scale rows (gpu/decode.cu's geometry, lowp_gpu_decode_params).
- * Positions past the split's end are zero-filled (src-size 0: nothing is read). Row
+ * Positions past the split's end are zero-filled (src-size 0: nothing is read), except
+ * FP4 rows at head dim 128 in one page, which are read whatever they hold. Row
  * strides carry padding so that the fragment loads below are free of bank conflicts. */
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
 {
@@ -518,8 +519,7 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, (ctas_per_sm<FMT, KCH
      * hf + 2, as the scale windows still are) it saw two, and its tag lookups were the
      * busiest part of the memory system: on the H200 (ncu, batch 32, 32K) L2 tag requests
      * fell from 78% to 63% of peak and NVFP4 from 500 to 489 us, for 3% more
-     * instructions. A tile inside the split and its scale rows copies without size
-     * tests. */
+     * instructions. */
     uint32_t f_code = 0, f_sc = 0, f_kd = 0, f_vd = 0, f_sd = 0;
     const int cr = lane >> 2, cc = lane & 3;
     if constexpr (FMT >= F_NVFP4 && FIX) {
@@ -538,22 +538,19 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, (ctas_per_sm<FMT, KCH
             const size_t base = (size_t)page * page_rows + (size_t)((pos0 & (p.PS - 1)) * rstep);
             const uint8_t *ksrc = p.kc + base * k_rb + f_code, *vsrc = p.vc + base * k_rb + f_code;
             const uint8_t *kssrc = p.ks + base * k_S + f_sc, *vssrc = p.vs + base * k_S + f_sc;
-            /* bytes to read, as copy_fp4_row's vc and vs: zero past the split's end */
+            /* All 16 rows, also those past the split's end: in one page each is a slot of
+             * the pool, and what it holds never reaches the output (step 2 gives those
+             * positions -Inf, and their V enters the MMA as +0; see `full` below), so no
+             * size tests are needed. */
             const size_t step8 = (size_t)(8 * rstep * k_rb);
-            auto copy = [&](int nb_c0, int nb_c8, int nb_sc) {
-                cp16(s0 + f_kd, ksrc, nb_c0);
-                cp16(s0 + f_kd + 8 * k_rs, ksrc + step8, nb_c8);
-                cp16(s0 + f_vd, vsrc, nb_c0);
-                cp16(s0 + f_vd + 8 * v_rs, vsrc + step8, nb_c8);
-                if (k_S == 8 || hf == 0) { /* NVFP4: 2 scale words a row; MXFP4: 1 */
-                    cp4(s0 + f_sd, kssrc, nb_sc);
-                    cp4(s0 + f_sd + 16 * k_sw, vssrc, nb_sc);
-                }
-            };
-            if (nc >= 16 && lim_sc - pos0 >= 16)
-                copy(16, 16, 4);
-            else
-                copy(cr < nc ? 16 : 0, cr + 8 < nc ? 16 : 0, jj < lim_sc - pos0 ? 4 : 0);
+            cp16(s0 + f_kd, ksrc, 16);
+            cp16(s0 + f_kd + 8 * k_rs, ksrc + step8, 16);
+            cp16(s0 + f_vd, vsrc, 16);
+            cp16(s0 + f_vd + 8 * v_rs, vsrc + step8, 16);
+            if (k_S == 8 || hf == 0) { /* NVFP4: 2 scale words a row; MXFP4: 1 */
+                cp4(s0 + f_sd, kssrc, 4);
+                cp4(s0 + f_sd + 16 * k_sw, vssrc, 4);
+            }
             return;
         }
         const size_t row0 =
