@@ -517,9 +517,9 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, (ctas_per_sm<FMT, KCH
      * tile rows cr and cr + 8, so that one copy instruction reads 8 whole rows: the L2
      * sees one request per row and instruction. With a lane pair per row (chunks hf and
      * hf + 2, as the scale windows still are) it saw two, and its tag lookups were the
-     * busiest part of the memory system: on the H200 (ncu, batch 32, 32K) L2 tag requests
-     * fell from 78% to 63% of peak and NVFP4 from 500 to 489 us, for 3% more
-     * instructions. */
+     * busiest part of the memory system: on the H200 (ncu, batch 32, 32K) L2 tag lookups
+     * fell from 78% to 62% of peak and NVFP4 from 501-503 to 488 us, for 10 more
+     * instructions a tile (603 -> 613). */
     uint32_t f_code = 0, f_sc = 0, f_kd = 0, f_vd = 0, f_sd = 0;
     const int cr = lane >> 2, cc = lane & 3;
     if constexpr (FMT >= F_NVFP4 && FIX) {
