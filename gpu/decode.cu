@@ -513,20 +513,19 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, (ctas_per_sm<FMT, KCH
      * rebuild them from the thread index every tile: on the H200 that took NVFP4 from 631
      * to 610 instructions a tile (batch 32, 32K). Pinning kofs and vofs too made two
      * interleaved-scale NVFP4 kernels spill.
-     * Code rows (64 bytes) are copied by 4 lanes each, lane (cr, cc) 16-byte chunk cc of
-     * tile rows cr and cr + 8, so that one copy instruction reads 8 whole rows: the L2
+     * Code rows (64 bytes) are copied by 4 lanes each, lane (g, t) 16-byte chunk t of
+     * tile rows g and g + 8, so that one copy instruction reads 8 whole rows: the L2
      * sees one request per row and instruction. With a lane pair per row (chunks hf and
      * hf + 2, as the scale windows still are) it saw two, and its tag lookups were the
      * busiest part of the memory system: on the H200 (ncu, batch 32, 32K) L2 tag lookups
      * fell from 78% to 62% of peak and NVFP4 from 501-503 to 488 us, for 10 more
      * instructions a tile (603 -> 613). */
     uint32_t f_code = 0, f_sc = 0, f_kd = 0, f_vd = 0, f_sd = 0;
-    const int cr = lane >> 2, cc = lane & 3;
     if constexpr (FMT >= F_NVFP4 && FIX) {
-        f_code = (uint32_t)((cr * rstep + h * (p.hnd ? p.PS : 1)) * k_rb + 16 * cc);
+        f_code = (uint32_t)((g * rstep + h * (p.hnd ? p.PS : 1)) * k_rb + 16 * t);
         f_sc = (uint32_t)(lane_row * k_S + 4 * hf);
-        f_kd = (uint32_t)(cr * k_rs + 16 * cc);
-        f_vd = (uint32_t)(off_v + cr * v_rs + 16 * cc);
+        f_kd = (uint32_t)(g * k_rs + 16 * t);
+        f_vd = (uint32_t)(off_v + g * v_rs + 16 * t);
         f_sd = (uint32_t)(off_ks + jj * k_sw + 4 * hf);
         asm volatile("" : "+r"(f_code), "+r"(f_sc), "+r"(f_kd), "+r"(f_vd), "+r"(f_sd));
     }
