@@ -41,8 +41,8 @@ tar -C "$ROOT" --exclude='./build*' --exclude=./.venv --exclude=./.git -cf - . |
 
 # Each edit must match exactly once, so that a changed kernel stops the script instead of
 # timing something else.
-edit() { # file, python-style literal old, new
-  python3 - "$@" <<'EOF' || exit 1
+edit() { # file, literal old text, new text
+  python3 - "$@" <<'EOF'
 import sys
 path, old, new = sys.argv[1:4]
 s = open(path).read()
@@ -55,19 +55,22 @@ SRC=$W/gpu/decode.cu
 cp "$SRC" "$W/decode.orig.cu"
 variant() {
   cp "$W/decode.orig.cu" "$SRC"
-  case $1 in *noexp*|both)
-    edit "$SRC" "pA[0] = lowp_exp2_sw(own ? xA[0] : y0);" "pA[0] = (own ? xA[0] : y0);"
-    edit "$SRC" "pA[1] = lowp_exp2_sw(own ? xA[1] : y1);" "pA[1] = (own ? xA[1] : y1);"
-    edit "$SRC" "pA[i] = lowp_exp2_sw(xA[i]);" "pA[i] = xA[i];" ;;
+  case $1 in noexp|both)
+    edit "$SRC" "pA[0] = lowp_exp2_sw(own ? xA[0] : y0);" "pA[0] = (own ? xA[0] : y0);" &&
+    edit "$SRC" "pA[1] = lowp_exp2_sw(own ? xA[1] : y1);" "pA[1] = (own ? xA[1] : y1);" &&
+    edit "$SRC" "pA[i] = lowp_exp2_sw(xA[i]);" "pA[i] = xA[i];" || return 1 ;;
   esac
   case $1 in nodec|both)
     edit "$SRC" "    lowp_dec_e2m1x8_sub(w, o);" \
-      "    o[0] = w; o[1] = w >> 8; o[2] = w >> 16; o[3] = w >> 24;" ;;
+      "    o[0] = w; o[1] = w >> 8; o[2] = w >> 16; o[3] = w >> 24;" || return 1 ;;
   esac
 }
 for v in noexp nodec both; do
   variant $v || { echo "gpu_sol: variant $v: the kernel source changed; update this script" >&2; exit 1; }
   touch "$SRC"
+  # the build folder is reused (incremental); a failed build must not leave the previous
+  # variant's binary to be timed under this one's name
+  rm -f "$W/build-device/tools/lowp"
   (cd "$W" && LOWP_GPU_RUN_STEPS=none LOWP_GPU_RUN_EXTRA=true LOWP_GPU_RUN_ARCHS=90 \
      OUT="$W/out-$v" bash tools/gpu_run.sh >"$W/build-$v.log" 2>&1)
   [ -x "$W/build-device/tools/lowp" ] || { tail -20 "$W/build-$v.log" >&2; exit 1; }
