@@ -21,7 +21,9 @@
  *             the hardware's ex2.approx (which no emulator models)
  *   swexp     the same with lowp_exp2_sw, the exponential lowp's kernel uses
  * and, for dequant and swexp, the same loop fed from 4 tiles staged once in shared memory
- * (SMEM): the work with no DRAM traffic at all. The tile, the fragments and the instruction
+ * (SMEM): the work with no DRAM traffic at all; and these once more with the Q.K^T of the
+ * next tile in the same iteration as the softmax and P V of this one (PIPE), two
+ * independent chains for the scheduler to interleave. The tile, the fragments and the instruction
  * mix follow gpu/decode.cu; the dims of a lane are permuted differently (K: 16 contiguous
  * bytes a row, V: 8), which changes no instruction count.
  * These times are what these kernels take, not proven lower bounds: a kernel that hid
@@ -202,7 +204,7 @@ __device__ __forceinline__ void v_word(uint32_t a, uint32_t b, uint32_t s2, uint
  * kernel runs NVFP4 at 6, 80 registers, its prefetch being in shared memory) */
 /* SMEM: the tiles come from 4 tiles staged in shared memory once, not from global memory:
  * the same work with no DRAM traffic in the loop. */
-template <int MODE, int MINB, bool SMEM>
+template <int MODE, int MINB, bool SMEM, bool PIPE = false>
 __global__ void __launch_bounds__(WARPS * 32, MINB) floor_kernel(const Params p)
 {
     __shared__ uint4 qs[8 * 32];
@@ -239,26 +241,11 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) floor_kernel(const Params p)
         tiles.s2[warp][lane] = make_uint2(nxt.vsc, nxt.vsd);
         __syncthreads();
     }
-    /* one tile in flight ahead of the one in use, in every mode (unrolled, the loads-only
-     * loop would keep two in flight and need 90 registers instead of 56) */
-#pragma unroll 1
-    for (int it = 0; it < ntiles; it++) {
-        Tile x;
-        if (SMEM) {
-            x = smem_tile(tiles, it & 3, lane);
-        } else {
-            x = nxt;
-            if (it + 1 < ntiles)
-                nxt = load_tile(p, row0_of(it + 1), g, t);
-        }
-        if (MODE == M_READ) {
-            acc ^= x.ka.x ^ x.ka.y ^ x.ka.z ^ x.ka.w ^ x.kb.x ^ x.kb.y ^ x.kb.z ^ x.kb.w;
-            acc ^= x.va.x ^ x.va.y ^ x.vb.x ^ x.vb.y ^ x.vc.x ^ x.vc.y ^ x.vd.x ^ x.vd.y;
-            acc ^= x.ksa ^ (x.ksb << 16) ^ x.vsa ^ (x.vsb << 8) ^ (x.vsc << 16) ^ (x.vsd << 24);
-            continue;
-        }
-        /* Q.K^T: n-tile 0 = positions g (row g), n-tile 1 = g + 8 */
-        float S0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, S1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    /* Q.K^T of a tile: n-tile 0 = positions g (row g), n-tile 1 = g + 8 */
+    auto qk = [&](const Tile &x, float *S0, float *S1) {
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            S0[i] = S1[i] = 0.0f;
         {
             const uint32_t sa = scales2(x.ksa & 0xFF, x.ksa >> 8);
             const uint32_t sb = scales2(x.ksb & 0xFF, x.ksb >> 8);
@@ -280,6 +267,9 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) floor_kernel(const Params p)
                 }
             }
         }
+    };
+    /* step 3 and P V of a tile whose scores are S0, S1 */
+    auto softmax_pv = [&](const Tile &x, const float *S0, const float *S1) {
         uint32_t P0, P1;
         if (MODE == M_DEQUANT) {
             P0 = pack_bf16(S0[0], S0[1]);
@@ -345,6 +335,49 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) floor_kernel(const Params p)
                              make_uint4(b0[2 * i], b0[2 * i + 1], b1[2 * i], b1[2 * i + 1]), P0, P1);
             }
         }
+    };
+
+    if (PIPE) {
+        /* Q.K^T of tile it + 1 in the same iteration as the softmax and P V of tile it, two
+         * independent chains that the scheduler can interleave (shared-memory tiles only;
+         * the last iteration's Q.K^T is of a tile that is not used) */
+        Tile x = smem_tile(tiles, 0, lane);
+        float S0[4], S1[4];
+        qk(x, S0, S1);
+#pragma unroll 1
+        for (int it = 0; it < ntiles; it++) {
+            const Tile xn = smem_tile(tiles, (it + 1) & 3, lane);
+            float N0[4], N1[4];
+            qk(xn, N0, N1);
+            softmax_pv(x, S0, S1);
+            x = xn;
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                S0[i] = N0[i], S1[i] = N1[i];
+        }
+    } else {
+    /* one tile in flight ahead of the one in use, in every mode (unrolled, the loads-only
+     * loop would keep two in flight and need 90 registers instead of 56) */
+#pragma unroll 1
+    for (int it = 0; it < ntiles; it++) {
+        Tile x;
+        if (SMEM) {
+            x = smem_tile(tiles, it & 3, lane);
+        } else {
+            x = nxt;
+            if (it + 1 < ntiles)
+                nxt = load_tile(p, row0_of(it + 1), g, t);
+        }
+        if (MODE == M_READ) {
+            acc ^= x.ka.x ^ x.ka.y ^ x.ka.z ^ x.ka.w ^ x.kb.x ^ x.kb.y ^ x.kb.z ^ x.kb.w;
+            acc ^= x.va.x ^ x.va.y ^ x.vb.x ^ x.vb.y ^ x.vc.x ^ x.vc.y ^ x.vd.x ^ x.vd.y;
+            acc ^= x.ksa ^ (x.ksb << 16) ^ x.vsa ^ (x.vsb << 8) ^ (x.vsc << 16) ^ (x.vsd << 24);
+            continue;
+        }
+        float S0[4], S1[4];
+        qk(x, S0, S1);
+        softmax_pv(x, S0, S1);
+    }
     }
     float r = __uint_as_float(acc & 0x3FFFFFFFu) + mA + lA;
 #pragma unroll
@@ -527,8 +560,8 @@ int main(int argc, char **argv)
     printf("%-8s           %9.1f us  %7.1f GB/s  100.0%% of the streaming read\n", "stream", t_stream,
            bytes / (t_stream * 1e-6) * 1e-9);
     const char *names[4] = {"read", "dequant", "hwexp", "swexp"};
-    /* k = 100 SMEM + 10 MINB + MODE */
-    const int runs[] = {40, 41, 42, 43, 50, 51, 52, 53, 141, 143, 161, 163};
+    /* k = 100 SMEM (200: SMEM and PIPE) + 10 MINB + MODE */
+    const int runs[] = {40, 41, 42, 43, 50, 51, 52, 53, 141, 143, 161, 163, 241, 243, 253, 263};
     for (int k : runs) {
         const float us = time_median((int)reps, [&] {
             switch (k) {
@@ -543,12 +576,17 @@ int main(int argc, char **argv)
             case 141: floor_kernel<M_DEQUANT, 4, true><<<grid, WARPS * 32>>>(p); break;
             case 143: floor_kernel<M_SWEXP, 4, true><<<grid, WARPS * 32>>>(p); break;
             case 161: floor_kernel<M_DEQUANT, 6, true><<<grid, WARPS * 32>>>(p); break;
-            default: floor_kernel<M_SWEXP, 6, true><<<grid, WARPS * 32>>>(p); break;
+            case 163: floor_kernel<M_SWEXP, 6, true><<<grid, WARPS * 32>>>(p); break;
+            case 241: floor_kernel<M_DEQUANT, 4, true, true><<<grid, WARPS * 32>>>(p); break;
+            case 243: floor_kernel<M_SWEXP, 4, true, true><<<grid, WARPS * 32>>>(p); break;
+            case 253: floor_kernel<M_SWEXP, 5, true, true><<<grid, WARPS * 32>>>(p); break;
+            default: floor_kernel<M_SWEXP, 6, true, true><<<grid, WARPS * 32>>>(p); break;
             }
         });
         if (k >= 100)
-            printf("%-8s %d CTAs/SM %9.1f us  (tiles from shared memory: no DRAM traffic)\n",
-                   names[k % 10], (k / 10) % 10, us);
+            printf("%-8s %d CTAs/SM %9.1f us  (tiles from shared memory: no DRAM traffic%s)\n",
+                   names[k % 10], (k / 10) % 10, us,
+                   k >= 200 ? "; Q.K^T of the next tile beside the softmax of this one" : "");
         else
             printf("%-8s %d CTAs/SM %9.1f us  %7.1f GB/s  %5.1f%% of the streaming read\n",
                    names[k % 10], k / 10, us, bytes / (us * 1e-6) * 1e-9, 100.0 * t_stream / us);
