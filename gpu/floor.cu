@@ -386,30 +386,25 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) floor_kernel(const Params p)
     p.out[(((size_t)b * H + h) * p.splits + ci) * 32 + lane] = r;
 }
 
+/* XOR of the 16-byte words i0, i0 + stride, ... below n of a. */
+__device__ __forceinline__ uint32_t xor_words(const uint4 *a, size_t n, size_t i0, size_t stride)
+{
+    uint32_t acc = 0;
+    for (size_t i = i0; i < n; i += stride) {
+        const uint4 v = __ldg(a + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    return acc;
+}
+
 /* The reference: every byte of the four arrays read once, 16 bytes a thread. */
 __global__ void stream_read(const uint4 *a, size_t na, const uint4 *b, size_t nb,
                             const uint4 *c, size_t nc, const uint4 *d, size_t nd, uint32_t *out)
 {
-    uint32_t acc = 0;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (size_t i = i0; i < na; i += stride) {
-        const uint4 v = __ldg(a + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    for (size_t i = i0; i < nb; i += stride) {
-        const uint4 v = __ldg(b + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    for (size_t i = i0; i < nc; i += stride) {
-        const uint4 v = __ldg(c + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    for (size_t i = i0; i < nd; i += stride) {
-        const uint4 v = __ldg(d + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    out[i0] = acc;
+    out[i0] = xor_words(a, na, i0, stride) ^ xor_words(b, nb, i0, stride) ^
+              xor_words(c, nc, i0, stride) ^ xor_words(d, nd, i0, stride);
 }
 
 /* Fills n bytes with a hash of their index; E4M3 scale bytes are kept finite and normal
