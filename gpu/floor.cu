@@ -23,9 +23,9 @@
  * and, for dequant and swexp, the same loop fed from 4 tiles staged once in shared memory
  * (SMEM): the work with no DRAM traffic at all; and these once more with the Q.K^T of the
  * next tile in the same iteration as the softmax and P V of this one (PIPE), two
- * independent chains for the scheduler to interleave. The tile, the fragments and the instruction
- * mix follow gpu/decode.cu; the dims of a lane are permuted differently (K: 16 contiguous
- * bytes a row, V: 8), which changes no instruction count.
+ * independent chains for the scheduler to interleave. The tile, the fragments and the
+ * instruction mix follow gpu/decode.cu; the dims of a lane are permuted differently (K: 16
+ * contiguous bytes a row, V: 8), which changes no instruction count.
  * These times are what these kernels take, not proven lower bounds: a kernel that hid
  * latency better could be faster. tools/gpu_floor.sh adds Nsight Compute's instruction
  * counts and issue activity, which say how far each is from the issue limit.
@@ -200,10 +200,13 @@ __device__ __forceinline__ void v_word(uint32_t a, uint32_t b, uint32_t s2, uint
         o[i] = bf16x2_mul(o[i], s2);
 }
 
-/* MINB: CTAs an SM the registers must allow (4: up to 128 registers; 5: up to 96; lowp's
- * kernel runs NVFP4 at 6, 80 registers, its prefetch being in shared memory) */
-/* SMEM: the tiles come from 4 tiles staged in shared memory once, not from global memory:
- * the same work with no DRAM traffic in the loop. */
+/* One warp a split of p.chunk positions of one (sequence, KV head), as lowp's kernel.
+ * MINB: CTAs an SM the registers must allow (4: up to 128 registers; 5: up to 96; lowp's
+ *       kernel runs NVFP4 at 6, 80 registers, its prefetch being in shared memory).
+ * SMEM: the tiles come from 4 tiles staged in shared memory once, not from global memory:
+ *       the same work with no DRAM traffic in the loop.
+ * PIPE: (SMEM only) Q.K^T of tile it + 1 in the iteration that does the softmax and P V of
+ *       tile it. */
 template <int MODE, int MINB, bool SMEM, bool PIPE = false>
 __global__ void __launch_bounds__(WARPS * 32, MINB) floor_kernel(const Params p)
 {
@@ -332,7 +335,8 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) floor_kernel(const Params p)
 #pragma unroll
                 for (int i = 0; i < 4; i++)
                     mma_bf16(O[4 * j + i],
-                             make_uint4(b0[2 * i], b0[2 * i + 1], b1[2 * i], b1[2 * i + 1]), P0, P1);
+                             make_uint4(b0[2 * i], b0[2 * i + 1], b1[2 * i], b1[2 * i + 1]), P0,
+                             P1);
             }
         }
     };
