@@ -35,6 +35,7 @@
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/exp2_sw.h"
 #include "lowp/gpu_decode.h"
+#include "decode_bf16.cuh"
 #include "decode_e2m1.h"
 #include "decode_internal.h"
 
@@ -64,19 +65,6 @@ __device__ __forceinline__ int seq_len(const Params &p, int b)
 __device__ __forceinline__ size_t row_of(const Params &p, size_t page, int slot, int h)
 {
     return p.hnd ? ((page * p.H + h) * p.PS + slot) : ((page * p.PS + slot) * p.H + h);
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
-{
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
-}
-
-__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t s)
-{
-    __nv_bfloat162 r = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&a),
-                               *reinterpret_cast<__nv_bfloat162 *>(&s));
-    return *reinterpret_cast<uint32_t *>(&r);
 }
 
 /* Eight E2M1 codes (the nibbles q0..q7 of w) -> the BF16 pairs (q0, q4), (q1, q5), (q2,
@@ -127,15 +115,6 @@ __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t *o)
 __device__ __forceinline__ uint32_t mxfp4_scales(uint8_t sa, uint8_t sb)
 {
     return lowp_dec_e8m0_bf16(sa) | (lowp_dec_e8m0_bf16(sb) << 16);
-}
-
-/* Two FP8 codes (low 16 bits) -> BF16 pair, exact. */
-__device__ __forceinline__ uint32_t fp8x2_bf16(uint32_t x, int e5m2)
-{
-    __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(x & 0xFFFF),
-                                               e5m2 ? __NV_E5M2 : __NV_E4M3);
-    float2 f = __half22float2(__half2(h));
-    return pack_bf16(f.x, f.y);
 }
 
 /* Two NVFP4 E4M3 scale bytes -> the BF16 pair (sa, sb) x NVFP4_SCALE_FIX, exact (448 x
@@ -332,14 +311,6 @@ __device__ __forceinline__ void v_pairs(const uint8_t *A, const uint8_t *B, uint
         for (int j = 0; j < 8; j++)
             o[j] = bf16x2_mul(o[j], s2);
     }
-}
-
-__device__ __forceinline__ void mma_bf16(float *d, uint4 a, uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
 
 /* Logical page of position pos. */

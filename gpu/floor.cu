@@ -40,12 +40,10 @@
 #include <string.h>
 #include <vector>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include "lowp/exp2_sw.h"
+#include "decode_bf16.cuh"
 #include "decode_e2m1.h"
 
 namespace {
@@ -72,34 +70,10 @@ struct Params {
         }                                                                                  \
     } while (0)
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
-{
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
-}
-
-__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t s)
-{
-    __nv_bfloat162 r = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&a),
-                               *reinterpret_cast<__nv_bfloat162 *>(&s));
-    return *reinterpret_cast<uint32_t *>(&r);
-}
-
 /* Two E4M3 scale bytes -> BF16 pair x 2^119, as gpu/decode.cu's nvfp4_scales. */
 __device__ __forceinline__ uint32_t scales2(uint32_t sa, uint32_t sb)
 {
-    __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
-        (__nv_fp8x2_storage_t)(lowp_dec_prmt(sa, sb, 0x0040u) & 0xFFFF), __NV_E4M3);
-    float2 f = __half22float2(__half2(h));
-    return bf16x2_mul(pack_bf16(f.x, f.y), LOWP_DEC_NVFP4_SCALE_FIX);
-}
-
-__device__ __forceinline__ void mma_bf16(float *d, uint4 a, uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+    return bf16x2_mul(fp8x2_bf16(lowp_dec_prmt(sa, sb, 0x0040u), 0), LOWP_DEC_NVFP4_SCALE_FIX);
 }
 
 __device__ __forceinline__ float ex2_hw(float x)
