@@ -334,28 +334,28 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) floor_kernel(const Params p)
                 S0[i] = N0[i], S1[i] = N1[i];
         }
     } else {
-    /* one tile in flight ahead of the one in use, in every mode (unrolled, the loads-only
-     * loop would keep two in flight and need 90 registers instead of 56) */
+        /* one tile in flight ahead of the one in use, in every mode (unrolled, the loads-only
+         * loop would keep two in flight and need 90 registers instead of 42) */
 #pragma unroll 1
-    for (int it = 0; it < ntiles; it++) {
-        Tile x;
-        if (SMEM) {
-            x = smem_tile(tiles, it & 3, lane);
-        } else {
-            x = nxt;
-            if (it + 1 < ntiles)
-                nxt = load_tile(p, row0_of(it + 1), g, t);
+        for (int it = 0; it < ntiles; it++) {
+            Tile x;
+            if (SMEM) {
+                x = smem_tile(tiles, it & 3, lane);
+            } else {
+                x = nxt;
+                if (it + 1 < ntiles)
+                    nxt = load_tile(p, row0_of(it + 1), g, t);
+            }
+            if (MODE == M_READ) {
+                acc ^= x.ka.x ^ x.ka.y ^ x.ka.z ^ x.ka.w ^ x.kb.x ^ x.kb.y ^ x.kb.z ^ x.kb.w;
+                acc ^= x.va.x ^ x.va.y ^ x.vb.x ^ x.vb.y ^ x.vc.x ^ x.vc.y ^ x.vd.x ^ x.vd.y;
+                acc ^= x.ksa ^ (x.ksb << 16) ^ x.vsa ^ (x.vsb << 8) ^ (x.vsc << 16) ^ (x.vsd << 24);
+                continue;
+            }
+            float S0[4], S1[4];
+            qk(x, S0, S1);
+            softmax_pv(x, S0, S1);
         }
-        if (MODE == M_READ) {
-            acc ^= x.ka.x ^ x.ka.y ^ x.ka.z ^ x.ka.w ^ x.kb.x ^ x.kb.y ^ x.kb.z ^ x.kb.w;
-            acc ^= x.va.x ^ x.va.y ^ x.vb.x ^ x.vb.y ^ x.vc.x ^ x.vc.y ^ x.vd.x ^ x.vd.y;
-            acc ^= x.ksa ^ (x.ksb << 16) ^ x.vsa ^ (x.vsb << 8) ^ (x.vsc << 16) ^ (x.vsd << 24);
-            continue;
-        }
-        float S0[4], S1[4];
-        qk(x, S0, S1);
-        softmax_pv(x, S0, S1);
-    }
     }
     float r = __uint_as_float(acc & 0x3FFFFFFFu) + mA + lA;
 #pragma unroll
@@ -469,7 +469,8 @@ int main(int argc, char **argv)
     CUDA_OK(cudaGetDeviceProperties(&prop, 0));
 
     const int npps = (int)(L / PS), npages = (int)(B * npps), splits = (int)(L / chunk);
-    const size_t code_bytes = (size_t)npages * H * PS * ROWB, sc_bytes = (size_t)npages * H * PS * SCB;
+    const size_t code_bytes = (size_t)npages * H * PS * ROWB;
+    const size_t sc_bytes = (size_t)npages * H * PS * SCB;
     uint8_t *kc, *vc, *ks, *vs;
     int *pages;
     uint4 *qf;
@@ -530,8 +531,8 @@ int main(int argc, char **argv)
     printf("lowp_gpu_floor: %s, %d SMs; batch %ld, context %ld, 32 query heads, 8 KV heads, "
            "head dim 128, HND pages of 64, splits of %ld, %.4f GB of NVFP4 K/V\n",
            prop.name, prop.multiProcessorCount, B, L, chunk, bytes * 1e-9);
-    printf("%-8s           %9.1f us  %7.1f GB/s  100.0%% of the streaming read\n", "stream", t_stream,
-           bytes / (t_stream * 1e-6) * 1e-9);
+    printf("%-8s           %9.1f us  %7.1f GB/s  100.0%% of the streaming read\n", "stream",
+           t_stream, bytes / (t_stream * 1e-6) * 1e-9);
     const char *names[4] = {"read", "dequant", "hwexp", "swexp"};
     /* k = 100 SMEM (200: SMEM and PIPE) + 10 MINB + MODE */
     const int runs[] = {40, 41, 42, 43, 50, 51, 52, 53, 141, 143, 161, 163, 241, 243, 253, 263};
