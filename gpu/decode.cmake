@@ -1,5 +1,5 @@
 # gpu/decode.cmake: the paged decode attention kernels (lowp/gpu_decode.h) and their
-# conformance program. Included by gpu/CMakeLists.txt's gpu/*.cmake glob.
+# conformance program. Included by gpu/CMakeLists.txt.
 #   lowp_gpu_decode          static library: decode.cu (split kernel + merge kernel),
 #                            conform.c, bench.cu and sm_clock.c (the bench's SM clock)
 #   lowp_gpu_decode_check    kernel vs CPU emulator (bit for bit) and vs the binary64
@@ -24,29 +24,26 @@ find_package(Threads REQUIRED)
 target_link_libraries(lowp_gpu_decode PUBLIC lowp_gpu_kv lowp_static CUDA::cudart_static
   PRIVATE OpenMP::OpenMP_C m Threads::Threads ${CMAKE_DL_LIBS})
 
-if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/decode_check.c)
-  add_executable(lowp_gpu_decode_check ${CMAKE_CURRENT_LIST_DIR}/decode_check.c)
-  target_compile_options(lowp_gpu_decode_check PRIVATE ${LOWP_WARNINGS} -O2)
-  target_link_libraries(lowp_gpu_decode_check PRIVATE lowp_gpu_decode OpenMP::OpenMP_C)
-  set_target_properties(lowp_gpu_decode_check PROPERTIES LINKER_LANGUAGE CXX)
-  add_test(NAME gpu_decode
-           COMMAND lowp_gpu_decode_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-decode-report.md --quick)
-  set_tests_properties(gpu_decode PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800)
-  # Any machine: the emulator against binary64 attention within the derived bound, on the
-  # same random and adversarial configurations (the GPU comparison is skipped).
-  add_test(NAME gpu_decode_emulator
-           COMMAND lowp_gpu_decode_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-decode-emulator.md
-                   --emulator-only --cases 100 --long 0)
-  set_tests_properties(gpu_decode_emulator PROPERTIES LABELS quick TIMEOUT 600)
-  add_test(NAME gpu_decode_emulator_full
-           COMMAND lowp_gpu_decode_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-decode-emulator-full.md
-                   --emulator-only --cases 2000 --long 1 --max-ctx 32768)
-  set_tests_properties(gpu_decode_emulator_full PROPERTIES LABELS full TIMEOUT 3600)
-endif()
+add_executable(lowp_gpu_decode_check ${CMAKE_CURRENT_LIST_DIR}/decode_check.c)
+target_compile_options(lowp_gpu_decode_check PRIVATE ${LOWP_WARNINGS} -O2)
+target_link_libraries(lowp_gpu_decode_check PRIVATE lowp_gpu_decode OpenMP::OpenMP_C)
+set_target_properties(lowp_gpu_decode_check PROPERTIES LINKER_LANGUAGE CXX)
+add_test(NAME gpu_decode
+         COMMAND lowp_gpu_decode_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-decode-report.md --quick)
+set_tests_properties(gpu_decode PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800)
+# Any machine: the emulator against binary64 attention within the derived bound, on the
+# same random and adversarial configurations (the GPU comparison is skipped).
+add_test(NAME gpu_decode_emulator
+         COMMAND lowp_gpu_decode_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-decode-emulator.md
+                 --emulator-only --cases 100 --long 0)
+set_tests_properties(gpu_decode_emulator PROPERTIES LABELS quick TIMEOUT 600)
+add_test(NAME gpu_decode_emulator_full
+         COMMAND lowp_gpu_decode_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-decode-emulator-full.md
+                 --emulator-only --cases 2000 --long 1 --max-ctx 32768)
+set_tests_properties(gpu_decode_emulator_full PROPERTIES LABELS full TIMEOUT 3600)
 
 # Blackwell: E2M1 is decoded by the hardware cvt (F2FP.F16.E2M1.UNPACK_B) in the NVFP4 and
 # MXFP4 kernels; sm_90 uses byte permutes and must not contain it.
-include(${CMAKE_CURRENT_LIST_DIR}/sass.cmake)
 foreach(arch IN ITEMS sm_100a sm_120a)
   lowp_sass_test(NAME sass_decode_e2m1_${arch} TARGET lowp_gpu_decode SOURCE decode.cu
                  ARCH ${arch} INSTRUCTION F2FP.F16.E2M1.UNPACK_B FUNCTION "decode_split")

@@ -1,7 +1,7 @@
 # gpu/floor.cmake: lowp_gpu_floor (gpu/floor.cu), what the work of an exact NVFP4 decode
 # costs on the GPU it runs on (kernels that do part of the work, timed beside a streaming
 # read). A measurement program, not a test: tools/gpu_floor.sh runs it on the H200.
-# Included by gpu/CMakeLists.txt (its *.cmake glob). Builds without a GPU; exits 77 when
+# Included by gpu/CMakeLists.txt only with -DLOWP_GPU_EXPERIMENTS=ON. Builds without a GPU; exits 77 when
 # it finds none.
 #   lowp_gpu_floor [--batch B] [--ctx L] [--reps N] [--chunk C]
 find_package(CUDAToolkit REQUIRED)

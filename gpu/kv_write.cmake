@@ -1,5 +1,5 @@
 # gpu/kv_write.cmake: quantize-on-write into a paged GPU KV cache (issue #5 part 1).
-# Included by gpu/CMakeLists.txt (its gpu/*.cmake glob), so nvcc and CUDAToolkit exist.
+# Included by gpu/CMakeLists.txt, so nvcc and CUDAToolkit exist.
 #   lowp_gpu_kv                static library: lowp/gpu_kvcache.h (cache storage, write
 #                              kernels, host emulation of the kernels)
 #   lowp_gpu_kv_write_check    the byte-for-byte check against lowp_kvcache_write; exits 77

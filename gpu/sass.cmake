@@ -23,8 +23,8 @@
 #   ABSENT       the instruction must NOT occur (a negative control)
 #   LABELS       ctest labels (default: quick)
 #
-# A part that sorts before sass.cmake can include(${CMAKE_CURRENT_LIST_DIR}/sass.cmake)
-# first (this file runs once) and call lowp_sass_test itself.
+# gpu/CMakeLists.txt includes this file before the parts that call lowp_sass_test
+# (it runs once: include_guard).
 include_guard(GLOBAL)
 
 get_filename_component(LOWP_SASS_CHECK "${CMAKE_CURRENT_LIST_DIR}/../tools/sass_check.sh" ABSOLUTE)

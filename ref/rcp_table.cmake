@@ -1,7 +1,7 @@
 # ref/rcp_table.cmake: embed the measured rcp.approx.ftz.f32 correction table
 # (data/rcp_approx_sm90.bin, format in src/rcp_approx.c) into lowp and lowp_static.
-# Included from ref/CMakeLists.txt AFTER both targets exist (src/rcp_approx.c joins them
-# through the module list there). src/rcp_table.S pulls the file in with .incbin, so:
+# Included from ref/CMakeLists.txt AFTER both targets exist (src/rcp_approx.c is in the source list
+# there). src/rcp_table.S pulls the file in with .incbin, so:
 #   - the path reaches the assembler as LOWP_RCP_TABLE_PATH (a string literal), and
 #   - OBJECT_DEPENDS re-assembles it when the .bin changes (.incbin is invisible to the
 #     preprocessor's dependency scan).

@@ -23,7 +23,10 @@ nvidia-smi >/dev/null 2>&1 || { echo "gpu_floor: no GPU" >&2; exit 77; }
 mkdir -p "$OUTDIR" || exit 3
 B=build-device
 [ -f "$B/CMakeCache.txt" ] || { echo "gpu_floor: $B is not configured (run tools/gpu_run.sh first)" >&2; exit 2; }
-cmake --build "$B" -j "$(nproc)" --target lowp_gpu_floor >"$OUTDIR/floor-build.log" 2>&1 ||
+# the floor kernels are an experiment: built only with LOWP_GPU_EXPERIMENTS=ON
+cmake "$B" -DLOWP_GPU_EXPERIMENTS=ON >"$OUTDIR/floor-build.log" 2>&1 ||
+  { tail -20 "$OUTDIR/floor-build.log" >&2; exit 1; }
+cmake --build "$B" -j "$(nproc)" --target lowp_gpu_floor >>"$OUTDIR/floor-build.log" 2>&1 ||
   { tail -20 "$OUTDIR/floor-build.log" >&2; exit 1; }
 FLOOR=$B/gpu/lowp_gpu_floor
 LOWP=$B/tools/lowp
