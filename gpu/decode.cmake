@@ -12,7 +12,7 @@ set_target_properties(lowp_gpu_decode PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON)
 target_include_directories(lowp_gpu_decode PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
-# The emulator (ref/src/attn_gpu_emul.c) reproduces these kernels only if nothing is
+# The emulator (ref/attn/src/attn_gpu_emul.c) reproduces these kernels only if nothing is
 # contracted (--fmad=false), division is IEEE and nothing is flushed to zero.
 target_compile_options(lowp_gpu_decode PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:--threads=0 --fmad=false -prec-div=true -prec-sqrt=true -ftz=false

@@ -13,7 +13,7 @@ set_target_properties(lowp_gpu_floor PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON)
 target_include_directories(lowp_gpu_floor PRIVATE ${CMAKE_CURRENT_LIST_DIR}
-                                                  ${PROJECT_SOURCE_DIR}/ref/include)
+                                                  ${PROJECT_SOURCE_DIR}/ref/hw/include)
 # --fmad=false as gpu/decode.cmake: the same instruction mix as the decode kernels
 target_compile_options(lowp_gpu_floor PRIVATE -O3 --fmad=false --threads=0
   -Xcompiler=-Wall,-Wextra

@@ -3,10 +3,10 @@
  * One thread writes one unit: one quantization block (NVFP4 16, MX 32 elements) of one
  * (token, head) row of K or V, or one element for the element-wise formats (FP8, BF16).
  * It reads the inputs, computes the block scale and element codes, and stores them at the
- * byte offsets of ref/src/kvcache.c (lowp_kvcache_code_offset / lowp_kvcache_scale_offset).
+ * byte offsets of ref/kvcache/src/kvcache.c (lowp_kvcache_code_offset / lowp_kvcache_scale_offset).
  *
  * Bit-exactness with the CPU writer. Every arithmetic step below names the step of
- * ref/src/block.c it mirrors (init_ctx, code_factor, block_amax, block_scales,
+ * ref/block/src/block.c it mirrors (init_ctx, code_factor, block_amax, block_scales,
  * quantize_chunk) and is the same binary32 operation in the same order:
  *   - this file is compiled with --fmad=false, and has no a*b+c anyway;
  *   - no fast math: '/' is IEEE division, no flush to zero (nvcc defaults -prec-div=true,
@@ -117,7 +117,7 @@ HD enc_spec spec_e4m3_torch(void) { return enc_spec{0, 3, -6, 0x7eu, 0x80u, 0x7f
 /* (e4m3, ocp, ru, no saturation): NVFP4 modelopt with LOWP_BLOCK_SCALE_UP. */
 HD enc_spec spec_e4m3_ocp_ru_nosat(void) { return enc_spec{1, 3, -6, 0x7eu, 0x80u, 0x7fu, 0x7fu, 0x7fu, 0xffu}; }
 
-/* lowp_encode_bits_signed (ref/src/format_internal.h), the same steps for a fixed-NaN
+/* lowp_encode_bits_signed (ref/codec/src/format_internal.h), the same steps for a fixed-NaN
  * codec in mode rn or ru. */
 HD uint32_t encode_signed(const enc_spec &c, uint32_t b)
 {

@@ -3,8 +3,8 @@
  *   lowp_gpu_rcp_probe OUTDIR
  *     1. every mantissa x = 1.m (2^23): the hardware result against __frcp_rn (IEEE RN);
  *        the mismatches form lowp's correction table, written to OUTDIR/rcp_approx_sm90.bin
- *        in lowp's format (ref/src/rcp_approx.c) and compared byte for byte with the table
- *        embedded in lowp (ref/data/rcp_approx_sm90.bin as built): "identical" or the
+ *        in lowp's format (ref/block/src/rcp_approx.c) and compared byte for byte with the table
+ *        embedded in lowp (ref/block/data/rcp_approx_sm90.bin as built): "identical" or the
  *        differences;
  *     2. exponent invariance: every normal x = 1.m * 2^(E-127), E = 1..254, against the
  *        E = 127 result scaled by 2^(127-E) (and +0 where that is below 2^-126);
@@ -20,12 +20,12 @@
  *   lowp_gpu_rcp_probe --encode-u32 IN.u32 OUT.bin
  *     CPU only: converts a mismatch list in the shared measured form (little-endian u32,
  *     sorted: bits 0-22 = m, bit 31 = +1 ulp) to lowp's table format and compares it with
- *     the embedded table. This is how ref/data/rcp_approx_sm90.bin was bootstrapped from
+ *     the embedded table. This is how ref/block/data/rcp_approx_sm90.bin was bootstrapped from
  *     shared/research/measured/rcp_approx_ftz_f32_sm90_mismatch.u32.xz (xz -dc first).
  *
  * Built for sm_90 only (gpu/rcp/CMakeLists.txt): the table is the H200's. On another GPU
- * the program still runs (PTX JIT) and reports what differs; it never edits ref/data. To
- * adopt a new measurement: cp OUTDIR/rcp_approx_sm90.bin ref/data/ and rebuild. */
+ * the program still runs (PTX JIT) and reports what differs; it never edits ref/block/data. To
+ * adopt a new measurement: cp OUTDIR/rcp_approx_sm90.bin ref/block/data/ and rebuild. */
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -43,7 +43,7 @@
 
 #include "lowp/block.h"
 
-#include "../ref/src/rcp_table.h"
+#include "../ref/block/src/rcp_table.h"
 
 #define NMANT (1u << 23)
 #define CANON_NAN 0x7FFFFFFFu
@@ -242,7 +242,7 @@ static bool compare_with_embedded(const std::vector<unsigned char> &mine, std::s
     char line[256];
     if (mine.size() == elen && memcmp(mine.data(), emb, elen) == 0) {
         snprintf(line, sizeof line, "identical: %zu bytes, byte for byte equal to the embedded "
-                 "ref/data/rcp_approx_sm90.bin\n", elen);
+                 "ref/block/data/rcp_approx_sm90.bin\n", elen);
         *desc += line;
         return true;
     }
@@ -529,7 +529,7 @@ int main(int argc, char **argv)
             "|---|---|---|---|---|\n| %llu | %llu | %llu | %llu | %zu |\n\n", cnt[0], cnt[1],
             cnt[2], cnt[3], entries.size());
     fprintf(f, "Measured table: `%s` (%zu bytes, lowp format v1). Against the embedded "
-            "`ref/data/rcp_approx_sm90.bin`:\n\n", bin.c_str(), table.size());
+            "`ref/block/data/rcp_approx_sm90.bin`:\n\n", bin.c_str(), table.size());
     fprintf(f, "%s\n", tdesc.c_str());
     fprintf(f, "## Exponent invariance, E = 1..254, all m\n\n");
     fprintf(f, "rcp(1.m 2^(E-127)) against rcp(1.m) 2^(127-E): %llu violations in %llu normal "

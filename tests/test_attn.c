@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "lowp/attn.h"
+#include "lowp/attn_bench.h"
 #include "lowp/attn_paged.h"
 #include "lowp/block.h"
 #include "lowp/cases.h"

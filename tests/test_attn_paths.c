@@ -1,4 +1,4 @@
-/* tests/test_attn_paths.c: the production data paths of lowp/kvcache.h (ref/src/kvpath.c).
+/* tests/test_attn_paths.c: the production data paths of lowp/kvcache.h (ref/kvcache/src/kvpath.c).
  *
  * Each expected value is derived in the comment next to it from the path's definition in
  * kvcache.h and the recipes in ref/recipes.md (binary32 RN arithmetic), never copied from

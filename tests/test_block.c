@@ -1987,7 +1987,7 @@ START_TEST(test_bf16_dequantize_passthrough)
 END_TEST
 
 /* ---------------------------------------------------------------------------------- */
-/* The fused single-pass kernel (ref/src/block_fast.c) against the generic path          */
+/* The fused single-pass kernel (ref/block/src/block_fast.c) against the generic path          */
 
 /* The generic path of block.c is the definition; the fused kernel must give the same code
  * bytes, scale bytes and counts on every input, with every recipe, flag and global scale,
@@ -1997,7 +1997,7 @@ END_TEST
  * OpenMP-parallel. The test also checks that the kernel did run (where the CPU has it),
  * and that blocks were handed back, so it cannot pass by comparing the generic path with
  * itself. */
-#include "../ref/src/block_internal.h"
+#include "../ref/block/src/block_internal.h"
 
 static uint64_t fz_next(uint64_t *s)
 {

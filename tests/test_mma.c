@@ -2,7 +2,7 @@
  *
  *   test_mma
  *
- * The oracle is written apart from ref/src/mma.c and shares nothing with it: operands are
+ * The oracle is written apart from ref/hw/src/mma.c and shares nothing with it: operands are
  * decoded by MPFR from their binary32 value (a bf16 is the high half of a binary32),
  * the alignment exponent of every term is read off MPFR's exponent (e = EXP - 1, at least
  * -126, as MMA-Sim's frexp-based decomposition), each term is truncated by mpfr_rint(RNDZ)
@@ -27,7 +27,7 @@
  *    default on a nonzero share (the generators reach every parameter), and the batch
  *    API equals the single one bit for bit.
  * 4. API: k = 0 returns C, bad parameters give NaN, k = 32 chains two k16 steps.
- * 5. fast path: lowp_mma_dot_add_bf16 with lowp_mma_sm90_bf16 (ref/src/mma.c's fast path,
+ * 5. fast path: lowp_mma_dot_add_bf16 with lowp_mma_sm90_bf16 (ref/hw/src/mma.c's fast path,
  *    AVX2 where the CPU has it, portable C otherwise and for steps shorter than 16)
  *    against lowp_mma_dot_add_bf16_multi (always the general path) bit for bit on
  *    FAST_CASES cases: the 11 generators above and 9 more (every bf16 pattern swept in

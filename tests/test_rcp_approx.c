@@ -1,6 +1,6 @@
 /* tests/test_rcp_approx.c: lowp_rcp_approx_ftz, the sm_90 rcp.approx.ftz.f32 model, and
- * its embedded correction table (ref/data/rcp_approx_sm90.bin, format in
- * ref/src/rcp_approx.c).
+ * its embedded correction table (ref/block/data/rcp_approx_sm90.bin, format in
+ * ref/block/src/rcp_approx.c).
  *
  * Expectations come from shared/research/formats.md section 5.7 (the H200 measurement:
  * 1,108,522 mismatching mantissas, 733,799 at RN + 1 ulp and 374,723 at RN - 1 ulp; never
@@ -24,8 +24,8 @@
 
 #include "lowp/block.h"
 
-/* Internal interface of ref/src/rcp_approx.c (same prototypes there). */
-#include "../ref/src/rcp_table.h"
+/* Internal interface of ref/block/src/rcp_approx.c (same prototypes there). */
+#include "../ref/block/src/rcp_table.h"
 
 #define NMANT (UINT32_C(1) << 23)
 #define WANT_ENTRIES 1108522u

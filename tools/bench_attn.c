@@ -6,6 +6,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "lowp/attn_bench.h"
 #include "lowp/attn_paged.h"
 #include "lowp/block.h"
 

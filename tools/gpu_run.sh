@@ -43,7 +43,7 @@
 #                                      pkgconf pkgconf-bin libpkgconf3)
 # (pkg-config itself may be missing there too; the runtime libraries are carried so the
 # unpacked .so links resolve). If CMake still fails, the script falls back to a direct
-# build with gcc and nvcc that needs no MPFR at all: liblowp.so from ref/src/format.c and
+# build with gcc and nvcc that needs no MPFR at all: liblowp.so from ref/codec/src/format.c and
 # format_array.c (the fast codec does not use MPFR), and the check program from gpu/.
 #
 # Knobs (for trying it elsewhere): LOWP_GPU_RUN_BUDGET (seconds, default 480),
@@ -180,10 +180,10 @@ if [ -z "$CHECK" ] && want cvt; then
   D=$BROOT/build-direct
   mkdir -p "$D"
   CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
-  INC="-I$ROOT/ref/include -I$ROOT/gpu/include -I$ROOT/gpu -I$CUDA_HOME/include"
+  INC="-I$ROOT/ref/codec/include -I$ROOT/gpu/include -I$ROOT/gpu -I$CUDA_HOME/include"
   if {
-      gcc -std=c11 -O3 -fopenmp -fPIC $INC -c ref/src/format.c -o "$D/format.o" &&
-      gcc -std=c11 -O3 -fopenmp -fPIC $INC -c ref/src/format_array.c -o "$D/format_array.o" &&
+      gcc -std=c11 -O3 -fopenmp -fPIC $INC -c ref/codec/src/format.c -o "$D/format.o" &&
+      gcc -std=c11 -O3 -fopenmp -fPIC $INC -c ref/codec/src/format_array.c -o "$D/format_array.o" &&
       gcc -std=c11 -O2 -fopenmp $INC -c gpu/sweep.c -o "$D/sweep.o" &&
       gcc -std=c11 -O2 -fopenmp $INC -c gpu/cvt_check.c -o "$D/cvt_check.o" &&
       nvcc -std=c++17 -O3 --threads 0 $INC \
@@ -206,7 +206,7 @@ say "build done: lib=${LIB:-none} check=${CHECK:-none}"
 if want torch && { [ -z "$LIB" ] || ! python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$LIB" >>"$BLOG" 2>&1; }; then
   say "${LIB:-liblowp.so} missing or not loadable (see build.log); building the codec alone for torch_check.py"
   mkdir -p "$BROOT/build-codec"
-  if gcc -std=c11 -O3 -fopenmp -fPIC -shared -I"$ROOT/ref/include" ref/src/format.c ref/src/format_array.c \
+  if gcc -std=c11 -O3 -fopenmp -fPIC -shared -I"$ROOT/ref/codec/include" ref/codec/src/format.c ref/codec/src/format_array.c \
        -o "$BROOT/build-codec/liblowp.so" -lm >>"$BLOG" 2>&1; then
     LIB=$BROOT/build-codec/liblowp.so
     summ "codec-only liblowp.so" ok 0 "format.c + format_array.c: the full liblowp.so was not usable"
