@@ -5,14 +5,14 @@
 #   lowp_gpu_kv_write_check    the byte-for-byte check against lowp_kvcache_write; exits 77
 #                              without a GPU (unless --host-only)
 add_library(lowp_gpu_kv STATIC
-  ${CMAKE_CURRENT_LIST_DIR}/kvcache_gpu.cu
-  ${CMAKE_CURRENT_LIST_DIR}/kv_write.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/kernels/kvcache_gpu.cu
+  ${CMAKE_CURRENT_LIST_DIR}/kernels/kv_write.cu)
 set_target_properties(lowp_gpu_kv PROPERTIES
   CUDA_ARCHITECTURES "${LOWP_GPU_CUDA_ARCHITECTURES}"
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON)
 target_include_directories(lowp_gpu_kv PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
-# Bit-exactness with the CPU model (gpu/kv_write.cu): no contraction of a*b+c on the device
+# Bit-exactness with the CPU model (gpu/kernels/kv_write.cu): no contraction of a*b+c on the device
 # (--fmad=false) or the host (-ffp-contract=off, the lowp library's own flag), IEEE
 # division and no flush to zero (nvcc's defaults, stated so a global flag cannot change them).
 target_compile_options(lowp_gpu_kv PRIVATE
@@ -21,7 +21,7 @@ target_compile_options(lowp_gpu_kv PRIVATE
   $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${LOWP_WERROR}>>:-Werror=all-warnings -Xcompiler=-Werror>)
 target_link_libraries(lowp_gpu_kv PUBLIC lowp_static CUDA::cudart_static)
 
-add_executable(lowp_gpu_kv_write_check ${CMAKE_CURRENT_LIST_DIR}/kv_write_check.c)
+add_executable(lowp_gpu_kv_write_check ${CMAKE_CURRENT_LIST_DIR}/check/kv_write_check.c)
 target_compile_options(lowp_gpu_kv_write_check PRIVATE ${LOWP_WARNINGS} -O2)
 target_link_libraries(lowp_gpu_kv_write_check PRIVATE lowp_gpu_kv OpenMP::OpenMP_C)
 # The static library holds C++ (nvcc host) objects: link with the C++ driver.

@@ -140,13 +140,13 @@ endfunction()
 
 # ---------------------------------------------------------------- the tests
 # Blackwell E2M1 decode: cvt.rn.f16x2.e2m1x2 must be the hardware F2FP...UNPACK_B in the
-# family-specific images (gpu/cvt.cu, k_decode<LOWP_E2M1>; FUNCTION matches every
+# family-specific images (gpu/kernels/cvt.cu, k_decode<LOWP_E2M1>; FUNCTION matches every
 # k_decode instance, so a change of the enum's value cannot make the check vacuous).
-lowp_sass_test(NAME sass_e2m1_sm100a TARGET lowp_gpu SOURCE cvt.cu ARCH sm_100a
+lowp_sass_test(NAME sass_e2m1_sm100a TARGET lowp_gpu SOURCE kernels/cvt.cu ARCH sm_100a
                INSTRUCTION F2FP.F16.E2M1.UNPACK_B FUNCTION "k_decode")
-lowp_sass_test(NAME sass_e2m1_sm120a TARGET lowp_gpu SOURCE cvt.cu ARCH sm_120a
+lowp_sass_test(NAME sass_e2m1_sm120a TARGET lowp_gpu SOURCE kernels/cvt.cu ARCH sm_120a
                INSTRUCTION F2FP.F16.E2M1.UNPACK_B FUNCTION "k_decode")
 # Negative control: sm_90 has no E2M1 cvt (its k_decode<LOWP_E2M1> is a stub), so the
 # instruction must be absent there: proves the check can fail and reads the right image.
-lowp_sass_test(NAME sass_e2m1_sm90_absent TARGET lowp_gpu SOURCE cvt.cu ARCH sm_90
+lowp_sass_test(NAME sass_e2m1_sm90_absent TARGET lowp_gpu SOURCE kernels/cvt.cu ARCH sm_90
                INSTRUCTION F2FP.F16.E2M1.UNPACK_B FUNCTION "k_decode" ABSENT)

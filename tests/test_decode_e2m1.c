@@ -1,5 +1,5 @@
 /* tests/test_decode_e2m1.c: the sm_90 decode kernels' E2M1 -> BF16 bit manipulation
- * (gpu/decode_e2m1.h), run on the CPU, on any machine.
+ * (gpu/kernels/decode_e2m1.h), run on the CPU, on any machine.
  *
  * The kernel places each E2M1 code's bits into a BF16 that is 2^-126 times its value and
  * multiplies by 2^126 (MXFP4) or by the block scale times 2^119 (NVFP4, whose step 1

@@ -18,7 +18,7 @@
  *    (so a probe can tell them apart: n_frac 24 vs 25 vs 26, group 8 vs 16, C in or out
  *    of the window, zero exponent rules, product renormalisation).
  * 2. random: RANDOM_DEFAULT cases with lowp_mma_sm90_bf16 and RANDOM_PER_CAND cases for
- *    each of the 200 candidate parameter sets gpu/mma_probe.cu evaluates, model against
+ *    each of the 200 candidate parameter sets gpu/probe/mma_probe.cu evaluates, model against
  *    oracle bit for bit; 11 adversarial generators (uniform bits with specials, narrow
  *    exponents, a dominant term with the rest 5..35 binades below, dominant C,
  *    cancellation against C, cancelling pairs, tiny and subnormal, zeros next to huge
@@ -124,7 +124,7 @@ static int irange(uint64_t *s, int lo, int hi) /* [lo, hi] */
     return lo + (int)(lowp_splitmix64(s) % (uint64_t)(hi - lo + 1));
 }
 
-/* The candidate parameter sets of gpu/mma_probe.cu: group {8, 16} x n_frac 23..27 x C in
+/* The candidate parameter sets of gpu/probe/mma_probe.cu: group {8, 16} x n_frac 23..27 x C in
  * window {0, 1} x zero rule {arithmetic.py, -132, -133, -134, skip} x prod_norm {0, 1}. */
 static size_t candidates(lowp_mma_params *out)
 {

@@ -1,4 +1,4 @@
-/* tests/test_sm_clock.c: the bench's SM clock sampler (gpu/sm_clock.h) where it cannot
+/* tests/test_sm_clock.c: the bench's SM clock sampler (gpu/bench/sm_clock.h) where it cannot
  * sample: without NVML (CI machines have no driver), or for a device that does not
  * exist, open gives NULL, and every call on NULL reports no samples instead of crashing
  * `lowp gpu bench`. With a driver and a GPU, the H200 runs exercise the sampling itself

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/gpu_floor.sh: what does the work of an exact NVFP4 decode cost on this GPU? Runs
-# lowp_gpu_floor (gpu/floor.cu: kernels that stream the NVFP4 cache and do part of the
+# lowp_gpu_floor (gpu/experiments/floor.cu: kernels that stream the NVFP4 cache and do part of the
 # decode's work) beside lowp's own kernel and PyTorch's SDPA, one program after another on
 # the same GPU in one run, at the shape (batch 32, context 32K, 32 query heads, 8
 # KV heads, head dim 128).

@@ -184,11 +184,11 @@ if [ -z "$CHECK" ] && want cvt; then
   if {
       gcc -std=c11 -O3 -fopenmp -fPIC $INC -c ref/codec/src/format.c -o "$D/format.o" &&
       gcc -std=c11 -O3 -fopenmp -fPIC $INC -c ref/codec/src/format_array.c -o "$D/format_array.o" &&
-      gcc -std=c11 -O2 -fopenmp $INC -c gpu/sweep.c -o "$D/sweep.o" &&
-      gcc -std=c11 -O2 -fopenmp $INC -c gpu/cvt_check.c -o "$D/cvt_check.o" &&
+      gcc -std=c11 -O2 -fopenmp $INC -c gpu/check/sweep.c -o "$D/sweep.o" &&
+      gcc -std=c11 -O2 -fopenmp $INC -c gpu/check/cvt_check.c -o "$D/cvt_check.o" &&
       nvcc -std=c++17 -O3 --threads 0 $INC \
         -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100a,code=sm_100a \
-        -gencode arch=compute_120a,code=sm_120a -c gpu/cvt.cu -o "$D/cvt.o" &&
+        -gencode arch=compute_120a,code=sm_120a -c gpu/kernels/cvt.cu -o "$D/cvt.o" &&
       g++ -fopenmp -o "$D/lowp_gpu_cvt_check" "$D/cvt_check.o" "$D/sweep.o" "$D/cvt.o" "$D/format.o" \
         "$D/format_array.o" -L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -lpthread -lm
     } >>"$BLOG" 2>&1; then

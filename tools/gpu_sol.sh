@@ -6,9 +6,9 @@
 #
 # LOWP_BINARY is a lowp built from this tree (tools/gpu_run.sh builds build-device/tools/lowp).
 # The script copies the tree to a scratch folder (the tree itself is never edited), derives
-# three variants of gpu/decode.cu there and builds each with tools/gpu_run.sh:
+# three variants of gpu/kernels/decode.cu there and builds each with tools/gpu_run.sh:
 #   noexp  the softmax's probabilities p = x instead of exp2_sw(x) (alpha keeps exp2_sw)
-#   nodec  the E2M1 bit placement (gpu/decode_e2m1.h: 13 instructions per 8 codes) replaced
+#   nodec  the E2M1 bit placement (gpu/kernels/decode_e2m1.h: 13 instructions per 8 codes) replaced
 #          by 3 shifts; the loads, the block-scale multiply and everything else stay
 #   both   the two together
 # Their outputs are wrong by construction: only their times and counters mean anything.
@@ -51,7 +51,7 @@ if s.count(old) != 1:
 open(path, "w").write(s.replace(old, new))
 EOF
 }
-SRC=$W/gpu/decode.cu
+SRC=$W/gpu/kernels/decode.cu
 cp "$SRC" "$W/decode.orig.cu"
 variant() {
   cp "$W/decode.orig.cu" "$SRC"

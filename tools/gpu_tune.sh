@@ -2,7 +2,7 @@
 # tools/gpu_tune.sh: how the decode kernel's shared-memory ring size changes its speed.
 #
 # Stages per warp (LOWP_GPU_DECODE_STAGES) and warps per CTA (LOWP_GPU_DECODE_WARPS) change
-# how K/V bytes travel to the SM, never the arithmetic (gpu/decode.cu), so every setting
+# how K/V bytes travel to the SM, never the arithmetic (gpu/kernels/decode.cu), so every setting
 # gives the same output bits. This runs `lowp gpu bench` once per setting and layout and
 # prints one line per (setting, format): median time and fraction of the streaming read.
 #

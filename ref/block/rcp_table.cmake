@@ -9,7 +9,7 @@ enable_language(ASM)
 set(LOWP_RCP_TABLE_BIN ${CMAKE_CURRENT_LIST_DIR}/data/rcp_approx_sm90.bin)
 if(NOT EXISTS ${LOWP_RCP_TABLE_BIN})
   message(FATAL_ERROR "lowp: ${LOWP_RCP_TABLE_BIN} is missing (regenerate it with "
-                      "lowp_gpu_rcp_probe, see gpu/rcp_probe.cu)")
+                      "lowp_gpu_rcp_probe, see gpu/probe/rcp_probe.cu)")
 endif()
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/src/rcp_table.S PROPERTIES
   LANGUAGE ASM

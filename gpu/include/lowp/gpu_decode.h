@@ -1,7 +1,7 @@
 /* lowp/gpu_decode.h: paged decode attention on the GPU over a lowp_gpu_kvcache.
  *
  * The arithmetic is defined in lowp/attn_gpu_emul.h; lowp_gpu_decode_emulate reproduces
- * the output of lowp_gpu_decode bit for bit (gpu/decode_check.c and `lowp gpu conform`
+ * the output of lowp_gpu_decode bit for bit (gpu/check/decode_check.c and `lowp gpu conform`
  * prove it on the H200). Split-K over the context (flash-decoding): work items are
  * (sequence, KV head, split, 128-dim slice of vo_dim); a warp runs one item with the
  * group's query heads as the rows of mma.sync.m16n8k16 (BF16 in, FP32 accumulate),

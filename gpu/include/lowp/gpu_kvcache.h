@@ -12,7 +12,7 @@
  * padding). Each (token, head) row is quantized in blocks along the head dim by the
  * config's format, recipe and quant_flags with the global scale of that head (decode-side
  * g, encode-side 1/g, as lowp_global_scale_from_dec), step by step as lowp_block_quantize
- * does it in ref/block/src/block.c (gpu/kv_write.cu names the CPU step each device step
+ * does it in ref/block/src/block.c (gpu/kernels/kv_write.cu names the CPU step each device step
  * mirrors). All formats and recipes the CPU has: BF16, FP8 E4M3/E5M2 (exact), NVFP4
  * (trtllm, exact, modelopt, sglang-kv; LOWP_BLOCK_SCALE_UP), MXFP4 and MXFP8 (ocp, rceil,
  * trtllm). The trtllm and sglang-kv recipes use the hardware rcp.approx.ftz.f32, which
@@ -24,7 +24,7 @@
  * E4M3 codes (uint8, value = the code's exact value, NaN for 0x7F/0xFF). The CPU writer
  * given those binary32 values writes the same bytes.
  *
- * Contract with the CPU cache (checked by gpu/kv_write_check.c, byte for byte, untouched
+ * Contract with the CPU cache (checked by gpu/check/kv_write_check.c, byte for byte, untouched
  * poison bytes included): for any valid config, global scales and inputs, and slots that
  * are distinct and in range, download(write(upload(C))) == lowp_kvcache_write of each
  * token (in any order, the slots being distinct) into C.

@@ -1,6 +1,6 @@
 /* ref/block/src/rcp_approx.c: rcp.approx.ftz.f32 as the H200 (sm_90, MUFU.RCP) computes it.
  *
- * Model, for every binary32 input x. Bit-exact: gpu/rcp_probe.cu compares it with the
+ * Model, for every binary32 input x. Bit-exact: gpu/probe/rcp_probe.cu compares it with the
  * hardware on all 2^32 inputs; on an H200 (driver 580.159.04, CUDA 13.0) that found 0
  * mismatches, and the table it re-measured was byte-identical to ref/block/data's.
  *   - NaN (either sign, quiet or signalling)  -> 0x7FFFFFFF, NVIDIA's canonical NaN;
@@ -27,7 +27,7 @@
  * the interpolator's smooth error (the truncations inside a quadratic interpolator,
  * Oberman & Siu, ARITH 2005, whose widths and coefficients NVIDIA does not publish). A
  * bit-exact formula would have to reconstruct that datapath; the measured table is
- * exact by construction and regenerable on the GPU (gpu/rcp_probe.cu), so it is used.
+ * exact by construction and regenerable on the GPU (gpu/probe/rcp_probe.cu), so it is used.
  *
  * Table file (ref/block/data/rcp_approx_sm90.bin, embedded by ref/block/src/rcp_table.S), version 1,
  * all integers little-endian:

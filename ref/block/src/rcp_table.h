@@ -1,5 +1,5 @@
 /* ref/block/src/rcp_table.h: the measured rcp.approx.ftz.f32 correction table (internal).
- * Shared by ref/block/src/rcp_approx.c, tests/test_rcp_approx.c and gpu/rcp_probe.cu, which
+ * Shared by ref/block/src/rcp_approx.c, tests/test_rcp_approx.c and gpu/probe/rcp_probe.cu, which
  * measures the table on the GPU and must write it in exactly this format. */
 #ifndef LOWP_RCP_TABLE_H
 #define LOWP_RCP_TABLE_H

@@ -35,7 +35,7 @@ __extension__ typedef unsigned __int128 u128;
 #define NINF_BITS 0xFF800000u
 #define MULTI_MAX_K 64
 
-/* The record, established by gpu/mma_probe.cu on an NVIDIA H200 (sm_90, driver
+/* The record, established by gpu/probe/mma_probe.cu on an NVIDIA H200 (sm_90, driver
  * 580.159.04, CUDA 13.0; 2026-11-29): 0 mismatches on 48 probes and 2 x 10^7 random
  * outputs (two seeds), the only one of the 200 candidate sets with 0 (next best:
  * e_zero -134, 700-1000 mismatches; n_frac 24/26, group 8, C outside the window, zero rule

@@ -1,4 +1,4 @@
-/* lowp/attn_gpu_emul.h: the arithmetic of lowp's GPU paged-decode kernel (gpu/decode.cu),
+/* lowp/attn_gpu_emul.h: the arithmetic of lowp's GPU paged-decode kernel (gpu/kernels/decode.cu),
  * and its CPU emulator, which reproduces the kernel's output bit for bit.
  *
  * The kernel and this emulator implement one definition, stated here. Every binary32
@@ -98,7 +98,7 @@ uint16_t lowp_gpu_decode_element_bf16(lowp_block_format f, uint16_t code, uint8_
 float lowp_gpu_decode_unscale(lowp_block_format f);
 
 /* BF16 <-> binary32 (round to nearest even; every NaN -> 0x7FFF, the canonical NaN that
- * cvt.rn.bf16.f32 gives on the H200 whatever the sign: gpu/decode.cu's output). */
+ * cvt.rn.bf16.f32 gives on the H200 whatever the sign: gpu/kernels/decode.cu's output). */
 uint16_t lowp_bf16_from_f32(float x);
 float lowp_f32_from_bf16(uint16_t b);
 

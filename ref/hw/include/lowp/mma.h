@@ -1,7 +1,7 @@
 /* lowp/mma.h: bit-exact model of one output element of the tensor-core instruction
  * mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (Hopper's legacy warp MMA, used by
  * the decode kernel for Q.K^T and P.V), parameterised so that competing hypotheses about
- * the hardware can be evaluated side by side (gpu/mma_probe.cu measures which one holds).
+ * the hardware can be evaluated side by side (gpu/probe/mma_probe.cu measures which one holds).
  *
  * The arithmetic (MMA-Sim's "truncated fused dot-add", microsoft/MMA-Sim
  * mmasim/simulator/arithmetic.py fused_sum / nv_fused_dot_add, and its later revision
@@ -21,7 +21,7 @@
  *   6. The sum is rounded once to binary32 toward zero (RZ), subnormals kept (no FTZ).
  *   The result of a step is C of the next step (k > group chains steps in k order).
  *
- * Rules for what the sources leave open (parameter-free; gpu/mma_probe.cu checks each):
+ * Rules for what the sources leave open (parameter-free; gpu/probe/mma_probe.cu checks each):
  *   - NaN: any NaN operand, Inf * 0, or Inf + (-Inf) among products and C gives the
  *     canonical NaN 0x7FFFFFFF (MMA-Sim; NVIDIA's canonical NaN).
  *   - Inf: otherwise an Inf product or an Inf C gives that Inf.
@@ -82,7 +82,7 @@ typedef struct lowp_mma_params {
  * {16, 25, 1, LOWP_MMA_ZERO_FIXED, -133, 0}, i.e. MMA-Sim's Hopper values (nv.py:
  * arch_accum_fractional_bits["Hopper"] = 25, no split-K on Hopper; fdpa.py L_max
  * 32 bytes / 2 = 16 products, e_zero -133), products not renormalised. Measured by
- * gpu/mma_probe.cu on an H200: 0 mismatches in 48 probes and 2 x 10^7 random outputs,
+ * gpu/probe/mma_probe.cu on an H200: 0 mismatches in 48 probes and 2 x 10^7 random outputs,
  * the only one of 200 candidate sets; ref/hw/src/mma.c holds the record. */
 extern const lowp_mma_params lowp_mma_sm90_bf16;
 
@@ -108,7 +108,7 @@ char *lowp_mma_params_str(const lowp_mma_params *p, char *buf, size_t len);
  * lowp_mma_sm90_bf16's hypothesis and, where given, `alt` under a named alternative
  * (alt_params when the alternative is a parameter set of this model, NULL when it is a
  * rule outside it, e.g. overflow to FLT_MAX). tests/test_mma.c checks every prediction
- * against an MPFR oracle and the model; gpu/mma_probe.cu runs them on the hardware. */
+ * against an MPFR oracle and the model; gpu/probe/mma_probe.cu runs them on the hardware. */
 typedef struct lowp_mma_probe {
     const char *name;      /* short id */
     const char *reveals;   /* what the outcome tells */

@@ -1,4 +1,4 @@
-/* gpu/kv_write.cu: quantize-on-write into a paged GPU KV cache (lowp/gpu_kvcache.h).
+/* gpu/kernels/kv_write.cu: quantize-on-write into a paged GPU KV cache (lowp/gpu_kvcache.h).
  *
  * One thread writes one unit: one quantization block (NVFP4 16, MX 32 elements) of one
  * (token, head) row of K or V, or one element for the element-wise formats (FP8, BF16).

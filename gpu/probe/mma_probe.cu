@@ -1,4 +1,4 @@
-/* gpu/mma_probe.cu: the device half of lowp_gpu_mma_probe (gpu/mma_probe_main.c holds
+/* gpu/probe/mma_probe.cu: the device half of lowp_gpu_mma_probe (gpu/probe/mma_probe_main.c holds
  * the rest: cases, the CPU model, the report). It runs
  *     mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
  * on many independent tiles, one warp per tile, and returns D's bit patterns.
@@ -31,7 +31,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-/* The interface with gpu/mma_probe_main.c (C), declared identically there. */
+/* The interface with gpu/probe/mma_probe_main.c (C), declared identically there. */
 extern "C" {
 int lowp_mma_gpu_device(char *desc, size_t len);
 int lowp_mma_gpu_run(const uint16_t *A, const uint16_t *B, const uint32_t *C, uint32_t *D,
@@ -157,7 +157,7 @@ done:
 
 /* ---- BF16 multiply sweep ----------------------------------------------------------------
  * Every product a * b of two BF16 (2^32 pairs, two a lane through one __hmul2, the
- * instruction gpu/decode.cu scales FP4 codes with) against binary32 arithmetic rounded
+ * instruction gpu/kernels/decode.cu scales FP4 codes with) against binary32 arithmetic rounded
  * to BF16: the binary32 product of two BF16 is exact (16 significant bits) unless it
  * falls below 2^-149, where BF16 rounds to zero either way. Any NaN matches any NaN.
  * Counts the differences, those with a subnormal operand apart, and keeps one (a << 16 |

@@ -1,4 +1,4 @@
-/* gpu/cvt.cu: hardware conversions through inline PTX cvt, and the GPU half of the
+/* gpu/kernels/cvt.cu: hardware conversions through inline PTX cvt, and the GPU half of the
  * exhaustive sweeps (see lowp/gpu_cvt.h).
  *
  * Built for sm_90, sm_100a and sm_120a (gpu/CMakeLists.txt). The E2M1 and UE8M0

@@ -1,4 +1,4 @@
-/* gpu/sm_clock.h: the SM clock of a GPU while something runs on it, sampled through
+/* gpu/bench/sm_clock.h: the SM clock of a GPU while something runs on it, sampled through
  * NVML. `lowp gpu bench` reports it beside each shape's time: on the H200 the driver's
  * power cap lowered the SM clock from 1980 MHz to 1560-1710 MHz during the largest
  * decodes, and the NVFP4 kernel, bound by instruction issue, slowed down with it while a

@@ -1,5 +1,5 @@
-/* gpu/decode_internal.h: the decode kernels' launch parameters, shared by gpu/decode.cu
- * and the benchmark (gpu/bench.cu), which validates once and then launches many times
+/* gpu/kernels/decode_internal.h: the decode kernels' launch parameters, shared by gpu/kernels/decode.cu
+ * and the benchmark (gpu/bench/bench.cu), which validates once and then launches many times
  * without host work between the timing events. Not installed. */
 #ifndef LOWP_GPU_DECODE_INTERNAL_H
 #define LOWP_GPU_DECODE_INTERNAL_H
@@ -29,7 +29,7 @@ typedef struct lowp_gpu_decode_params {
     int format;   /* lowp_block_format */
     float unscale; /* lowp_gpu_decode_unscale(format): v_scale's factor (step 5) */
     int ps_shift; /* log2(page size) for a power of two, else -1 */
-    /* shared-memory ring (gpu/decode.cu): stages per warp, warps per CTA, bytes per stage,
+    /* shared-memory ring (gpu/kernels/decode.cu): stages per warp, warps per CTA, bytes per stage,
      * row strides of K codes, V codes and K / V scale windows, offsets inside a stage */
     int stages, warps, stage_bytes;
     int k_rs, v_rs, k_sw, v_sw, off_v, off_ks, off_vs, off_sh;

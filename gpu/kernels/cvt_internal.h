@@ -1,4 +1,4 @@
-/* gpu/cvt_internal.h: what cvt.cu (CUDA, host part) and sweep.c (C, OpenMP) share. */
+/* gpu/kernels/cvt_internal.h: what cvt.cu (CUDA, host part) and sweep.c (C, OpenMP) share. */
 #ifndef LOWP_GPU_CVT_INTERNAL_H
 #define LOWP_GPU_CVT_INTERNAL_H
 

@@ -1,4 +1,4 @@
-/* gpu/sm_clock.h's sampler. NVML's C interface is declared here by hand (the functions
+/* gpu/bench/sm_clock.h's sampler. NVML's C interface is declared here by hand (the functions
  * lowp uses, with NVML's documented types and constants) because the toolkit on CPU-only
  * machines ships no nvml.h; the functions come from dlopen. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,4 +1,4 @@
-/* gpu/kvcache_gpu.cu: the GPU paged KV cache's storage (lowp/gpu_kvcache.h): allocation
+/* gpu/kernels/kvcache_gpu.cu: the GPU paged KV cache's storage (lowp/gpu_kvcache.h): allocation
  * and poisoning like lowp_kvcache_create, global scales like
  * lowp_kvcache_set_global_scales, and byte-for-byte upload/download against a CPU cache.
  *

@@ -13,7 +13,7 @@
  * the data do not change the kernel's work. Before timing a shape the bench waits
  * settle_ms_per_gb ms for every GB it freed on the device since the last shape: right
  * after a large free the H200 ran the next shape's decode and streaming read 12% slower
- * for tens of milliseconds (gpu/bench.cu says what was measured).
+ * for tens of milliseconds (gpu/bench/bench.cu says what was measured).
  */
 #ifndef LOWP_GPU_BENCH_H
 #define LOWP_GPU_BENCH_H
@@ -51,7 +51,7 @@ lowp_gpu_bench_opts lowp_gpu_bench_defaults(void);
  * (kernel "decode"; read_gbps the streaming read of the same bytes, ratio gbps/read_gbps;
  * sm_*: the SM clock sampled through NVML while the timed decode calls ran, its mean and
  * minimum in MHz and the fraction of samples under a power or thermal limit, empty when
- * NVML is not available: gpu/sm_clock.h),
+ * NVML is not available: gpu/bench/sm_clock.h),
  * and a table for people to table (may be NULL). 0, 77 without a CUDA device, or -1 with
  * a reason. */
 int lowp_gpu_bench_run(const lowp_gpu_bench_opts *o, FILE *csv, FILE *table, char *why,

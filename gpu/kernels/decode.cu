@@ -68,7 +68,7 @@ __device__ __forceinline__ size_t row_of(const Params &p, size_t page, int slot,
 }
 
 /* Eight E2M1 codes (the nibbles q0..q7 of w) -> the BF16 pairs (q0, q4), (q1, q5), (q2,
- * q6), (q3, q7) (low half = the first code). sm_90: gpu/decode_e2m1.h's bit placement,
+ * q6), (q3, q7) (low half = the first code). sm_90: gpu/kernels/decode_e2m1.h's bit placement,
  * which gives 2^-126 x the codes' values, then a multiply by 2^126 only when EXACT
  * (MXFP4; NVFP4 folds 2^126 into its block scales, NVFP4_SCALE_FIX). The H200's BF16
  * multiply keeps subnormal inputs: lowp_gpu_mma_probe checks all 2^32 products.
@@ -104,7 +104,7 @@ __device__ __forceinline__ void e2m1x8_bf16(uint32_t w, uint32_t *o)
 }
 
 /* Two MXFP4 E8M0 scale bytes -> the BF16 pair (2^(sa-127), 2^(sb-127)), exact, NaN for
- * 0xFF (gpu/decode_e2m1.h).
+ * 0xFF (gpu/kernels/decode_e2m1.h).
  * Step 1 for FP4 is one BF16 multiply of each decoded pair by its scale pair:
  *   NVFP4: pairs from e2m1x8_bf16<false>, scales from nvfp4_scales: exact;
  *   MXFP4: pairs from e2m1x8_bf16<true> (the values), scales from mxfp4_scales. The
@@ -133,7 +133,7 @@ __device__ __forceinline__ uint32_t nvfp4_scales(uint8_t sa, uint8_t sb)
 /* ---- The cp.async ring ------------------------------------------------------------------
  * Each warp streams its split through a ring of p.stages stages in shared memory; a stage
  * holds one tile (16 positions): K code rows, the V code rows of the CTA's 128-dim slice,
- * and for FP4 the K and V scale rows (gpu/decode.cu's geometry, lowp_gpu_decode_params).
+ * and for FP4 the K and V scale rows (gpu/kernels/decode.cu's geometry, lowp_gpu_decode_params).
  * Positions past the split's end are zero-filled (src-size 0: nothing is read), except
  * FP4 rows at head dim 128 in one page, which are read whatever they hold. Row
  * strides carry padding so that the fragment loads below are free of bank conflicts. */

@@ -1,4 +1,4 @@
-/* gpu/decode_e2m1.h: the sm_90 decode kernels' E2M1 -> BF16 decode (gpu/decode.cu) and
+/* gpu/kernels/decode_e2m1.h: the sm_90 decode kernels' E2M1 -> BF16 decode (gpu/kernels/decode.cu) and
  * MXFP4's E8M0 scale conversion, in C that the host runs too, so that a CPU test
  * (tests/test_decode_e2m1.c) checks the kernels' own bit manipulation on every code
  * pattern against the emulator's element values (lowp/attn_gpu_emul.h step 1). On the

@@ -1,4 +1,4 @@
-# gpu/mma.cmake: lowp_gpu_mma_probe (gpu/mma_probe.cu + gpu/mma_probe_main.c), which runs
+# gpu/probe/mma.cmake: lowp_gpu_mma_probe (gpu/probe/mma_probe.cu + gpu/probe/mma_probe_main.c), which runs
 # mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 on hand-made probes and 10^7 random
 # outputs and reports which parameters of lowp's model (lowp/mma.h) the hardware follows.
 # Included by gpu/CMakeLists.txt. Builds without a GPU; exits 77 (skip)

@@ -1,5 +1,5 @@
-/* gpu/decode_bf16.cuh: the BF16-pair operations of the decode kernels (gpu/decode.cu),
- * shared with the kernels of gpu/floor.cu, which time the same instruction mix. A pair is
+/* gpu/kernels/decode_bf16.cuh: the BF16-pair operations of the decode kernels (gpu/kernels/decode.cu),
+ * shared with the kernels of gpu/experiments/floor.cu, which time the same instruction mix. A pair is
  * two BF16 values in one 32-bit register, the low half first, as mma.sync takes them.
  * CUDA only; not installed. */
 #ifndef LOWP_DECODE_BF16_CUH

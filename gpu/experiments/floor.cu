@@ -1,4 +1,4 @@
-/* gpu/floor.cu: lowp_gpu_floor, what the work of an exact NVFP4 decode costs on this GPU,
+/* gpu/experiments/floor.cu: lowp_gpu_floor, what the work of an exact NVFP4 decode costs on this GPU,
  * measured on kernels that do only part of it. Not part of lowp's API; its kernels'
  * outputs are not attention and are never compared with anything.
  *
@@ -8,13 +8,13 @@
  * query heads, 8 KV heads, head dim 128: at most 0.35x cuDNN's time, at least 80% of the
  * streaming read) from what sm_90 can do when every E2M1 code is decoded to BF16 in
  * registers exactly, scaled by its block scale and multiplied on mma.sync, as lowp's
- * kernel (gpu/decode.cu) must do to match its emulator bit for bit? Each kernel streams
+ * kernel (gpu/kernels/decode.cu) must do to match its emulator bit for bit? Each kernel streams
  * the cache that `lowp gpu bench --layout hnd --page-size 64` streams (the same bytes:
  * codes and E4M3 block scales of K and V, pages in shuffled order) through a simpler
  * memory path than lowp's (global loads straight into registers, one tile ahead; no
  * shared-memory ring, no tail handling), and does part of the work:
  *   read      the loads alone (every byte is used: XORed into the output)
- *   dequant   + the exact decode (gpu/decode_e2m1.h, the kernel's own code), the block-scale
+ *   dequant   + the exact decode (gpu/kernels/decode_e2m1.h, the kernel's own code), the block-scale
  *             multiply and the 24 MMAs a tile (16 for Q.K^T, 8 for P V), P taken straight
  *             from the scores (no softmax)
  *   hwexp     + the online softmax as lowp's kernel does it (max, sum, lazy rescale) with
@@ -24,7 +24,7 @@
  * (SMEM): the work with no DRAM traffic at all; and these once more with the Q.K^T of the
  * next tile in the same iteration as the softmax and P V of this one (PIPE), two
  * independent chains for the scheduler to interleave. The tile, the fragments and the
- * instruction mix follow gpu/decode.cu; the dims of a lane are permuted differently (K: 16
+ * instruction mix follow gpu/kernels/decode.cu; the dims of a lane are permuted differently (K: 16
  * contiguous bytes a row, V: 8), which changes no instruction count.
  * These times are what these kernels take, not proven lower bounds: a kernel that hid
  * latency better could be faster. tools/gpu_floor.sh adds Nsight Compute's instruction
@@ -70,7 +70,7 @@ struct Params {
         }                                                                                  \
     } while (0)
 
-/* Two E4M3 scale bytes -> BF16 pair x 2^119, as gpu/decode.cu's nvfp4_scales. */
+/* Two E4M3 scale bytes -> BF16 pair x 2^119, as gpu/kernels/decode.cu's nvfp4_scales. */
 __device__ __forceinline__ uint32_t scales2(uint32_t sa, uint32_t sb)
 {
     return bf16x2_mul(fp8x2_bf16(lowp_dec_prmt(sa, sb, 0x0040u), 0), LOWP_DEC_NVFP4_SCALE_FIX);
@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) floor_kernel(const Params p)
             P0 = pack_bf16(S0[0], S0[1]);
             P1 = pack_bf16(S1[0], S1[1]);
         } else {
-            /* step 3 as gpu/decode.cu does it for groups of up to 4 heads (HG = 1) */
+            /* step 3 as gpu/kernels/decode.cu does it for groups of up to 4 heads (HG = 1) */
             const float sA[4] = {S0[0] * p.qks, S0[1] * p.qks, S1[0] * p.qks, S1[1] * p.qks};
             float mt = fmaxf(fmaxf(sA[0], sA[1]), fmaxf(sA[2], sA[3]));
             mt = fmaxf(mt, __shfl_xor_sync(0xFFFFFFFFu, mt, 1));

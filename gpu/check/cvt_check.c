@@ -1,4 +1,4 @@
-/* gpu/cvt_check.c: lowp_gpu_cvt_check, the exhaustive hardware-vs-model check.
+/* gpu/check/cvt_check.c: lowp_gpu_cvt_check, the exhaustive hardware-vs-model check.
  *
  *   lowp_gpu_cvt_check [--quick] [--threads N] [--only SUBSTRING] REPORT.md
  *
@@ -393,7 +393,7 @@ static void write_report(FILE *f, const lowp_gpu_info *info, int have_gpu, const
         snprintf(un.nodename, sizeof un.nodename, "?");
     fprintf(f, "# lowp GPU cvt check\n\n");
     fprintf(f, "Hardware PTX `cvt` conversions compared with lowp's CPU model (profile `cuda`), "
-               "produced by `" PROG "` (gpu/cvt_check.c) on %s, host %s.\n\n", date, un.nodename);
+               "produced by `" PROG "` (gpu/check/cvt_check.c) on %s, host %s.\n\n", date, un.nodename);
     if (!have_gpu) {
         fprintf(f, "**Skipped: %s.** Nothing was compared.\n", nogpu);
         return;

@@ -1,5 +1,5 @@
 /* lowp/gpu_conform.h: the conformance run of the GPU decode kernel (`lowp gpu conform`,
- * gpu/decode_check.c).
+ * gpu/check/decode_check.c).
  *
  * A case is one decode problem: one sequence's query against its pages. Cases are drawn
  * in groups that share a cache configuration (format, layout, scale orders and scope,
@@ -20,7 +20,7 @@
  *   1. bit-exact: every output BF16 of the kernel equals lowp_gpu_decode_emulate's;
  *   2. accuracy (cases whose inputs are finite): |gpu - exact| <= bound for every output,
  *      exact = binary64 attention on the exactly dequantized cache, and bound the
- *      first-order bound derived in gpu/conform.c (bf16 rounding of P and of the output,
+ *      first-order bound derived in gpu/check/conform.c (bf16 rounding of P and of the output,
  *      MMA truncation of the scores, exp2_sw, binary32 sums), with its worst ratio.
  */
 #ifndef LOWP_GPU_CONFORM_H

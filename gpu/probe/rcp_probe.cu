@@ -1,4 +1,4 @@
-/* gpu/rcp_probe.cu: measures rcp.approx.ftz.f32 on the GPU and checks lowp's model of it.
+/* gpu/probe/rcp_probe.cu: measures rcp.approx.ftz.f32 on the GPU and checks lowp's model of it.
  *
  *   lowp_gpu_rcp_probe OUTDIR
  *     1. every mantissa x = 1.m (2^23): the hardware result against __frcp_rn (IEEE RN);
@@ -23,7 +23,7 @@
  *     the embedded table. This is how ref/block/data/rcp_approx_sm90.bin was bootstrapped from
  *     shared/research/measured/rcp_approx_ftz_f32_sm90_mismatch.u32.xz (xz -dc first).
  *
- * Built for sm_90 only (gpu/rcp/CMakeLists.txt): the table is the H200's. On another GPU
+ * Built for sm_90 only (gpu/probe/rcp.cmake): the table is the H200's. On another GPU
  * the program still runs (PTX JIT) and reports what differs; it never edits ref/block/data. To
  * adopt a new measurement: cp OUTDIR/rcp_approx_sm90.bin ref/block/data/ and rebuild. */
 #include <algorithm>
@@ -43,7 +43,7 @@
 
 #include "lowp/block.h"
 
-#include "../ref/block/src/rcp_table.h"
+#include "../../ref/block/src/rcp_table.h"
 
 #define NMANT (1u << 23)
 #define CANON_NAN 0x7FFFFFFFu
@@ -514,7 +514,7 @@ int main(int argc, char **argv)
         return 2;
     }
     fprintf(f, "# rcp.approx.ftz.f32 on the GPU vs lowp_rcp_approx_ftz\n\n");
-    fprintf(f, "Written by `lowp_gpu_rcp_probe` (gpu/rcp_probe.cu). Result: **%s**.\n\n",
+    fprintf(f, "Written by `lowp_gpu_rcp_probe` (gpu/probe/rcp_probe.cu). Result: **%s**.\n\n",
             pass ? "PASS: the model matches every input; the table is identical" : "FAIL");
     fprintf(f, "| item | value |\n|---|---|\n");
     fprintf(f, "| device | %s, sm_%d%d, %d SMs |\n", prop.name, prop.major, prop.minor,

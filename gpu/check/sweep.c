@@ -1,4 +1,4 @@
-/* gpu/sweep.c: the host half of the GPU sweeps: the CPU model's codes for a chunk of
+/* gpu/check/sweep.c: the host half of the GPU sweeps: the CPU model's codes for a chunk of
  * binary32 inputs, compared with the codes the GPU sent back. OpenMP over blocks small
  * enough that lowp_encode_f32_u8/u16 stays single-threaded inside each (the inputs are
  * generated per block in a thread-local buffer, so nothing of 2^32 floats is stored). */

@@ -1,4 +1,4 @@
-/* gpu/kv_write_check.c: lowp_gpu_kv_write_check, the byte-for-byte check of the GPU
+/* gpu/check/kv_write_check.c: lowp_gpu_kv_write_check, the byte-for-byte check of the GPU
  * quantize-on-write kernels (lowp/gpu_kvcache.h) against lowp's CPU cache writer.
  *
  *   lowp_gpu_kv_write_check REPORT.md [--quick] [--cases N] [--host-only] [--seed S]
@@ -1220,7 +1220,7 @@ static void write_report(FILE *f, const char *device, uint64_t seed, int quick, 
                          uint64_t ncases, int threads, double total, int skipped, const char *skipmsg)
 {
     fprintf(f, "# GPU quantize-on-write vs lowp_kvcache_write\n\n");
-    fprintf(f, "Program `" PROG "` (gpu/kv_write_check.c). Device: %s. Seed 0x%016llx; %s%s; "
+    fprintf(f, "Program `" PROG "` (gpu/check/kv_write_check.c). Device: %s. Seed 0x%016llx; %s%s; "
                "%llu bulk cases per format; %d host threads; %.1f s.\n\n",
             device, (unsigned long long)seed, quick ? "--quick" : "full run",
             host_only ? ", --host-only (no GPU used: emulation vs CPU only)" : "",
