@@ -19,15 +19,15 @@ dump() { # object -> normalised SASS on stdout
 status=0 n=0
 while IFS= read -r before; do
   name=$(basename "$before")
-  after=$(find "$2/gpu" -name "$name" -path '*CMakeFiles*' | head -1)
+  after=$(find -L "$2/gpu" -name "$name" -path '*CMakeFiles*' | head -1)
   if [ -z "$after" ]; then echo "$name: not in $2"; status=1; continue; fi
   dump "$before" >"$tmp/a"; dump "$after" >"$tmp/b"
   n=$((n + 1))
   if cmp -s "$tmp/a" "$tmp/b"; then
-    echo "$name: identical ($(grep -c ' Function : ' "$tmp/a") functions, $(wc -l <"$tmp/a") lines)"
+    echo "$name: identical ($(grep -c 'Function : ' "$tmp/a") functions, $(wc -l <"$tmp/a") lines)"
   else
     echo "$name: DIFFERS"; diff "$tmp/a" "$tmp/b" | head -10; status=1
   fi
-done < <(find "$1/gpu" -name '*.cu.o' -path '*CMakeFiles*' | sort)
+done < <(find -L "$1/gpu" -name '*.cu.o' -path '*CMakeFiles*' | sort)
 [ "$n" -gt 0 ] || { echo "sass_compare: no CUDA objects under $1/gpu" >&2; exit 2; }
 exit $status
