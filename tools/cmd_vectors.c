@@ -12,7 +12,8 @@
  * lowp_codec_init accepts, in the TestFloat style: '#' header lines, then one case per line,
  * "<binary32 input bits> <expected code> [# flags]". Block: one JSON file per (block format,
  * recipe) that lowp_recipe_check accepts, in the Wycheproof style, expected codes from the
- * MPFR recipe oracle (lowp/oracle_block.h). vectors/README.md is the contract.
+ * MPFR recipe oracle (lowp/oracle_block.h), read back through jansson. vectors/README.md is
+ * the contract.
  *
  * Reproducibility: a file is a pure function of (format, profile, mode, saturation, seed,
  * commit string). The commit is provenance only: gen takes it from --commit (default:
@@ -30,6 +31,8 @@
 #include <errno.h>
 #include <float.h>
 #include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -2141,211 +2144,74 @@ static int cmd_gen_block(int argc, char **argv)
     return LOWP_EXIT_OK;
 }
 
-/* ---- reading: a small JSON parser (the whole grammar; strings without \u escapes beyond
- * ASCII are all a vector file needs) ---- */
+/* ---- reading: JSON through jansson, inside lowp's limits ---- */
 
-typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jkind;
+/* Vector files nest 6 deep (root, testGroups, a group, its tests, a test, a test's arrays);
+ * the limit, 64, is the one lowp's former parser of these files had. */
+#define BV_JSON_MAX_DEPTH 64
 
-typedef struct jnode {
-    jkind k;
-    double num;
-    char *str;          /* J_STR */
-    struct jnode **kid; /* J_ARR, J_OBJ */
-    char **key;         /* J_OBJ */
-    size_t n;
-    long line;
-} jnode;
-
-typedef struct {
-    const char *p, *end, *path;
-    long line;
-    int depth;
-} jparser;
-
-__attribute__((noreturn)) static void j_fail(const jparser *P, const char *what)
+/* The raw text, scanned once before jansson parses it (jansson keeps no positions): the
+ * nesting depth, and the line of every "tcId" key in document order, for messages. Strings
+ * are skipped with their escapes; a key is a string followed by ':' (in valid JSON a value
+ * string never is). Returns 0, or -1 with why set when the depth passes the limit. */
+static int bv_scan(const char *s, size_t n, long **lines, size_t *n_lines, char *why,
+                   size_t why_len)
 {
-    lowp_cli_fail("%s line %ld: %s", P->path, P->line, what);
-}
-
-static void j_ws(jparser *P)
-{
-    while (P->p < P->end && (*P->p == ' ' || *P->p == '\t' || *P->p == '\r' || *P->p == '\n')) {
-        if (*P->p == '\n')
-            P->line++;
-        P->p++;
-    }
-}
-
-static jnode *j_new(jparser *P, jkind k)
-{
-    jnode *n = xcalloc(1, sizeof *n);
-    n->k = k;
-    n->line = P->line;
-    return n;
-}
-
-static char *j_string(jparser *P)
-{
-    if (P->p >= P->end || *P->p != '"')
-        j_fail(P, "expected a string");
-    P->p++;
-    size_t cap = 16, n = 0;
-    char *s = xmalloc(cap);
-    while (P->p < P->end && *P->p != '"') {
-        char c = *P->p++;
-        if (c == '\n' || (unsigned char)c < 0x20)
-            j_fail(P, "control character in a string");
-        if (c == '\\') {
-            if (P->p >= P->end)
-                j_fail(P, "unterminated string");
-            char e = *P->p++;
-            switch (e) {
-            case '"':
-            case '\\':
-            case '/': c = e; break;
-            case 'b': c = '\b'; break;
-            case 'f': c = '\f'; break;
-            case 'n': c = '\n'; break;
-            case 'r': c = '\r'; break;
-            case 't': c = '\t'; break;
-            case 'u': {
-                if (P->end - P->p < 4)
-                    j_fail(P, "bad \\u escape");
-                long v = hex_fixed(P->p, 4);
-                if (v < 0)
-                    j_fail(P, "bad \\u escape");
-                P->p += 4;
-                c = v < 0x80 ? (char)v : '?';
-                break;
+    int depth = 0;
+    long line = 1;
+    size_t cap = 0;
+    *lines = NULL;
+    *n_lines = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '\n') {
+            line++;
+        } else if (c == '[' || c == '{') {
+            if (++depth > BV_JSON_MAX_DEPTH) {
+                snprintf(why, why_len, "line %ld: JSON nested deeper than %d levels", line,
+                         BV_JSON_MAX_DEPTH);
+                free(*lines);
+                *lines = NULL;
+                return -1;
             }
-            default: j_fail(P, "bad escape in a string");
+        } else if (c == ']' || c == '}') {
+            depth--;
+        } else if (c == '"') {
+            size_t start = ++i;
+            while (i < n && s[i] != '"' && s[i] != '\n')
+                i += s[i] == '\\' ? 2 : 1;
+            if (i >= n || s[i] == '\n') { /* not a string jansson accepts: it reports it */
+                if (i < n)
+                    line++;
+                continue;
+            }
+            size_t j = i + 1;
+            while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r' || s[j] == '\n'))
+                j++;
+            if (i - start == 4 && memcmp(s + start, "tcId", 4) == 0 && j < n && s[j] == ':') {
+                if (*n_lines == cap) {
+                    cap = cap ? 2 * cap : 256;
+                    long *nl = realloc(*lines, cap * sizeof *nl);
+                    if (nl == NULL) {
+                        free(*lines);
+                        *lines = NULL;
+                        snprintf(why, why_len, "out of memory");
+                        return -1;
+                    }
+                    *lines = nl;
+                }
+                (*lines)[(*n_lines)++] = line;
             }
         }
-        if (n + 2 > cap) {
-            cap *= 2;
-            s = realloc(s, cap);
-            if (s == NULL)
-                lowp_cli_fail("out of memory");
-        }
-        s[n++] = c;
     }
-    if (P->p >= P->end)
-        j_fail(P, "unterminated string");
-    P->p++;
-    s[n] = '\0';
-    return s;
-}
-
-static void j_push(jnode *a, jnode *kid, char *key)
-{
-    if ((a->n & (a->n - 1)) == 0) { /* grow at powers of two */
-        size_t cap = a->n ? 2 * a->n : 1;
-        a->kid = realloc(a->kid, cap * sizeof *a->kid);
-        if (a->k == J_OBJ)
-            a->key = realloc(a->key, cap * sizeof *a->key);
-        if (a->kid == NULL || (a->k == J_OBJ && a->key == NULL))
-            lowp_cli_fail("out of memory");
-    }
-    a->kid[a->n] = kid;
-    if (a->k == J_OBJ)
-        a->key[a->n] = key;
-    a->n++;
-}
-
-static jnode *j_value(jparser *P)
-{
-    j_ws(P);
-    if (P->p >= P->end)
-        j_fail(P, "unexpected end of file");
-    if (++P->depth > 64)
-        j_fail(P, "nesting too deep");
-    jnode *n;
-    char c = *P->p;
-    if (c == '{' || c == '[') {
-        n = j_new(P, c == '{' ? J_OBJ : J_ARR);
-        char close = c == '{' ? '}' : ']';
-        P->p++;
-        j_ws(P);
-        if (P->p < P->end && *P->p == close) {
-            P->p++;
-        } else {
-            for (;;) {
-                char *key = NULL;
-                if (n->k == J_OBJ) {
-                    j_ws(P);
-                    key = j_string(P);
-                    j_ws(P);
-                    if (P->p >= P->end || *P->p != ':')
-                        j_fail(P, "expected ':'");
-                    P->p++;
-                }
-                j_push(n, j_value(P), key);
-                j_ws(P);
-                if (P->p < P->end && *P->p == ',') {
-                    P->p++;
-                    continue;
-                }
-                if (P->p < P->end && *P->p == close) {
-                    P->p++;
-                    break;
-                }
-                j_fail(P, n->k == J_OBJ ? "expected ',' or '}'" : "expected ',' or ']'");
-            }
-        }
-    } else if (c == '"') {
-        n = j_new(P, J_STR);
-        n->str = j_string(P);
-    } else if (strncmp(P->p, "true", 4) == 0 || strncmp(P->p, "false", 5) == 0) {
-        n = j_new(P, J_BOOL);
-        n->num = *P->p == 't';
-        P->p += *P->p == 't' ? 4 : 5;
-    } else if (strncmp(P->p, "null", 4) == 0) {
-        n = j_new(P, J_NULL);
-        P->p += 4;
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-        n = j_new(P, J_NUM);
-        char *e;
-        n->num = strtod(P->p, &e);
-        if (e == P->p || e > P->end)
-            j_fail(P, "bad number");
-        P->p = e;
-    } else {
-        j_fail(P, "unexpected character");
-    }
-    P->depth--;
-    return n;
-}
-
-static void j_free(jnode *n)
-{
-    if (n == NULL)
-        return;
-    for (size_t i = 0; i < n->n; i++) {
-        j_free(n->kid[i]);
-        if (n->k == J_OBJ)
-            free(n->key[i]);
-    }
-    free(n->kid);
-    free(n->key);
-    free(n->str);
-    free(n);
-}
-
-static const jnode *j_get(const jnode *o, const char *key)
-{
-    if (o == NULL || o->k != J_OBJ)
-        return NULL;
-    for (size_t i = 0; i < o->n; i++)
-        if (strcmp(o->key[i], key) == 0)
-            return o->kid[i];
-    return NULL;
+    return 0;
 }
 
 /* ---- a vector file in memory ---- */
 
 typedef struct {
     long id;
-    long line;
+    long line; /* of its "tcId" key; 0 when the file's keys did not allow finding it */
     int n;
     float x[BV_MAX];
     uint8_t scale[BV_MAX];
@@ -2370,16 +2236,173 @@ typedef struct {
     size_t nt;
 } bv_vfile;
 
-static uint32_t bv_hex_str(const char *path, const jnode *n, int digits, const char *what)
+static void bv_vfile_free(bv_vfile *V)
 {
-    if (n == NULL || n->k != J_STR || (int)strlen(n->str) != digits ||
-        hex_fixed(n->str, digits) < 0)
-        lowp_cli_fail("%s line %ld: %s must be a string of %d hex digits", path, n ? n->line : 0L,
-                      what, digits);
-    return (uint32_t)hex_fixed(n->str, digits);
+    free(V->g);
+    free(V->t);
+    V->g = NULL;
+    V->t = NULL;
 }
 
-static void bv_read(bv_vfile *V, const char *path)
+/* A string of exactly `digits` hex digits, as *out; -1 otherwise. */
+static int bv_hex_str(const json_t *j, int digits, uint32_t *out)
+{
+    if (!json_is_string(j) || json_string_length(j) != (size_t)digits ||
+        hex_fixed(json_string_value(j), digits) < 0)
+        return -1;
+    *out = (uint32_t)hex_fixed(json_string_value(j), digits);
+    return 0;
+}
+
+/* Fill V from the text of a vector file (buf, len); path names it in messages. Returns 0,
+ * or -1 with one line in why and V freed: the caller frees what it holds and fails, so
+ * that nothing is left allocated on the exit-2 path. */
+static int bv_parse(bv_vfile *V, const char *path, const char *buf, size_t len, char *why,
+                    size_t why_len)
+{
+#define BV_FAIL(...)                                                                           \
+    do {                                                                                       \
+        char msg_[400];                                                                        \
+        snprintf(msg_, sizeof msg_, __VA_ARGS__);                                              \
+        snprintf(why, why_len, "%s%s", path, msg_);                                            \
+        goto fail;                                                                             \
+    } while (0)
+    json_t *root = NULL;
+    long *lines = NULL;
+    size_t n_lines = 0;
+    char scan_why[128];
+    if (memchr(buf, '\0', len) != NULL)
+        BV_FAIL(": not a text file (contains a NUL byte)");
+    if (bv_scan(buf, len, &lines, &n_lines, scan_why, sizeof scan_why))
+        BV_FAIL(" %s", scan_why);
+    /* JSON_REJECT_DUPLICATES: a key twice in one object is an error, not a silent pick */
+    json_error_t err;
+    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
+    if (root == NULL) {
+        for (char *c = err.text; *c != '\0'; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
+        BV_FAIL(" line %d column %d: %s", err.line, err.column, err.text);
+    }
+    const json_t *fs = json_object_get(root, "format"), *rs = json_object_get(root, "recipe"),
+                 *sc = json_object_get(root, "schema");
+    if (!json_is_string(sc) || strcmp(json_string_value(sc), BV_SCHEMA) != 0)
+        BV_FAIL(": not a lowp block vector file (\"schema\" is not \"" BV_SCHEMA "\")");
+    if (!json_is_string(fs) || lowp_block_format_parse(json_string_value(fs), &V->f) != 0)
+        BV_FAIL(": missing or unknown \"format\"");
+    if (!json_is_string(rs) || lowp_recipe_parse(json_string_value(rs), &V->r) != 0)
+        BV_FAIL(": missing or unknown \"recipe\"");
+    const json_t *groups = json_object_get(root, "testGroups");
+    if (!json_is_array(groups))
+        BV_FAIL(": no \"testGroups\" array");
+    size_t bs = lowp_oracle_block_size(V->f);
+    int d = code_digits(lowp_block_element_format(V->f)), has_scale = lowp_block_has_scales(V->f);
+    size_t ng = json_array_size(groups), cap = 64;
+    V->g = calloc(ng ? ng : 1, sizeof *V->g);
+    V->t = malloc(cap * sizeof *V->t);
+    if (V->g == NULL || V->t == NULL)
+        BV_FAIL(": out of memory");
+    V->ng = ng;
+    for (size_t gi = 0; gi < ng; gi++) {
+        const json_t *g = json_array_get(groups, gi), *v;
+        bv_vgroup *vg = &V->g[gi];
+        uint32_t bits;
+        vg->gs.dec = vg->gs.enc = 1.0f;
+        if ((v = json_object_get(g, "globalScaleDec")) != NULL) {
+            if (bv_hex_str(v, 8, &bits))
+                BV_FAIL(" test group %zu: globalScaleDec must be a string of 8 hex digits", gi + 1);
+            vg->gs.dec = f32_from_bits(bits);
+        }
+        if ((v = json_object_get(g, "globalScaleEnc")) != NULL) {
+            if (bv_hex_str(v, 8, &bits))
+                BV_FAIL(" test group %zu: globalScaleEnc must be a string of 8 hex digits", gi + 1);
+            vg->gs.enc = f32_from_bits(bits);
+        }
+        if (json_is_true(json_object_get(g, "scaleUp")))
+            vg->qflags = LOWP_BLOCK_SCALE_UP;
+        const json_t *tests = json_object_get(g, "tests");
+        if (!json_is_array(tests))
+            BV_FAIL(" test group %zu: no \"tests\" array", gi + 1);
+        for (size_t ti = 0; ti < json_array_size(tests); ti++) {
+            const json_t *t = json_array_get(tests, ti);
+            if (V->nt == cap) {
+                cap *= 2;
+                bv_vtest *nt = realloc(V->t, cap * sizeof *V->t);
+                if (nt == NULL)
+                    BV_FAIL(": out of memory");
+                V->t = nt;
+            }
+            bv_vtest *vt = &V->t[V->nt++];
+            memset(vt, 0, sizeof *vt);
+            vt->group = gi;
+            const json_t *id = json_object_get(t, "tcId"), *in = json_object_get(t, "input"),
+                         *co = json_object_get(t, "codes"), *scn = json_object_get(t, "scales"),
+                         *fl = json_object_get(t, "flags");
+            if (!json_is_integer(id) || json_integer_value(id) < 1 ||
+                json_integer_value(id) > LONG_MAX)
+                BV_FAIL(" test %zu of group %zu: no positive integer \"tcId\"", ti + 1, gi + 1);
+            vt->id = (long)json_integer_value(id);
+            size_t n = json_array_size(in);
+            if (!json_is_array(in) || n == 0 || n > BV_MAX || n % bs != 0)
+                BV_FAIL(" tcId %ld: \"input\" must hold 1 to %d elements, a multiple of the block "
+                        "size %zu", vt->id, BV_MAX, bs);
+            vt->n = (int)n;
+            if (!json_is_array(co) || json_array_size(co) != n)
+                BV_FAIL(" tcId %ld: \"codes\" must have one code per input", vt->id);
+            for (int i = 0; i < vt->n; i++) {
+                uint32_t code;
+                if (bv_hex_str(json_array_get(in, (size_t)i), 8, &bits))
+                    BV_FAIL(" tcId %ld: an input must be a string of 8 hex digits", vt->id);
+                if (bv_hex_str(json_array_get(co, (size_t)i), d, &code))
+                    BV_FAIL(" tcId %ld: a code must be a string of %d hex digits", vt->id, d);
+                vt->x[i] = f32_from_bits(bits);
+                vt->code[i] = (uint16_t)code;
+            }
+            if (has_scale) {
+                if (!json_is_array(scn) || json_array_size(scn) != n / bs)
+                    BV_FAIL(" tcId %ld: \"scales\" must have one code per block", vt->id);
+                for (size_t b = 0; b < n / bs; b++) {
+                    if (bv_hex_str(json_array_get(scn, b), 2, &bits))
+                        BV_FAIL(" tcId %ld: a scale code must be a string of 2 hex digits", vt->id);
+                    vt->scale[b] = (uint8_t)bits;
+                }
+            }
+            /* flags are UTF-8 as jansson decoded them (\u escapes, surrogate pairs); the
+             * ones that do not fit in vt->flags are left out */
+            for (size_t k = 0; json_is_array(fl) && k < json_array_size(fl); k++) {
+                const json_t *f = json_array_get(fl, k);
+                if (json_is_string(f) &&
+                    strlen(vt->flags) + json_string_length(f) + 2 < sizeof vt->flags) {
+                    if (vt->flags[0])
+                        strcat(vt->flags, " ");
+                    strcat(vt->flags, json_string_value(f));
+                }
+            }
+            for (size_t k = 0; k + 1 < V->nt; k++)
+                if (V->t[k].id == vt->id)
+                    BV_FAIL(" tcId %ld appears twice", vt->id);
+        }
+    }
+    const json_t *nt = json_object_get(root, "numberOfTests");
+    if (!json_is_integer(nt) || json_integer_value(nt) < 0 ||
+        (size_t)json_integer_value(nt) != V->nt)
+        BV_FAIL(": \"numberOfTests\" does not match the %zu tests (truncated?)", V->nt);
+    /* lines for messages: only when every test's "tcId" key was found, in order */
+    for (size_t k = 0; n_lines == V->nt && k < V->nt; k++)
+        V->t[k].line = lines[k];
+    free(lines);
+    json_decref(root);
+    return 0;
+fail:
+    free(lines);
+    json_decref(root);
+    bv_vfile_free(V);
+    return -1;
+#undef BV_FAIL
+}
+
+/* Read a vector file; on bad input, 0 is not returned: -1 with why set and V freed. */
+static int bv_read(bv_vfile *V, const char *path, char *why, size_t why_len)
 {
     memset(V, 0, sizeof *V);
     V->path = path;
@@ -2390,105 +2413,9 @@ static void bv_read(bv_vfile *V, const char *path)
         V->name[nl - 5] = '\0';
     size_t len;
     unsigned char *buf = lowp_read_all(path, &len);
-    jparser P = {(const char *)buf, (const char *)buf + len, path, 1, 0};
-    jnode *root = j_value(&P);
-    j_ws(&P);
-    if (P.p != P.end)
-        j_fail(&P, "text after the JSON value");
-    const jnode *fs = j_get(root, "format"), *rs = j_get(root, "recipe"),
-                *sc = j_get(root, "schema");
-    if (sc == NULL || sc->k != J_STR || strcmp(sc->str, BV_SCHEMA) != 0)
-        lowp_cli_fail("%s: not a lowp block vector file (\"schema\" is not \"" BV_SCHEMA "\")",
-                      path);
-    if (fs == NULL || fs->k != J_STR || lowp_block_format_parse(fs->str, &V->f) != 0)
-        lowp_cli_fail("%s: missing or unknown \"format\"", path);
-    if (rs == NULL || rs->k != J_STR || lowp_recipe_parse(rs->str, &V->r) != 0)
-        lowp_cli_fail("%s: missing or unknown \"recipe\"", path);
-    const jnode *groups = j_get(root, "testGroups");
-    if (groups == NULL || groups->k != J_ARR)
-        lowp_cli_fail("%s: no \"testGroups\" array", path);
-    size_t bs = lowp_oracle_block_size(V->f);
-    int d = code_digits(lowp_block_element_format(V->f)), has_scale = lowp_block_has_scales(V->f);
-    V->g = xcalloc(groups->n, sizeof *V->g);
-    V->ng = groups->n;
-    size_t cap = 64;
-    V->t = xmalloc(cap * sizeof *V->t);
-    for (size_t gi = 0; gi < groups->n; gi++) {
-        const jnode *g = groups->kid[gi];
-        bv_vgroup *vg = &V->g[gi];
-        vg->gs.dec = vg->gs.enc = 1.0f;
-        const jnode *v;
-        if ((v = j_get(g, "globalScaleDec")) != NULL)
-            vg->gs.dec = f32_from_bits(bv_hex_str(path, v, 8, "globalScaleDec"));
-        if ((v = j_get(g, "globalScaleEnc")) != NULL)
-            vg->gs.enc = f32_from_bits(bv_hex_str(path, v, 8, "globalScaleEnc"));
-        if ((v = j_get(g, "scaleUp")) != NULL && v->k == J_BOOL && v->num != 0)
-            vg->qflags = LOWP_BLOCK_SCALE_UP;
-        const jnode *tests = j_get(g, "tests");
-        if (tests == NULL || tests->k != J_ARR)
-            lowp_cli_fail("%s line %ld: a test group without a \"tests\" array", path, g->line);
-        for (size_t ti = 0; ti < tests->n; ti++) {
-            const jnode *t = tests->kid[ti];
-            if (V->nt == cap) {
-                cap *= 2;
-                V->t = realloc(V->t, cap * sizeof *V->t);
-                if (V->t == NULL)
-                    lowp_cli_fail("out of memory");
-            }
-            bv_vtest *vt = &V->t[V->nt++];
-            memset(vt, 0, sizeof *vt);
-            vt->group = gi;
-            vt->line = t->line;
-            const jnode *id = j_get(t, "tcId"), *in = j_get(t, "input"), *co = j_get(t, "codes"),
-                        *scn = j_get(t, "scales"), *fl = j_get(t, "flags");
-            if (id == NULL || id->k != J_NUM || id->num < 1 || id->num != floor(id->num))
-                lowp_cli_fail("%s line %ld: a test without a positive integer \"tcId\"", path,
-                              t->line);
-            vt->id = (long)id->num;
-            if (in == NULL || in->k != J_ARR || in->n == 0 || in->n > BV_MAX || in->n % bs != 0)
-                lowp_cli_fail("%s line %ld: tcId %ld: \"input\" must hold 1 to %d elements, a "
-                              "multiple of the block size %zu",
-                              path, t->line, vt->id, BV_MAX, bs);
-            vt->n = (int)in->n;
-            if (co == NULL || co->k != J_ARR || co->n != in->n)
-                lowp_cli_fail("%s line %ld: tcId %ld: \"codes\" must have one code per input", path,
-                              t->line, vt->id);
-            for (int i = 0; i < vt->n; i++) {
-                vt->x[i] = f32_from_bits(bv_hex_str(path, in->kid[i], 8, "an input"));
-                vt->code[i] = (uint16_t)bv_hex_str(path, co->kid[i], d, "a code");
-            }
-            if (has_scale) {
-                if (scn == NULL || scn->k != J_ARR || scn->n != in->n / bs)
-                    lowp_cli_fail("%s line %ld: tcId %ld: \"scales\" must have one code per block",
-                                  path, t->line, vt->id);
-                for (size_t b = 0; b < scn->n; b++)
-                    vt->scale[b] = (uint8_t)bv_hex_str(path, scn->kid[b], 2, "a scale code");
-            }
-            if (fl != NULL && fl->k == J_ARR)
-                for (size_t k = 0; k < fl->n; k++)
-                    if (fl->kid[k]->k == J_STR &&
-                        strlen(vt->flags) + strlen(fl->kid[k]->str) + 2 < sizeof vt->flags) {
-                        if (vt->flags[0])
-                            strcat(vt->flags, " ");
-                        strcat(vt->flags, fl->kid[k]->str);
-                    }
-            for (size_t k = 0; k + 1 < V->nt; k++)
-                if (V->t[k].id == vt->id)
-                    lowp_cli_fail("%s line %ld: tcId %ld appears twice", path, t->line, vt->id);
-        }
-    }
-    const jnode *nt = j_get(root, "numberOfTests");
-    if (nt == NULL || nt->k != J_NUM || (size_t)nt->num != V->nt)
-        lowp_cli_fail("%s: \"numberOfTests\" does not match the %zu tests (truncated?)", path,
-                      V->nt);
-    j_free(root);
+    int rc = bv_parse(V, path, (const char *)buf, len, why, why_len);
     free(buf);
-}
-
-static void bv_vfile_free(bv_vfile *V)
-{
-    free(V->g);
-    free(V->t);
+    return rc;
 }
 
 /* Codes of test t under block.c (lowp_block_quantize). */
@@ -2587,22 +2514,37 @@ static int cmd_check_block(int argc, char **argv)
             "vectors check-block: no vector FILE given (try 'lowp vectors check-block --help')");
     if (results == NULL)
         lowp_cli_fail("vectors check-block: --results R is required");
+    /* Bad input anywhere below: the line goes to why, everything is freed, then exit 2. */
+    char why[512];
+    size_t len;
+    unsigned char *buf = lowp_read_all(results, &len); /* first: it fails by itself */
     bv_vfile V;
-    bv_read(&V, file);
+    if (bv_read(&V, file, why, sizeof why)) {
+        free(buf);
+        lowp_cli_fail("%s", why);
+    }
+#define CB_FAIL(...)                                                                           \
+    do {                                                                                       \
+        snprintf(why, sizeof why, __VA_ARGS__);                                                \
+        goto bad_input;                                                                        \
+    } while (0)
     size_t bs = lowp_oracle_block_size(V.f);
     int d = code_digits(lowp_block_element_format(V.f)), has_scale = lowp_block_has_scales(V.f);
-    size_t len;
-    unsigned char *buf = lowp_read_all(results, &len);
+    uint8_t(*gsc)[BV_MAX] = calloc(V.nt ? V.nt : 1, sizeof *gsc);
+    uint16_t(*gco)[BV_MAX] = calloc(V.nt ? V.nt : 1, sizeof *gco);
+    char *seen = calloc(V.nt ? V.nt : 1, 1);
     unsigned char *nb = realloc(buf, len + 1);
-    if (nb == NULL)
-        lowp_cli_fail("out of memory");
+    if (nb == NULL) {
+        free(buf);
+        buf = NULL;
+        CB_FAIL("out of memory");
+    }
     buf = nb;
     buf[len] = '\0';
+    if (gsc == NULL || gco == NULL || seen == NULL)
+        CB_FAIL("out of memory");
     if (memchr(buf, '\0', len) != NULL)
-        lowp_cli_fail("%s: not a text file (contains a NUL byte)", results);
-    uint8_t(*gsc)[BV_MAX] = xcalloc(V.nt ? V.nt : 1, sizeof *gsc);
-    uint16_t(*gco)[BV_MAX] = xcalloc(V.nt ? V.nt : 1, sizeof *gco);
-    char *seen = xcalloc(V.nt ? V.nt : 1, 1);
+        CB_FAIL("%s: not a text file (contains a NUL byte)", results);
     char *s = (char *)buf, *end = s + len;
     long lineno = 0;
     size_t got_n = 0;
@@ -2626,46 +2568,46 @@ static int cmd_check_block(int argc, char **argv)
         if (nt == 0)
             continue;
         if (nt != 3)
-            lowp_cli_fail("%s line %ld: expected 'TCID SCALES CODES'", results, lineno);
+            CB_FAIL("%s line %ld: expected 'TCID SCALES CODES'", results, lineno);
         char *ep;
         long id = strtol(tok[0], &ep, 10);
         if (*ep != '\0' || id < 1)
-            lowp_cli_fail("%s line %ld: '%.20s' is not a tcId", results, lineno, tok[0]);
+            CB_FAIL("%s line %ld: '%.20s' is not a tcId", results, lineno, tok[0]);
         size_t k = 0;
         while (k < V.nt && V.t[k].id != id)
             k++;
         if (k == V.nt)
-            lowp_cli_fail("%s line %ld: tcId %ld is not in %s", results, lineno, id, file);
+            CB_FAIL("%s line %ld: tcId %ld is not in %s", results, lineno, id, file);
         if (seen[k])
-            lowp_cli_fail("%s line %ld: tcId %ld appears twice", results, lineno, id);
+            CB_FAIL("%s line %ld: tcId %ld appears twice", results, lineno, id);
         seen[k] = 1;
         got_n++;
         const bv_vtest *t = &V.t[k];
         size_t nblk = (size_t)t->n / bs;
         if (!has_scale) {
             if (strcmp(tok[1], "-") != 0)
-                lowp_cli_fail("%s line %ld: %s has no block scales; SCALES must be '-'", results,
+                CB_FAIL("%s line %ld: %s has no block scales; SCALES must be '-'", results,
                               lineno, lowp_block_format_name(V.f));
         } else {
             if (strlen(tok[1]) != 2 * nblk)
-                lowp_cli_fail(
+                CB_FAIL(
                     "%s line %ld: tcId %ld has %zu block%s: SCALES must be %zu hex digits", results,
                     lineno, id, nblk, nblk > 1 ? "s" : "", 2 * nblk);
             for (size_t b = 0; b < nblk; b++) {
                 long v = hex_fixed(tok[1] + 2 * b, 2);
                 if (v < 0)
-                    lowp_cli_fail("%s line %ld: SCALES '%.40s' is not hex", results, lineno,
+                    CB_FAIL("%s line %ld: SCALES '%.40s' is not hex", results, lineno,
                                   tok[1]);
                 gsc[k][b] = (uint8_t)v;
             }
         }
         if (strlen(tok[2]) != (size_t)t->n * (size_t)d)
-            lowp_cli_fail("%s line %ld: tcId %ld has %d elements: CODES must be %d hex digits",
+            CB_FAIL("%s line %ld: tcId %ld has %d elements: CODES must be %d hex digits",
                           results, lineno, id, t->n, t->n * d);
         for (int i = 0; i < t->n; i++) {
             long v = hex_fixed(tok[2] + i * d, d);
             if (v < 0)
-                lowp_cli_fail("%s line %ld: CODES '%.40s' is not hex", results, lineno, tok[2]);
+                CB_FAIL("%s line %ld: CODES '%.40s' is not hex", results, lineno, tok[2]);
             gco[k][i] = (uint16_t)v;
         }
     }
@@ -2673,7 +2615,7 @@ static int cmd_check_block(int argc, char **argv)
         size_t k = 0;
         while (k < V.nt && seen[k])
             k++;
-        lowp_cli_fail("%s: %zu results, but %s has %zu tests (tcId %ld is missing)", results, got_n,
+        CB_FAIL("%s: %zu results, but %s has %zu tests (tcId %ld is missing)", results, got_n,
                       file, V.nt, V.t[k].id);
     }
     size_t bad = 0;
@@ -2693,6 +2635,14 @@ static int cmd_check_block(int argc, char **argv)
     free(buf);
     bv_vfile_free(&V);
     return bad ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
+bad_input:
+    free(gsc);
+    free(gco);
+    free(seen);
+    free(buf);
+    bv_vfile_free(&V);
+    lowp_cli_fail("%s", why);
+#undef CB_FAIL
 }
 
 /* ---- run-block: lowp's own results, in the results format ---- */
@@ -2725,7 +2675,9 @@ static int cmd_run_block(int argc, char **argv)
     if (file == NULL)
         lowp_cli_fail("vectors run-block: no vector FILE given");
     bv_vfile V;
-    bv_read(&V, file);
+    char why[512];
+    if (bv_read(&V, file, why, sizeof why))
+        lowp_cli_fail("%s", why);
     size_t bs = lowp_oracle_block_size(V.f);
     int d = code_digits(lowp_block_element_format(V.f));
     FILE *o = lowp_out_open(out, 0);
@@ -2797,7 +2749,11 @@ static int cmd_verify_block(int argc, char **argv)
         char path[4352], want[64];
         snprintf(path, sizeof path, "%s/%s", dir, present.names[i]);
         bv_vfile V;
-        bv_read(&V, path);
+        char why[512];
+        if (bv_read(&V, path, why, sizeof why)) {
+            free(present.names);
+            lowp_cli_fail("%s", why);
+        }
         bv_file_name(want, sizeof want, V.f, V.r);
         if (strcmp(want, present.names[i]) != 0)
             lowp_cli_fail("%s: the file holds %s/%s; its name should be %s", path,
