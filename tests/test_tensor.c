@@ -729,7 +729,7 @@ START_TEST(safetensors_malformed_inputs_are_refused)
         {"string shape", T1("\"dtype\":\"F32\",\"shape\":[\"2\"],\"data_offsets\":[0,8]"), 8, "shape entry"},
         {"shape not array", T1("\"dtype\":\"F32\",\"shape\":2,\"data_offsets\":[0,8]"), 8, "not an array"},
         {"nine dims", T1("\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]"), 1, "9 dimensions"},
-        {"huge number", T1("\"dtype\":\"U8\",\"shape\":[123456789012345678901234567890],\"data_offsets\":[0,1]"), 1, "shape entry"},
+        {"huge number", T1("\"dtype\":\"U8\",\"shape\":[123456789012345678901234567890],\"data_offsets\":[0,1]"), 1, "out of range"},
         {"three offsets", T1("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8,8]"), 8, "[begin, end]"},
         {"exponent offset", T1("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8e0]"), 8, "[begin, end]"},
         {"backwards", T1("\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,0]"), 8, "backwards"},
@@ -745,22 +745,28 @@ START_TEST(safetensors_malformed_inputs_are_refused)
         {"metadata number", "{\"__metadata__\":{\"k\":1}}", 0, "not a string"},
         {"metadata duplicate", "{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0, "twice"},
         {"metadata twice", "{\"__metadata__\":{},\"__metadata__\":{}}", 0, "twice"},
+        /* integers are exact to 2^63-1 (a double would make 2^53+1 into 2^53) */
+        {"offset 2^53+1", T1("\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[9007199254740993,9007199254740993]"), 0,
+         "[9007199254740993, 9007199254740993] run past"},
         /* JSON */
-        {"trailing comma", "{\"a\":{" OK_A ",}}", 8, "expected a string key"},
-        {"single quotes", "{'a':1}", 0, "expected a string key"},
-        {"unterminated", "{\"a\":{" OK_A, 8, "expected ','"},
-        {"unterminated string", "{\"a", 0, "unterminated string"},
+        {"2^63 in a shape", T1("\"dtype\":\"U8\",\"shape\":[9223372036854775808,0],\"data_offsets\":[0,0]"), 0, "out of range"},
+        {"cut inside a number", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2", 0, "end of the JSON"},
+        {"cut inside an escape", "{\"__metadata__\":{\"k\":\"\\u00e", 0, "invalid escape"},
+        {"trailing comma", "{\"a\":{" OK_A ",}}", 8, "string or '}' expected"},
+        {"single quotes", "{'a':1}", 0, "string or '}' expected"},
+        {"unterminated", "{\"a\":{" OK_A, 8, "end of the JSON"},
+        {"unterminated string", "{\"a", 0, "end of the JSON"},
         {"bad escape", "{\"__metadata__\":{\"k\":\"\\x41\"}}", 0, "invalid escape"},
-        {"short unicode escape", "{\"__metadata__\":{\"k\":\"\\u00\"}}", 0, "\\u escape"},
-        {"lone high surrogate", "{\"__metadata__\":{\"k\":\"\\ud800\"}}", 0, "surrogate"},
-        {"lone low surrogate", "{\"__metadata__\":{\"k\":\"\\udc00\"}}", 0, "surrogate"},
+        {"short unicode escape", "{\"__metadata__\":{\"k\":\"\\u00\"}}", 0, "invalid escape"},
+        {"lone high surrogate", "{\"__metadata__\":{\"k\":\"\\ud800\"}}", 0, "invalid Unicode '\\uD800'"},
+        {"lone low surrogate", "{\"__metadata__\":{\"k\":\"\\udc00\"}}", 0, "invalid Unicode '\\uDC00'"},
         {"U+0000", "{\"__metadata__\":{\"k\\u0000\":\"v\"}}", 0, "U+0000"},
         {"raw control", "{\"__metadata__\":{\"k\":\"a\tb\"}}", 0, "control character"},
-        {"leading zero", T1("\"dtype\":\"F32\",\"shape\":[02],\"data_offsets\":[0,8]"), 8, "leading zero"},
-        {"bad fraction", "{\"__metadata__\":1.}", 0, "fraction"},
-        {"bad exponent", "{\"__metadata__\":1e}", 0, "exponent"},
-        {"minus alone", "{\"__metadata__\":-}", 0, "invalid number"},
-        {"bare word", "{\"__metadata__\":nul}", 0, "unexpected character"},
+        {"leading zero", T1("\"dtype\":\"F32\",\"shape\":[02],\"data_offsets\":[0,8]"), 8, "invalid token near '0'"},
+        {"bad fraction", "{\"__metadata__\":1.}", 0, "near '1.'"},
+        {"bad exponent", "{\"__metadata__\":1e}", 0, "near '1e'"},
+        {"minus alone", "{\"__metadata__\":-}", 0, "near '-'"},
+        {"bare word", "{\"__metadata__\":nul}", 0, "near 'nul'"},
         {"text after", T1(OK_A) "x", 8, "after the JSON"},
         {"two values", T1(OK_A) " {}", 8, "after the JSON"},
         {"empty header", "", 0, "end of the JSON"},
@@ -825,6 +831,18 @@ START_TEST(safetensors_malformed_framing_utf8_and_depth)
         check_message(why, "UTF-8", "bad UTF-8");
         free(b);
     }
+    /* a raw NUL byte, inside a string and between values: refused with its position, not
+     * taken for the end of the text */
+    static const char nul_in[] = "{\"__metadata__\":{\"k\":\"a\0b\"}}";
+    static const char nul_out[] = "{\"__metadata__\":{}}\0";
+    const char *const nuls[] = {nul_in, nul_out};
+    const size_t nul_len[] = {sizeof nul_in - 1, sizeof nul_out - 1};
+    for (size_t i = 0; i < 2; i++) {
+        b = st_build(nuls[i], nul_len[i], nul_len[i], 0, &len);
+        ck_assert_int_eq(lowp_safetensors_parse(b, len, &f, why, sizeof why), -1);
+        check_message(why, "NUL byte at byte", "raw NUL");
+        free(b);
+    }
 
     /* nesting: 31 levels inside the root parse (and are then refused by the schema), 33 do not */
     for (int depth = 31; depth <= 33; depth += 2) {
@@ -880,6 +898,17 @@ START_TEST(safetensors_accepted_edge_cases)
         lowp_tensor_file_free(&f);
         free(b);
     }
+    /* the largest integer jansson holds exactly, 2^63-1, as a dimension of an empty tensor */
+    static const char big[] = "{\"e\":{\"dtype\":\"U8\",\"shape\":[9223372036854775807,0],\"data_offsets\":[0,0]}}";
+    size_t len;
+    unsigned char *b = st_build(big, strlen(big), strlen(big), 0, &len);
+    lowp_tensor_file f;
+    char why[512] = "";
+    ck_assert_msg(lowp_safetensors_parse(b, len, &f, why, sizeof why) == 0, "2^63-1: %s", why);
+    ck_assert_uint_eq(f.n_tensors, 1);
+    ck_assert(f.tensors[0].shape[0] == (size_t)9223372036854775807ull && f.tensors[0].shape[1] == 0);
+    lowp_tensor_file_free(&f);
+    free(b);
 }
 END_TEST
 

@@ -19,7 +19,10 @@
  * 6. `lowp vectors check-block`: exit 0 on the file's own codes (results written by this test
  *    from the JSON) and on `lowp vectors run-block` output (block.c); exit 1 with a line
  *    naming the tcId of a flipped code; exit 2 with one line on malformed or missing
- *    results. */
+ *    results.
+ * 7. Reading block vector files (JSON): \u escapes beyond ASCII and surrogate pairs decoded,
+ *    escaped quotes kept; duplicate keys, non-JSON numbers, lone surrogates and truncated
+ *    files refused with one line and exit 2, by check-block and run-block. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 
@@ -776,6 +779,133 @@ START_TEST(block_check_results)
 }
 END_TEST
 
+/* text with the first occurrence of `from` replaced by `to` (malloc'ed; from must occur) */
+static char *replace_once(const char *text, const char *from, const char *to)
+{
+    const char *p = strstr(text, from);
+    ck_assert_msg(p != NULL, "'%s' not found", from);
+    size_t a = (size_t)(p - text), fl = strlen(from), tl = strlen(to), n = strlen(text);
+    char *r = malloc(n - fl + tl + 1);
+    memcpy(r, text, a);
+    memcpy(r + a, to, tl);
+    memcpy(r + a + tl, p + fl, n - a - fl + 1);
+    return r;
+}
+
+/* exit status 2 and exactly one line on stderr that contains want (NULL: any line) */
+static void expect_one_line_exit_2(const char *const *args, const char *out, const char *err,
+                                   const char *want, const char *label)
+{
+    int rc = run_lowp(args, out, err);
+    char *e = read_file(err, NULL);
+    ck_assert_msg(rc == 2 && e != NULL && strncmp(e, "lowp: ", 6) == 0 &&
+                      strchr(e, '\n') == e + strlen(e) - 1 && (want == NULL || strstr(e, want)),
+                  "%s: exit %d, stderr '%s' (want one line with '%s')", label, rc, e ? e : "",
+                  want ? want : "");
+    free(e);
+}
+
+/* What lowp's former ad hoc JSON reader got wrong, through check-block and run-block on
+ * edited copies of a committed file (nvfp4.trtllm.json, or the first file):
+ *   - \u escapes above U+007F and surrogate pairs became '?' (here: in "flags", which a
+ *     failure line prints), and an escaped quote must stay a quote;
+ *   - a duplicate key was taken silently (the first one won);
+ *   - a number was read by strtod, so 0x1 was accepted as tcId 1;
+ *   - truncated JSON leaked everything parsed so far on the exit path (under ASan: a leak
+ *     report and exit 1 instead of 2). */
+START_TEST(block_json_reading)
+{
+    size_t nf;
+    char **files = list_json_files(g_block_dir, &nf);
+    ck_assert_msg(nf > 0, "no block vector files in %s", g_block_dir);
+    const char *pick = files[0];
+    for (size_t i = 0; i < nf; i++)
+        if (strcmp(files[i], "nvfp4.trtllm.json") == 0)
+            pick = files[i];
+    char path[8192], tmp[4096], vec[4200], res[4200], out[4200], err[4200];
+    snprintf(path, sizeof path, "%s/%s", g_block_dir, pick);
+    char *text = read_file(path, NULL);
+    ck_assert_msg(text != NULL, "cannot read %s", path);
+    make_tmpdir(tmp, sizeof tmp);
+    snprintf(vec, sizeof vec, "%s/%s", tmp, pick);
+    snprintf(res, sizeof res, "%s/results.txt", tmp);
+    snprintf(out, sizeof out, "%s/out", tmp);
+    snprintf(err, sizeof err, "%s/err", tmp);
+    const char *check[] = {"vectors", "check-block", vec, "--results", res, NULL};
+    const char *run[] = {"vectors", "run-block", vec, NULL};
+
+    /* Escapes: tcId 1's flags become U+00E9, U+1F600 (a surrogate pair), an escaped quote;
+     * its first code is flipped, so the failure line shows the decoded flags. */
+    const char *tc1 = strstr(text, "{\"tcId\": 1,");
+    ck_assert(tc1 != NULL);
+    const char *fl = strstr(tc1, "\"flags\": [");
+    ck_assert(fl != NULL && fl < strchr(tc1, '\n'));
+    size_t fl_len = (size_t)(strchr(fl, ']') - fl) + 1;
+    char from[512];
+    ck_assert(fl_len < sizeof from);
+    memcpy(from, fl, fl_len);
+    from[fl_len] = '\0';
+    char *esc = replace_once(tc1, from, "\"flags\": [\"caf\\u00e9\", \"\\ud83d\\ude00\", \"q\\\"t\"]");
+    size_t head = (size_t)(tc1 - text);
+    char *edited = malloc(head + strlen(esc) + 1);
+    memcpy(edited, text, head);
+    strcpy(edited + head, esc);
+    free(esc);
+    write_file(vec, edited, strlen(edited));
+    size_t n;
+    char *r = block_results_from(edited, 1, &n);
+    write_file(res, r, strlen(r));
+    free(r);
+    int rc = run_lowp(check, out, err);
+    char *o = read_file(out, NULL);
+    ck_assert_msg(rc == 1 && o && strstr(o, "tcId 1 (line ") &&
+                      strstr(o, "[caf\xc3\xa9 \xf0\x9f\x98\x80 q\"t]"),
+                  "check-block with escaped flags: exit %d, %s", rc, o ? o : "");
+    free(o);
+    /* a lone surrogate is not a character: bad input */
+    char *lone = replace_once(edited, "\\ud83d\\ude00", "\\ud83d");
+    write_file(vec, lone, strlen(lone));
+    expect_one_line_exit_2(check, out, err, "Unicode", "lone high surrogate");
+    free(lone);
+    free(edited);
+
+    /* A duplicate key, at the root and inside a test. */
+    char *dup = replace_once(text, "\"schema\": ", "\"schema\": \"lowp_block_vectors_v1\", \"schema\": ");
+    write_file(vec, dup, strlen(dup));
+    expect_one_line_exit_2(run, out, err, "duplicate", "duplicate root key");
+    free(dup);
+    dup = replace_once(text, "{\"tcId\": 1,", "{\"tcId\": 1, \"tcId\": 1,");
+    write_file(vec, dup, strlen(dup));
+    expect_one_line_exit_2(run, out, err, "duplicate", "duplicate tcId key");
+    free(dup);
+
+    /* Not JSON numbers. */
+    char *num = replace_once(text, "{\"tcId\": 1,", "{\"tcId\": 0x1,");
+    write_file(vec, num, strlen(num));
+    expect_one_line_exit_2(run, out, err, vec, "hex tcId");
+    free(num);
+
+    /* Truncated JSON: one line, exit 2 (and no leak under ASan) from both commands, at a
+     * few cut points: inside the header, inside a test, before the last brace. */
+    r = block_results_from(text, 0, &n);
+    write_file(res, r, strlen(r));
+    free(r);
+    size_t len = strlen(text);
+    const size_t cuts[] = {len / 50, len / 2, len - 2};
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        write_file(vec, text, cuts[c]);
+        char label[64];
+        snprintf(label, sizeof label, "cut at %zu of %zu bytes", cuts[c], len);
+        expect_one_line_exit_2(check, out, err, vec, label);
+        expect_one_line_exit_2(run, out, err, vec, label);
+    }
+
+    free(text);
+    free_list(files);
+    remove_tree(tmp);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -801,6 +931,7 @@ int main(int argc, char **argv)
     tcase_add_test(tb, block_regeneration_changes_nothing);
     tcase_add_test(tb, block_verify_finds_no_difference);
     tcase_add_test(tb, block_check_results);
+    tcase_add_test(tb, block_json_reading);
     suite_add_tcase(s, tb);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -5,7 +5,7 @@
 #   tools/setup.sh --no-conform install and build only (what .ci/run uses)
 #   BUILD_DIR=dir CMAKE_ARGS="-DLOWP_SANITIZE=ON" tools/setup.sh --no-conform
 #
-# Dependencies are Debian packages (cmake, gcc, libmpfr-dev, check, pkg-config, python3)
+# Dependencies are Debian packages (cmake, gcc, libmpfr-dev, check, libjansson-dev, pkg-config, python3)
 # and, for the interop tests, numpy / ml_dtypes / safetensors (for the SASS tests, NVIDIA's
 # cuobjdump / nvdisasm) from PyPI in a virtual environment at .venv (nothing is vendored).
 # The CUDA parts build when nvcc is found (on PATH or in /usr/local/cuda/bin); without it
@@ -20,16 +20,16 @@ need_apt=0
 for cmd in cmake gcc g++ make pkg-config python3; do
   command -v "$cmd" >/dev/null 2>&1 || need_apt=1
 done
-pkg-config --exists mpfr check 2>/dev/null || need_apt=1
+pkg-config --exists mpfr check jansson 2>/dev/null || need_apt=1
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt=1
 if [ "$need_apt" = 1 ]; then
   if [ "$(id -u)" != 0 ]; then
-    echo "setup: missing packages; run as root or install: cmake gcc g++ make pkg-config libmpfr-dev check python3-venv" >&2
+    echo "setup: missing packages; run as root or install: cmake gcc g++ make pkg-config libmpfr-dev check libjansson-dev python3-venv" >&2
     exit 2
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends cmake gcc g++ make pkg-config libmpfr-dev check \
+  apt-get install -y -qq --no-install-recommends cmake gcc g++ make pkg-config libmpfr-dev check libjansson-dev \
     python3 python3-venv python3-pip ca-certificates >/dev/null
 fi
 

@@ -1,5 +1,5 @@
-/* ref/io/src/tensor_safetensors.c: the safetensors format, read and write, with its own strict
- * JSON parser (RFC 8259, no dependencies).
+/* ref/io/src/tensor_safetensors.c: the safetensors format, read and write. The header's JSON
+ * is parsed by jansson (RFC 8259); lowp's limits are checked around it.
  *
  * Layout: N (uint64 LE), N bytes of UTF-8 JSON, then the data buffer. The JSON object maps
  * each tensor name to {"dtype": NAME, "shape": [d...], "data_offsets": [begin, end]} with
@@ -7,12 +7,15 @@
  *
  * Reading is in two stages, so that nothing is allocated for tensor data before the header
  * is proved consistent with the bytes present:
- *   1. parse the header into a small DOM (bounded by the header size and LOWP_JSON_MAX_DEPTH);
- *   2. check it against the schema and the buffer (lowp/tensor.h lists every rule), then
- *      copy each tensor's bytes.
- * All positions, lengths and node indices fit in uint32_t because N <= 100,000,000. */
+ *   1. check the framing (N <= LOWP_SAFETENSORS_MAX_HEADER, N within the file), UTF-8, no
+ *      NUL byte and the nesting depth (<= LOWP_JSON_MAX_DEPTH) on the raw bytes, then parse
+ *      them with jansson (duplicate keys and \u0000 refused);
+ *   2. check the tree against the schema and the buffer (lowp/tensor.h lists every rule),
+ *      then copy each tensor's bytes.
+ * The writer is lowp's own: it must give the bytes the safetensors crate (serde_json) gives. */
 #include "lowp/tensor.h"
 
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,368 +97,78 @@ static int valid_utf8(const char *s)
 }
 
 /* ---------------------------------------------------------------------------------- */
-/* JSON: a DOM of nodes in one array, strings decoded into one arena                    */
+/* JSON: parsed by jansson, inside lowp's own limits                                    */
 
-enum { J_NULL, J_FALSE, J_TRUE, J_NUM, J_STR, J_ARR, J_OBJ };
-#define J_NONE UINT32_MAX
-
-typedef struct jnode {
-    uint8_t type;
-    uint32_t pos;            /* byte offset of the value in the header */
-    uint32_t next;           /* next sibling, or J_NONE */
-    uint32_t first;          /* J_ARR/J_OBJ: first child, or J_NONE */
-    uint32_t count;          /* J_ARR/J_OBJ: number of children */
-    uint32_t str, len;       /* J_STR: arena offset and length; J_NUM: source span */
-    uint32_t key, key_len;   /* member of an object: its key (arena offset, length) */
-} jnode;
-
-typedef struct jparser {
-    const unsigned char *s;
-    uint32_t n, i;
-    jnode *nodes;
-    uint32_t n_nodes, cap_nodes;
-    char *arena;             /* decoded strings, each NUL-terminated; never longer than the source */
-    uint32_t arena_used;
-    char *why;
-    size_t why_len;
-} jparser;
-
-static int jfail(jparser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int jfail(jparser *p, const char *fmt, ...)
+/* Nesting depth of the header, counted on the raw bytes before jansson sees them, so that
+ * LOWP_JSON_MAX_DEPTH (not jansson's compile-time JSON_PARSER_MAX_DEPTH, 2048 in Debian's
+ * build) bounds the tree. Brackets inside strings do not count; an escape skips the byte
+ * after the backslash. On malformed text the count may be off, but such text is then
+ * refused by jansson anyway, whose own depth limit still bounds its recursion. */
+static int check_depth(const unsigned char *h, size_t n, char *why, size_t why_len)
 {
-    if (p->why != NULL && p->why_len > 0) {
-        char msg[256];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        snprintf(p->why, p->why_len, "header: %s at byte %u", msg, (unsigned)p->i);
-    }
-    return -1;
-}
-
-static void jskip_ws(jparser *p)
-{
-    while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r'))
-        p->i++;
-}
-
-static uint32_t jnew(jparser *p, uint8_t type)
-{
-    if (p->n_nodes == p->cap_nodes) {
-        uint32_t cap = p->cap_nodes ? p->cap_nodes * 2 : 64;
-        jnode *nn = realloc(p->nodes, (size_t)cap * sizeof *nn);
-        if (nn == NULL) {
-            jfail(p, "out of memory for the JSON tree");
-            return J_NONE;
+    int depth = 0, in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = h[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > LOWP_JSON_MAX_DEPTH)
+                return fail(why, why_len, "header: JSON nested deeper than %d levels at byte %zu",
+                            LOWP_JSON_MAX_DEPTH, i);
+        } else if (c == ']' || c == '}') {
+            depth--;
         }
-        p->nodes = nn;
-        p->cap_nodes = cap;
     }
-    jnode *j = &p->nodes[p->n_nodes];
-    memset(j, 0, sizeof *j);
-    j->type = type;
-    j->pos = p->i;
-    j->next = j->first = J_NONE;
-    return p->n_nodes++;
-}
-
-static int hex4(const unsigned char *s, uint32_t *out)
-{
-    uint32_t v = 0;
-    for (int k = 0; k < 4; k++) {
-        unsigned char c = s[k];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (uint32_t)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (uint32_t)(c - 'A' + 10);
-        else
-            return -1;
-    }
-    *out = v;
     return 0;
 }
 
-/* A string at p->i (the opening quote) decoded into the arena. */
-static int jstring(jparser *p, uint32_t *off, uint32_t *len)
+/* jansson's refusal as one line: lowp's words for the class of error, then jansson's own
+ * text (which quotes the offending token; control characters in it become '?'). */
+static int json_refusal(const json_error_t *e, char *why, size_t why_len)
 {
-    p->i++;
-    uint32_t start = p->arena_used, k = start;
-    for (;;) {
-        if (p->i >= p->n)
-            return jfail(p, "unterminated string");
-        unsigned char c = p->s[p->i];
-        if (c == '"') {
-            p->i++;
-            break;
-        }
-        if (c < 0x20)
-            return jfail(p, "control character 0x%02x inside a string", c);
-        if (c != '\\') {
-            p->arena[k++] = (char)c; /* UTF-8 was validated for the whole header */
-            p->i++;
-            continue;
-        }
-        if (p->i + 1 >= p->n)
-            return jfail(p, "unterminated escape");
-        unsigned char e = p->s[p->i + 1];
-        const char *simple = strchr("\"\\/bfnrt", e);
-        if (e != 'u') {
-            if (simple == NULL || e == '\0')
-                return jfail(p, "invalid escape '\\%c'", e >= 0x20 && e < 0x7f ? e : '?');
-            static const char repl[] = "\"\\/\b\f\n\r\t";
-            p->arena[k++] = repl[simple - "\"\\/bfnrt"];
-            p->i += 2;
-            continue;
-        }
-        uint32_t cp, lo;
-        if (p->n - p->i < 6 || hex4(p->s + p->i + 2, &cp))
-            return jfail(p, "invalid \\u escape");
-        p->i += 6;
-        if (cp >= 0xDC00 && cp <= 0xDFFF)
-            return jfail(p, "lone low surrogate \\u%04X", (unsigned)cp);
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (p->n - p->i < 6 || p->s[p->i] != '\\' || p->s[p->i + 1] != 'u' ||
-                hex4(p->s + p->i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
-                return jfail(p, "high surrogate \\u%04X without its low surrogate", (unsigned)cp);
-            p->i += 6;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-        }
-        if (cp == 0)
-            return jfail(p, "string contains U+0000, which lowp does not accept");
-        /* UTF-8 of cp is never longer than its 6- or 12-byte escape */
-        if (cp < 0x80) {
-            p->arena[k++] = (char)cp;
-        } else if (cp < 0x800) {
-            p->arena[k++] = (char)(0xC0 | cp >> 6);
-            p->arena[k++] = (char)(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-            p->arena[k++] = (char)(0xE0 | cp >> 12);
-            p->arena[k++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-            p->arena[k++] = (char)(0x80 | (cp & 0x3f));
-        } else {
-            p->arena[k++] = (char)(0xF0 | cp >> 18);
-            p->arena[k++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-            p->arena[k++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-            p->arena[k++] = (char)(0x80 | (cp & 0x3f));
-        }
+    const char *what;
+    switch (json_error_code(e)) {
+    case json_error_out_of_memory: what = "out of memory for the JSON tree"; break;
+    case json_error_stack_overflow: what = "JSON nested too deep"; break;
+    case json_error_invalid_utf8: what = "invalid UTF-8"; break;
+    case json_error_premature_end_of_input: what = "unexpected end of the JSON"; break;
+    case json_error_end_of_input_expected: what = "unexpected text after the JSON value"; break;
+    case json_error_null_character:
+    case json_error_null_byte_in_key: what = "string contains U+0000, which lowp does not accept"; break;
+    case json_error_duplicate_key: what = "a key appears twice in one object"; break;
+    case json_error_numeric_overflow: what = "a number out of range"; break;
+    default: what = "invalid JSON"; break;
     }
-    p->arena[k] = '\0';
-    *off = start;
-    *len = k - start;
-    p->arena_used = k + 1;
-    return 0;
-}
-
-/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, kept as its source span */
-static int jnumber(jparser *p, uint32_t node)
-{
-    uint32_t start = p->i;
-    if (p->s[p->i] == '-')
-        p->i++;
-    if (p->i >= p->n || p->s[p->i] < '0' || p->s[p->i] > '9')
-        return jfail(p, "invalid number");
-    if (p->s[p->i] == '0') {
-        p->i++;
-        if (p->i < p->n && p->s[p->i] >= '0' && p->s[p->i] <= '9')
-            return jfail(p, "number with a leading zero");
-    } else {
-        while (p->i < p->n && p->s[p->i] >= '0' && p->s[p->i] <= '9')
-            p->i++;
-    }
-    if (p->i < p->n && p->s[p->i] == '.') {
-        p->i++;
-        if (p->i >= p->n || p->s[p->i] < '0' || p->s[p->i] > '9')
-            return jfail(p, "invalid fraction");
-        while (p->i < p->n && p->s[p->i] >= '0' && p->s[p->i] <= '9')
-            p->i++;
-    }
-    if (p->i < p->n && (p->s[p->i] == 'e' || p->s[p->i] == 'E')) {
-        p->i++;
-        if (p->i < p->n && (p->s[p->i] == '+' || p->s[p->i] == '-'))
-            p->i++;
-        if (p->i >= p->n || p->s[p->i] < '0' || p->s[p->i] > '9')
-            return jfail(p, "invalid exponent");
-        while (p->i < p->n && p->s[p->i] >= '0' && p->s[p->i] <= '9')
-            p->i++;
-    }
-    p->nodes[node].str = start;
-    p->nodes[node].len = p->i - start;
-    return 0;
-}
-
-static uint32_t jvalue(jparser *p, int depth);
-
-/* Arrays and objects: children linked in order. */
-static uint32_t jcontainer(jparser *p, int depth, int is_obj)
-{
-    if (depth >= LOWP_JSON_MAX_DEPTH) {
-        jfail(p, "JSON nested deeper than %d levels", LOWP_JSON_MAX_DEPTH);
-        return J_NONE;
-    }
-    uint32_t self = jnew(p, is_obj ? J_OBJ : J_ARR);
-    if (self == J_NONE)
-        return J_NONE;
-    char close = is_obj ? '}' : ']';
-    p->i++;
-    jskip_ws(p);
-    if (p->i < p->n && p->s[p->i] == close) {
-        p->i++;
-        return self;
-    }
-    uint32_t last = J_NONE;
-    for (;;) {
-        uint32_t key = 0, key_len = 0;
-        jskip_ws(p);
-        if (is_obj) {
-            if (p->i >= p->n || p->s[p->i] != '"') {
-                jfail(p, "expected a string key");
-                return J_NONE;
-            }
-            if (jstring(p, &key, &key_len))
-                return J_NONE;
-            jskip_ws(p);
-            if (p->i >= p->n || p->s[p->i] != ':') {
-                jfail(p, "expected ':' after a key");
-                return J_NONE;
-            }
-            p->i++;
-        }
-        uint32_t child = jvalue(p, depth + 1);
-        if (child == J_NONE)
-            return J_NONE;
-        p->nodes[child].key = key;
-        p->nodes[child].key_len = key_len;
-        if (last == J_NONE)
-            p->nodes[self].first = child;
-        else
-            p->nodes[last].next = child;
-        last = child;
-        p->nodes[self].count++;
-        jskip_ws(p);
-        if (p->i < p->n && p->s[p->i] == ',') {
-            p->i++;
-            continue;
-        }
-        if (p->i < p->n && p->s[p->i] == close) {
-            p->i++;
-            return self;
-        }
-        jfail(p, "expected ',' or '%c'", close);
-        return J_NONE;
-    }
-}
-
-static uint32_t jvalue(jparser *p, int depth)
-{
-    jskip_ws(p);
-    if (p->i >= p->n) {
-        jfail(p, "unexpected end of the JSON");
-        return J_NONE;
-    }
-    unsigned char c = p->s[p->i];
-    if (c == '{' || c == '[')
-        return jcontainer(p, depth, c == '{');
-    if (c == '"') {
-        uint32_t node = jnew(p, J_STR);
-        if (node == J_NONE)
-            return J_NONE;
-        uint32_t off, len;
-        if (jstring(p, &off, &len))
-            return J_NONE;
-        p->nodes[node].str = off;
-        p->nodes[node].len = len;
-        return node;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-        uint32_t node = jnew(p, J_NUM);
-        if (node == J_NONE || jnumber(p, node))
-            return J_NONE;
-        return node;
-    }
-    static const struct {
-        const char *word;
-        uint8_t type;
-    } lits[] = {{"true", J_TRUE}, {"false", J_FALSE}, {"null", J_NULL}};
-    for (size_t k = 0; k < 3; k++) {
-        size_t wl = strlen(lits[k].word);
-        if (p->n - p->i >= wl && memcmp(p->s + p->i, lits[k].word, wl) == 0) {
-            uint32_t node = jnew(p, lits[k].type);
-            p->i += (uint32_t)wl;
-            return node;
-        }
-    }
-    jfail(p, "unexpected character '%c'", c >= 0x20 && c < 0x7f ? c : '?');
-    return J_NONE;
-}
-
-/* Duplicate keys among an object's members: sorted copies of (key, length) compared. */
-typedef struct keyref {
-    const char *key;
-    uint32_t len, pos;
-} keyref;
-
-static int keyref_cmp(const void *a, const void *b)
-{
-    const keyref *x = a, *y = b;
-    uint32_t m = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->key, y->key, m);
-    if (c != 0)
-        return c;
-    return (x->len > y->len) - (x->len < y->len);
-}
-
-static int jcheck_duplicates(const jparser *p, uint32_t obj, char *why, size_t why_len)
-{
-    const jnode *o = &p->nodes[obj];
-    if (o->count < 2)
-        return 0;
-    keyref *refs = malloc((size_t)o->count * sizeof *refs);
-    if (refs == NULL)
-        return fail(why, why_len, "out of memory checking keys");
-    uint32_t k = 0;
-    for (uint32_t c = o->first; c != J_NONE; c = p->nodes[c].next)
-        refs[k++] = (keyref){p->arena + p->nodes[c].key, p->nodes[c].key_len, p->nodes[c].pos};
-    qsort(refs, k, sizeof *refs, keyref_cmp);
-    for (uint32_t i = 1; i < k; i++) {
-        if (keyref_cmp(&refs[i - 1], &refs[i]) == 0) {
-            char pn[52];
-            printable(refs[i].key, pn, sizeof pn);
-            free(refs);
-            return fail(why, why_len, "header: key '%s' appears twice in one object", pn);
-        }
-    }
-    free(refs);
-    return 0;
+    char text[JSON_ERROR_TEXT_LENGTH];
+    snprintf(text, sizeof text, "%s", e->text);
+    for (char *c = text; *c != '\0'; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    return fail(why, why_len, "header: %s at byte %d (%s)", what, e->position, text);
 }
 
 /* ---------------------------------------------------------------------------------- */
 /* schema                                                                               */
 
-/* A JSON number that is a non-negative integer fitting in size_t. */
-static int jsize(const jparser *p, uint32_t node, size_t *out)
+/* A JSON integer that is non-negative. jansson holds integers exactly as json_int_t (64-bit
+ * signed) and refuses larger ones at parse time ("a number out of range"), so shape entries
+ * and data offsets are exact up to 2^63-1; no file has a byte offset beyond that. A
+ * fraction or exponent makes a real, which is refused here. */
+static int jsize(const json_t *j, size_t *out)
 {
-    const jnode *j = &p->nodes[node];
-    if (j->type != J_NUM)
+    if (!json_is_integer(j) || json_integer_value(j) < 0)
         return -1;
-    size_t v = 0;
-    for (uint32_t i = 0; i < j->len; i++) {
-        unsigned char c = p->s[j->str + i];
-        if (c < '0' || c > '9')
-            return -1; /* sign, fraction or exponent */
-        if (__builtin_mul_overflow(v, (size_t)10, &v) || __builtin_add_overflow(v, (size_t)(c - '0'), &v))
-            return -1;
-    }
-    *out = v;
+    *out = (size_t)json_integer_value(j);
     return 0;
 }
 
 typedef struct entry {
-    uint32_t node;           /* the tensor's JSON object */
-    const char *name;
+    const char *name;        /* a key of the JSON tree, valid while the tree lives */
     lowp_dtype dtype;
     int ndim;
     size_t shape[LOWP_TENSOR_MAX_DIMS];
@@ -479,55 +192,50 @@ static void shape_text(char *buf, size_t len, int ndim, const size_t *shape)
         snprintf(buf + k, len - k, "]");
 }
 
-static int check_entry(const jparser *p, uint32_t node, entry *e, size_t data_len, char *why,
-                       size_t why_len)
+static int check_entry(json_t *t, entry *e, size_t data_len, char *why, size_t why_len)
 {
     char pn[52];
-    const jnode *t = &p->nodes[node];
     printable(e->name, pn, sizeof pn);
-    if (t->type != J_OBJ)
+    if (!json_is_object(t))
         return fail(why, why_len, "header: tensor '%s' is not a JSON object", pn);
-    if (jcheck_duplicates(p, node, why, why_len))
-        return -1;
-    uint32_t dtype = J_NONE, shape = J_NONE, offs = J_NONE;
-    for (uint32_t c = t->first; c != J_NONE; c = p->nodes[c].next) {
-        const char *k = p->arena + p->nodes[c].key;
+    json_t *dtype = NULL, *shape = NULL, *offs = NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(t, k, v) {
         if (strcmp(k, "dtype") == 0)
-            dtype = c;
+            dtype = v;
         else if (strcmp(k, "shape") == 0)
-            shape = c;
+            shape = v;
         else if (strcmp(k, "data_offsets") == 0)
-            offs = c;
+            offs = v;
         else {
             char pk[52];
             return fail(why, why_len, "header: tensor '%s' has an unknown key '%s' (dtype, shape, data_offsets expected)",
                         pn, printable(k, pk, sizeof pk));
         }
     }
-    if (dtype == J_NONE || shape == J_NONE || offs == J_NONE)
+    if (dtype == NULL || shape == NULL || offs == NULL)
         return fail(why, why_len, "header: tensor '%s' has no \"%s\"", pn,
-                    dtype == J_NONE ? "dtype" : shape == J_NONE ? "shape" : "data_offsets");
-    if (p->nodes[dtype].type != J_STR)
+                    dtype == NULL ? "dtype" : shape == NULL ? "shape" : "data_offsets");
+    if (!json_is_string(dtype))
         return fail(why, why_len, "header: tensor '%s' has a dtype that is not a string", pn);
-    const char *dn = p->arena + p->nodes[dtype].str;
+    const char *dn = json_string_value(dtype);
     if (lowp_dtype_parse(dn, &e->dtype)) {
         char pd[52];
         return fail(why, why_len, "header: tensor '%s' has dtype '%s', which lowp does not read", pn,
                     printable(dn, pd, sizeof pd));
     }
-    const jnode *s = &p->nodes[shape];
-    if (s->type != J_ARR)
+    if (!json_is_array(shape))
         return fail(why, why_len, "header: tensor '%s' has a shape that is not an array", pn);
-    if (s->count > LOWP_TENSOR_MAX_DIMS)
-        return fail(why, why_len, "header: tensor '%s' has %u dimensions, more than %d", pn,
-                    (unsigned)s->count, LOWP_TENSOR_MAX_DIMS);
-    e->ndim = 0;
-    for (uint32_t c = s->first; c != J_NONE; c = p->nodes[c].next)
-        if (jsize(p, c, &e->shape[e->ndim++]))
+    if (json_array_size(shape) > LOWP_TENSOR_MAX_DIMS)
+        return fail(why, why_len, "header: tensor '%s' has %zu dimensions, more than %d", pn,
+                    json_array_size(shape), LOWP_TENSOR_MAX_DIMS);
+    e->ndim = (int)json_array_size(shape);
+    for (int d = 0; d < e->ndim; d++)
+        if (jsize(json_array_get(shape, (size_t)d), &e->shape[d]))
             return fail(why, why_len, "header: tensor '%s' has a shape entry that is not a non-negative integer in range", pn);
-    const jnode *o = &p->nodes[offs];
-    if (o->type != J_ARR || o->count != 2 || jsize(p, o->first, &e->begin) ||
-        jsize(p, p->nodes[o->first].next, &e->end))
+    if (!json_is_array(offs) || json_array_size(offs) != 2 || jsize(json_array_get(offs, 0), &e->begin) ||
+        jsize(json_array_get(offs, 1), &e->end))
         return fail(why, why_len, "header: tensor '%s' has data_offsets that are not [begin, end] integers in range", pn);
     if (e->begin > e->end)
         return fail(why, why_len, "tensor '%s': data_offsets [%zu, %zu] run backwards", pn, e->begin, e->end);
@@ -545,56 +253,56 @@ static int check_entry(const jparser *p, uint32_t node, entry *e, size_t data_le
     return 0;
 }
 
-static int read_metadata(const jparser *p, uint32_t node, lowp_tensor_file *out, char *why,
-                         size_t why_len)
+static int read_metadata(json_t *m, lowp_tensor_file *out, char *why, size_t why_len)
 {
-    const jnode *m = &p->nodes[node];
-    if (m->type == J_NULL)
+    if (json_is_null(m))
         return 0;
-    if (m->type != J_OBJ)
+    if (!json_is_object(m))
         return fail(why, why_len, "header: __metadata__ is not an object of strings");
-    if (jcheck_duplicates(p, node, why, why_len))
-        return -1;
-    if (m->count == 0)
+    size_t n = json_object_size(m);
+    if (n == 0)
         return 0;
-    out->meta = calloc(m->count, sizeof *out->meta);
+    out->meta = calloc(n, sizeof *out->meta);
     if (out->meta == NULL)
         return fail(why, why_len, "out of memory for metadata");
-    out->cap_meta = m->count;
-    for (uint32_t c = m->first; c != J_NONE; c = p->nodes[c].next) {
-        const char *k = p->arena + p->nodes[c].key;
-        if (p->nodes[c].type != J_STR) {
+    out->cap_meta = n;
+    const char *k;
+    json_t *v;
+    json_object_foreach(m, k, v) {
+        if (!json_is_string(v)) {
             char pk[52];
             return fail(why, why_len, "header: metadata value for key '%s' is not a string", printable(k, pk, sizeof pk));
         }
+        /* no U+0000 inside (jansson refuses it without JSON_ALLOW_NUL): C strings suffice */
         lowp_meta_entry *me = &out->meta[out->n_meta];
-        me->key = malloc(p->nodes[c].key_len + 1u);
-        me->value = malloc(p->nodes[c].len + 1u);
+        size_t kl = strlen(k), vl = json_string_length(v);
+        me->key = malloc(kl + 1u);
+        me->value = malloc(vl + 1u);
         if (me->key == NULL || me->value == NULL) {
             free(me->key);
             free(me->value);
             me->key = me->value = NULL;
             return fail(why, why_len, "out of memory for metadata");
         }
-        memcpy(me->key, k, p->nodes[c].key_len + 1u);
-        memcpy(me->value, p->arena + p->nodes[c].str, p->nodes[c].len + 1u);
+        memcpy(me->key, k, kl + 1u);
+        memcpy(me->value, json_string_value(v), vl + 1u);
         out->n_meta++;
     }
     return 0;
 }
 
-static int build(const jparser *p, uint32_t root, const unsigned char *data, size_t data_len,
-                 lowp_tensor_file *out, char *why, size_t why_len)
+static int build(json_t *root, const unsigned char *data, size_t data_len, lowp_tensor_file *out,
+                 char *why, size_t why_len)
 {
-    const jnode *r = &p->nodes[root];
-    if (r->type != J_OBJ)
+    if (!json_is_object(root))
         return fail(why, why_len, "header: the JSON is not an object");
-    if (jcheck_duplicates(p, root, why, why_len))
-        return -1;
-    uint32_t n = 0;
-    for (uint32_t c = r->first; c != J_NONE; c = p->nodes[c].next) {
-        if (strcmp(p->arena + p->nodes[c].key, META_KEY) == 0) {
-            if (read_metadata(p, c, out, why, why_len))
+    size_t n = 0;
+    const char *key;
+    json_t *val;
+    /* jansson keeps an object's keys in the order of the text: tensors come out in that order */
+    json_object_foreach(root, key, val) {
+        if (strcmp(key, META_KEY) == 0) {
+            if (read_metadata(val, out, why, why_len))
                 return -1;
         } else {
             n++;
@@ -610,18 +318,16 @@ static int build(const jparser *p, uint32_t root, const unsigned char *data, siz
     out->tensors = calloc(n, sizeof *out->tensors);
     int rc = -1;
     if (ents == NULL || sorted == NULL || out->tensors == NULL) {
-        fail(why, why_len, "out of memory for %u tensors", (unsigned)n);
+        fail(why, why_len, "out of memory for %zu tensors", n);
         goto done;
     }
     out->cap_tensors = n;
-    uint32_t k = 0;
-    for (uint32_t c = r->first; c != J_NONE; c = p->nodes[c].next) {
-        const char *name = p->arena + p->nodes[c].key;
-        if (strcmp(name, META_KEY) == 0)
+    size_t k = 0;
+    json_object_foreach(root, key, val) {
+        if (strcmp(key, META_KEY) == 0)
             continue;
-        ents[k].node = c;
-        ents[k].name = name;
-        if (check_entry(p, c, &ents[k], data_len, why, why_len))
+        ents[k].name = key;
+        if (check_entry(val, &ents[k], data_len, why, why_len))
             goto done;
         sorted[k] = &ents[k];
         k++;
@@ -629,7 +335,7 @@ static int build(const jparser *p, uint32_t root, const unsigned char *data, siz
     /* Sorted by offsets, the tensors must tile [0, data_len) exactly. */
     qsort(sorted, n, sizeof *sorted, entry_by_offsets);
     size_t expect = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         char pn[52];
         const entry *e = sorted[i];
         printable(e->name, pn, sizeof pn);
@@ -649,7 +355,7 @@ static int build(const jparser *p, uint32_t root, const unsigned char *data, siz
         fail(why, why_len, "the last %zu bytes of the data buffer belong to no tensor", data_len - expect);
         goto done;
     }
-    for (uint32_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         lowp_tensor *t = &out->tensors[i];
         if (lowp_tensor_alloc(t, ents[i].name, ents[i].dtype, ents[i].ndim, ents[i].shape, why, why_len))
             goto done;
@@ -679,42 +385,32 @@ int lowp_safetensors_parse(const unsigned char *buf, size_t len, lowp_tensor_fil
     if (n > len - 8)
         return fail(why, why_len, "the header length %llu runs past the end of the %zu-byte file",
                     (unsigned long long)n, len);
+    /* lowp's limits first, with lowp's messages: UTF-8 (jansson checks it too, but names no
+     * byte), a NUL byte (jansson would take it for the end of the text), the depth. */
     const unsigned char *h = buf + 8;
     for (size_t i = 0; i < n;) {
         size_t k = utf8_seq(h + i, (size_t)n - i);
         if (k == 0)
             return fail(why, why_len, "header: invalid UTF-8 at byte %zu", i);
+        if (h[i] == 0)
+            return fail(why, why_len, "header: a NUL byte at byte %zu", i);
         i += k;
     }
-    jparser p;
-    memset(&p, 0, sizeof p);
-    p.s = h;
-    p.n = (uint32_t)n;
-    p.why = why;
-    p.why_len = why_len;
-    p.arena = malloc((size_t)n + 1);
-    int rc = -1;
-    if (p.arena == NULL) {
-        fail(why, why_len, "out of memory for the header");
-        goto done;
-    }
-    uint32_t root = jvalue(&p, 0);
-    if (root == J_NONE)
-        goto done;
-    jskip_ws(&p);
-    if (p.i != p.n) {
-        jfail(&p, "unexpected text after the JSON value");
-        goto done;
-    }
-    rc = build(&p, root, h + n, len - 8 - (size_t)n, out, why, why_len);
-done:
-    free(p.nodes);
-    free(p.arena);
+    if (check_depth(h, (size_t)n, why, why_len))
+        return -1;
+    /* JSON_REJECT_DUPLICATES: a key twice in one object is refused (the safetensors crate
+     * keeps the last; lowp refuses rather than guess). JSON_DECODE_ANY: a root that is not
+     * an object gets the schema's message below. No JSON_ALLOW_NUL: \u0000 is refused. */
+    json_error_t err;
+    json_t *root = json_loadb((const char *)h, (size_t)n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+    if (root == NULL)
+        return json_refusal(&err, why, why_len);
+    int rc = build(root, h + n, len - 8 - (size_t)n, out, why, why_len);
+    json_decref(root);
     if (rc)
         lowp_tensor_file_free(out);
     return rc;
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* writer                                                                               */
 

@@ -30,10 +30,13 @@
  *     object maps tensor names to {"dtype", "shape", "data_offsets": [begin, end]}
  *     (offsets relative to the data buffer) and may hold "__metadata__", a map of strings.
  *   - Read (strict; every violation is an error with a one-sentence reason): N within the
- *     file and at most 100,000,000 (the safetensors crate's limit); the header is UTF-8 and
- *     strict JSON (RFC 8259) nested at most LOWP_JSON_MAX_DEPTH deep; no duplicate keys at
- *     any level; each tensor has exactly the three keys; dtype known; shape and offsets
- *     non-negative integers; element count * dtype size equals end - begin, without
+ *     file and at most 100,000,000 (the safetensors crate's limit); the header is UTF-8
+ *     without a NUL byte and strict JSON (RFC 8259, parsed by jansson) nested at most
+ *     LOWP_JSON_MAX_DEPTH deep; no duplicate keys at any level; each tensor has exactly the
+ *     three keys; dtype known; shape and offsets non-negative integers of at most 2^63-1
+ *     (held exactly; larger ones are refused, where the crate reads up to 2^64-1: no file
+ *     reaches an offset of 2^63, so only a dimension of an empty tensor can differ);
+ *     element count * dtype size equals end - begin, without
  *     overflow; sorted by offset the tensors tile the data buffer exactly from 0 to its end
  *     (no gap, no overlap, no trailing byte); metadata values are strings; no string holds
  *     U+0000. Stricter than the safetensors crate in two places: it accepts duplicate
