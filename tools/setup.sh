@@ -2,6 +2,7 @@
 # tools/setup.sh: install lowp's dependencies, build it, and run the main job.
 #
 #   tools/setup.sh              install, build into build/, then run `lowp conform`
+#                               (report: build/conform.md)
 #   tools/setup.sh --no-conform install and build only (what .ci/run uses)
 #   BUILD_DIR=dir CMAKE_ARGS="-DLOWP_SANITIZE=ON" tools/setup.sh --no-conform
 #
@@ -55,5 +56,6 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLOWP_WERROR=ON \
 cmake --build "$build_dir" -j"$(nproc)"
 
 if [ "$run_conform" = 1 ]; then
-  "$build_dir/tools/lowp" conform
+  # the report goes into the build folder: reports/conform.md is the committed record
+  "$build_dir/tools/lowp" conform --report "$build_dir/conform.md"
 fi
