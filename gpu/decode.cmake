@@ -12,6 +12,8 @@ set_target_properties(lowp_gpu_decode PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON)
 target_include_directories(lowp_gpu_decode PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
+# ref/src/common: the library's private why.h (lowp_why_set), for the host code's refusals
+target_include_directories(lowp_gpu_decode PRIVATE ${PROJECT_SOURCE_DIR}/ref/src/common)
 # The emulator (ref/src/attn_gpu_emul.c) reproduces these kernels only if nothing is
 # contracted (--fmad=false), division is IEEE and nothing is flushed to zero.
 target_compile_options(lowp_gpu_decode PRIVATE

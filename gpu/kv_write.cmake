@@ -12,6 +12,8 @@ set_target_properties(lowp_gpu_kv PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON)
 target_include_directories(lowp_gpu_kv PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
+# ref/src/common: the library's private why.h (lowp_why_set), for the host code's refusals
+target_include_directories(lowp_gpu_kv PRIVATE ${PROJECT_SOURCE_DIR}/ref/src/common)
 # Bit-exactness with the CPU model (gpu/kv_write.cu): no contraction of a*b+c on the device
 # (--fmad=false) or the host (-ffp-contract=off, the lowp library's own flag), IEEE
 # division and no flush to zero (nvcc's defaults, stated so a global flag cannot change them).

@@ -31,22 +31,12 @@
 #include <time.h>
 
 #include "attn_internal.h"
+#include "common/why.h"
 #include "lowp/attn_paged.h"
 #include "lowp/cases.h"
 #include "lowp/format.h"
 
 #define CH LOWP_ATTN_CHUNK
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    if (why != NULL && len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ---------------------------------------------------------------------------------------
  * Dequantization
@@ -209,14 +199,14 @@ static int side_init(side *sd, const lowp_kvcache *c, lowp_kv_which w, char *why
                       pg[a] * sd->c_page + sl[b] * sd->c_slot + hd[d] * sd->c_head;
     sd->g = malloc(H * sizeof *sd->g);
     if (sd->g == NULL)
-        return fail(why, len, "out of memory");
+        return lowp_why_set(why, len, "out of memory");
     for (size_t h = 0; h < H; h++)
         sd->g[h] = lowp_block_has_global_scale(cfg->format)
                        ? (double)lowp_kvcache_global_scale(c, w, h) : 1.0;
     if (sd->S) {
         sd->srel = malloc(P * sd->S * sizeof *sd->srel);
         if (sd->srel == NULL)
-            return fail(why, len, "out of memory");
+            return lowp_why_set(why, len, "out of memory");
         ok &= lowp_kvcache_scale_offset(c, w, 0, 0, 0, 0) == 0;
         sd->s_page = NP > 1 ? lowp_kvcache_scale_offset(c, w, 1, 0, 0, 0) : 0;
         sd->s_head = H > 1 ? lowp_kvcache_scale_offset(c, w, 0, 0, 1, 0) : 0;
@@ -231,8 +221,10 @@ static int side_init(side *sd, const lowp_kvcache *c, lowp_kv_which w, char *why
                               pg[a] * sd->s_page + hd[d] * sd->s_head + sd->srel[sl[b] * sd->S + s];
     }
     if (!ok)
-        return fail(why, len, "the cache's %s layout is not page/slot/head affine: the paged "
-                              "decode cannot address it", w == LOWP_KV_K ? "K" : "V");
+        return lowp_why_set(why, len,
+                            "the cache's %s layout is not page/slot/head affine: the paged "
+                            "decode cannot address it",
+                            w == LOWP_KV_K ? "K" : "V");
     return 0;
 }
 
@@ -360,7 +352,8 @@ int lowp_attn_paged_decode(const lowp_attn_paged_args *a, double *out, double *b
 {
     if (a == NULL || a->cache == NULL || a->view == NULL || a->pt == NULL || a->q == NULL ||
         out == NULL)
-        return fail(why, why_len, "args, cache, view, page table, q and out must not be NULL");
+        return lowp_why_set(why, why_len,
+                            "args, cache, view, page table, q and out must not be NULL");
     if (lowp_kvcache_check_view(a->cache, a->view, why, why_len))
         return -1;
     const lowp_kv_config *cfg = lowp_kvcache_config(a->cache);
@@ -369,17 +362,19 @@ int lowp_attn_paged_decode(const lowp_attn_paged_args *a, double *out, double *b
         return -1;
     const size_t H = cfg->num_heads, nq = a->num_q_heads;
     if (nq == 0 || nq % H != 0)
-        return fail(why, why_len, "num_q_heads (%zu) is not a positive multiple of the cache's "
-                                  "num_heads", nq);
+        return lowp_why_set(why, why_len,
+                            "num_q_heads (%zu) is not a positive multiple of the cache's "
+                            "num_heads",
+                            nq);
     double sm = a->sm_scale == 0.0 ? 1.0 / sqrt((double)cfg->qk_dim) : a->sm_scale;
     if (!isfinite(sm))
-        return fail(why, why_len, "sm_scale is not finite");
+        return lowp_why_set(why, why_len, "sm_scale is not finite");
     size_t n_items = 0;
     for (size_t b = 0; b < pt->batch; b++) {
         size_t n = lowp_kv_seq_len(pt, cfg->page_size, b);
         if (n == 0)
-            return fail(why, why_len, "sequence %zu is empty: a decode needs at least one token",
-                        b);
+            return lowp_why_set(why, why_len,
+                                "sequence %zu is empty: a decode needs at least one token", b);
         n_items += H * ((n + CH - 1) / CH);
     }
 
@@ -403,7 +398,7 @@ int lowp_attn_paged_decode(const lowp_attn_paged_args *a, double *out, double *b
     J.pV = malloc(n_items * J.E * sizeof(double) + 1);
     if (items == NULL || first == NULL || nch == NULL || J.pm == NULL || J.pN == NULL ||
         J.pV == NULL) {
-        fail(why, why_len, "out of memory for %zu decode work items", n_items);
+        lowp_why_set(why, why_len, "out of memory for %zu decode work items", n_items);
         goto done;
     }
     J.pL = J.pm + n_items * J.r;
@@ -451,7 +446,7 @@ int lowp_attn_paged_decode(const lowp_attn_paged_args *a, double *out, double *b
         free(tb.sc);
     }
     if (nomem) {
-        fail(why, why_len, "out of memory for the decode's thread buffers");
+        lowp_why_set(why, why_len, "out of memory for the decode's thread buffers");
         goto done;
     }
     rc = 0;
@@ -522,15 +517,15 @@ int lowp_attn_bench_decode(const lowp_attn_bench_decode_opts *o, lowp_attn_bench
                            char *why, size_t why_len)
 {
     if (o == NULL || r == NULL)
-        return fail(why, why_len, "options and result must not be NULL");
+        return lowp_why_set(why, why_len, "options and result must not be NULL");
     if (o->batch == 0 || o->ctx == 0 || o->num_kv_heads == 0 || o->group == 0 ||
         o->head_dim == 0 || o->page_size == 0 || o->reps < 1 || o->threads < 0)
-        return fail(why, why_len, "benchmark sizes, reps must be positive");
+        return lowp_why_set(why, why_len, "benchmark sizes, reps must be positive");
     if (o->ctx > (size_t)INT32_MAX / 2 || o->batch > 4096)
-        return fail(why, why_len, "ctx or batch too large for a benchmark");
+        return lowp_why_set(why, why_len, "ctx or batch too large for a benchmark");
     const size_t P = o->page_size, ppseq = (o->ctx + P - 1) / P, NP = ppseq * o->batch;
     if (NP > (size_t)INT32_MAX)
-        return fail(why, why_len, "%zu pages do not fit an int32 page table", NP);
+        return lowp_why_set(why, why_len, "%zu pages do not fit an int32 page table", NP);
     lowp_kv_config cfg = lowp_kv_config_default(o->format, NP, P, o->num_kv_heads, o->head_dim,
                                                 o->head_dim);
     lowp_kvcache *c = NULL;
@@ -569,7 +564,7 @@ int lowp_attn_bench_decode(const lowp_attn_bench_decode_opts *o, lowp_attn_bench
     out = malloc(o->batch * nq * o->head_dim * sizeof *out);
     times = malloc((size_t)o->reps * sizeof *times);
     if (!indptr || !indices || !last || !q || !out || !times) {
-        fail(why, why_len, "out of memory for the benchmark");
+        lowp_why_set(why, why_len, "out of memory for the benchmark");
         goto done;
     }
     for (size_t b = 0; b <= o->batch; b++)
