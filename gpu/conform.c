@@ -57,13 +57,8 @@ lowp_gpu_conform_opts lowp_gpu_conform_defaults(void)
 typedef struct rng {
     uint64_t s;
 } rng;
-static uint64_t rnext(rng *r)
-{
-    uint64_t z = (r->s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
+/* the library's one generator (lowp/cases.h), on this stream's state */
+static uint64_t rnext(rng *r) { return lowp_splitmix64(&r->s); }
 static size_t rbelow(rng *r, size_t n) { return n ? (size_t)(rnext(r) % n) : 0; }
 static double runif(rng *r) { return (double)(rnext(r) >> 11) * 0x1p-53; }
 static double rgauss(rng *r)
