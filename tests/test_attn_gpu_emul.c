@@ -121,6 +121,41 @@ START_TEST(exp2_sw_is_the_definition)
 }
 END_TEST
 
+/* lowp_bf16_from_f32 (the emulator's fast round-to-nearest-even, kept because the kernels'
+ * emulation calls it per element) is the codec's BF16 encoder, format bf16, profile cuda,
+ * round rn, default overflow (cvt.rn.bf16.f32: Inf on overflow, NaN as 0x7FFF), bit for
+ * bit on every one of the 2^32 binary32 inputs in the full tier. The quick tier takes every
+ * 64th input, and every input whose low 16 bits are within 2 of the tie 0x8000 or of 0 (the
+ * carries and the ties to even), so a wrong tie or carry still fails it. */
+START_TEST(bf16_fast_is_the_codec)
+{
+    lowp_codec c;
+    char why[200];
+    ck_assert_msg(lowp_codec_init(&c, LOWP_BF16, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_DEFAULT,
+                                  why, sizeof why) == 0,
+                  "codec bf16/cuda/rn: %s", why);
+    uint64_t bad = 0;
+    uint32_t first = 0;
+#pragma omp parallel for schedule(static, 1 << 20) reduction(+ : bad)
+    for (int64_t i = 0; i <= (int64_t)UINT32_MAX; i++) {
+        const uint32_t lo = (uint32_t)i & 0xFFFFu;
+        if (!full_tier && (i & 63) && (uint32_t)(lo - 0x7FFEu) > 4u && ((lo + 2u) & 0xFFFFu) > 4u)
+            continue;
+        uint32_t u = (uint32_t)i;
+        float x;
+        memcpy(&x, &u, sizeof x);
+        if (lowp_bf16_from_f32(x) != lowp_encode_f32(&c, x)) {
+            if (bad == 0)
+#pragma omp critical
+                first = u;
+            bad++;
+        }
+    }
+    ck_assert_msg(bad == 0, "lowp_bf16_from_f32 differs from the bf16/cuda/rn codec on %llu "
+                  "inputs (e.g. bits 0x%08x)", (unsigned long long)bad, (unsigned)first);
+}
+END_TEST
+
 START_TEST(exp2_sw_special)
 {
     ck_assert(isnan(lowp_exp2_sw(NAN)));
@@ -409,6 +444,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, exp2_sw_accuracy);
     tcase_add_test(tc, exp2_sw_is_the_definition);
     tcase_add_test(tc, bf16_conversions);
+    tcase_add_test(tc, bf16_fast_is_the_codec);
     tcase_add_test(tc, element_values);
     tcase_add_test(tc, one_token_is_v);
     tcase_add_test(tc, equal_keys_average);

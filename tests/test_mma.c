@@ -51,6 +51,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lowp/attn_gpu_emul.h" /* lowp_bf16_from_f32 */
 #include "lowp/cases.h"
 #include "lowp/mma.h"
 
@@ -780,12 +781,6 @@ static double gauss(uint64_t *s)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static uint16_t bf_rne(float x) /* finite x */
-{
-    const uint32_t u = fbits(x);
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
 /* A C of a kind hard for the fast path: zeros, subnormals, extremes, specials, any bits. */
 static uint32_t pick_c(uint64_t *s, uint32_t c)
 {
@@ -863,12 +858,14 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
     case 3: { /* decode: Gaussian q, k (or p, v), C a previous dot product */
         const double sk = ldexp(1.0, irange(s, -8, 2));
         for (int i = 0; i < 16; i++) {
-            a[i] = bf_rne((float)gauss(s));
-            b[i] = bf_rne((float)(sk * gauss(s)));
+            a[i] = lowp_bf16_from_f32((float)gauss(s));
+            b[i] = lowp_bf16_from_f32((float)(sk * gauss(s)));
         }
         if (r0 % 4 == 0) /* P.V: probabilities in [0, 1], some zero */
             for (int i = 0; i < 16; i++)
-                a[i] = lowp_splitmix64(s) % 4 ? bf_rne((float)exp(-fabs(4 * gauss(s)))) : 0;
+                a[i] = lowp_splitmix64(s) % 4
+                           ? lowp_bf16_from_f32((float)exp(-fabs(4 * gauss(s))))
+                           : 0;
         *c = r0 % 5 == 0 ? 0u : fbits((float)(sk * 4 * gauss(s)));
         break;
     }
@@ -1103,8 +1100,8 @@ START_TEST(fast_timing)
     uint64_t s = stream(6, 0);
     for (int i = 0; i < NV; i++)
         for (int j = 0; j < 16; j++) {
-            q[i][j] = bf_rne((float)gauss(&s));
-            kv[i][j] = bf_rne((float)(0.3 * gauss(&s)));
+            q[i][j] = lowp_bf16_from_f32((float)gauss(&s));
+            kv[i][j] = lowp_bf16_from_f32((float)(0.3 * gauss(&s)));
         }
     double ns[2];
     uint32_t h[2];
