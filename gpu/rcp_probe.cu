@@ -43,7 +43,7 @@
 
 #include "lowp/block.h"
 
-#include "../ref/src/rcp_table.h"
+#include "rcp_table.h" /* ref/src/internal, named in gpu/rcp/CMakeLists.txt */
 
 #define NMANT (1u << 23)
 #define CANON_NAN 0x7FFFFFFFu

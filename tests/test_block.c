@@ -1998,7 +1998,7 @@ END_TEST
  * OpenMP-parallel. The test also checks that the kernel did run (where the CPU has it),
  * and that blocks were handed back, so it cannot pass by comparing the generic path with
  * itself. */
-#include "../ref/src/block_internal.h"
+#include "block_internal.h" /* ref/src/internal, named in tests/CMakeLists.txt */
 
 static double fz_unit(uint64_t *s) { return (double)(lowp_splitmix64(s) >> 11) * 0x1p-53; }
 static int fz_int(uint64_t *s, int lo, int hi) /* uniform in [lo, hi] */

@@ -26,7 +26,7 @@
 #include "lowp/cases.h"
 
 /* Internal interface of ref/src/rcp_approx.c (same prototypes there). */
-#include "../ref/src/rcp_table.h"
+#include "rcp_table.h" /* ref/src/internal, named in tests/CMakeLists.txt */
 
 #define NMANT (UINT32_C(1) << 23)
 #define WANT_ENTRIES 1108522u

@@ -29,7 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "block_internal.h"
+#include "internal/block_internal.h"
 #include "common/why.h"
 #include "lowp/block.h"
 

@@ -35,7 +35,7 @@
  * counts reduce to mask popcounts (see count_vec). */
 #include <string.h>
 
-#include "block_internal.h"
+#include "internal/block_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define LOWP_FAST_X86 1

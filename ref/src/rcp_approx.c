@@ -63,7 +63,7 @@
 #include "lowp/block.h"
 
 #include "common/why.h"
-#include "rcp_table.h"
+#include "internal/rcp_table.h"
 
 #define RCP_MBITS 23
 #define RCP_NMANT (UINT32_C(1) << RCP_MBITS)
