@@ -22,6 +22,7 @@
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/exp2_sw.h"
 #include "lowp/format.h"
+#include "lowp_test.h"
 
 static double ulp_f32(double x)
 {
@@ -436,7 +437,7 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-    full_tier = argc > 1 && strcmp(argv[1], "--full") == 0;
+    full_tier = lowp_test_tier("test_attn_gpu_emul", argc, argv);
     Suite *s = suite_create("attn_gpu_emul");
     TCase *tc = tcase_create("emul");
     tcase_set_timeout(tc, 600);
@@ -451,10 +452,5 @@ int main(int argc, char **argv)
     tcase_add_test(tc, threads_do_not_change_bits);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return lowp_test_main(s, LOWP_TEST_NOFORK);
 }

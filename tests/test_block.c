@@ -37,6 +37,7 @@
 #include "lowp/block.h"
 #include "lowp/cases.h"
 #include "lowp/format.h"
+#include "lowp_test.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* helpers                                                                             */
@@ -2464,9 +2465,5 @@ static Suite *block_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(block_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return lowp_test_main(block_suite(), LOWP_TEST_FORK);
 }

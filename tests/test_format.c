@@ -18,6 +18,7 @@
 
 #include "lowp/format.h"
 #include "lowp/cases.h"
+#include "lowp_test.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* helpers                                                                             */
@@ -1397,9 +1398,5 @@ static Suite *format_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(format_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return lowp_test_main(format_suite(), LOWP_TEST_FORK);
 }

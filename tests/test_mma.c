@@ -54,6 +54,7 @@
 #include "lowp/attn_gpu_emul.h" /* lowp_bf16_from_f32 */
 #include "lowp/cases.h"
 #include "lowp/mma.h"
+#include "lowp_test.h"
 
 #define RANDOM_DEFAULT 4000000
 #define RANDOM_PER_CAND 20000
@@ -1153,25 +1154,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s\n", argv[0]);
         return 2;
     }
-    const char *env = getenv("LOWP_SEED");
-    if (env != NULL && *env != '\0') {
-        char *end;
-        seed = strtoull(env, &end, 0);
-        if (*end != '\0') {
-            fprintf(stderr, "mma: LOWP_SEED=\"%s\" is not a number\n", env);
-            return 2;
-        }
-    }
+    seed = lowp_test_seed("mma", seed);
     char ps[64];
     printf("mma: seed 0x%016" PRIx64 " (LOWP_SEED overrides), %d threads; default %s\n", seed,
            omp_get_max_threads(), lowp_mma_params_str(&lowp_mma_sm90_bf16, ps, sizeof ps));
     fflush(stdout);
     const double t0 = now();
-    SRunner *sr = srunner_create(mma_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int failed = lowp_test_run(mma_suite(), LOWP_TEST_NOFORK, NULL);
     printf("mma: %llu cases checked, %llu failures, %.1f s\n", total_checked, total_bad,
            now() - t0);
     return (failed || total_bad) ? EXIT_FAILURE : EXIT_SUCCESS;

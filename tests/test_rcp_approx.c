@@ -27,6 +27,7 @@
 
 /* Internal interface of ref/src/rcp_approx.c (same prototypes there). */
 #include "rcp_table.h" /* ref/src/internal, named in tests/CMakeLists.txt */
+#include "lowp_test.h"
 
 #define NMANT (UINT32_C(1) << 23)
 #define WANT_ENTRIES 1108522u
@@ -497,17 +498,6 @@ static Suite *rcp_suite(void)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--full") == 0)
-            g_full = 1;
-        else {
-            fprintf(stderr, "usage: %s [--full]\n", argv[0]);
-            return 2;
-        }
-    }
-    SRunner *sr = srunner_create(rcp_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    g_full = lowp_test_tier("test_rcp_approx", argc, argv);
+    return lowp_test_main(rcp_suite(), LOWP_TEST_FORK);
 }
