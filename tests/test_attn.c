@@ -50,6 +50,7 @@
 #include "lowp/block.h"
 #include "lowp/cases.h"
 #include "lowp/kvcache.h"
+#include "lowp_test.h"
 
 #define QUICK_CASES 300
 #define FULL_CASES 12000
@@ -1264,32 +1265,13 @@ static Suite *attn_suite(void)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--full") == 0) {
-            full = 1;
-        } else {
-            fprintf(stderr, "usage: test_attn [--full]\n");
-            return 2;
-        }
-    }
-    const char *env = getenv("LOWP_SEED");
-    if (env != NULL && *env != '\0') {
-        char *end;
-        seed = strtoull(env, &end, 0);
-        if (*end != '\0') {
-            fprintf(stderr, "attn: LOWP_SEED=\"%s\" is not a number\n", env);
-            return 2;
-        }
-    }
+    full = lowp_test_tier("test_attn", argc, argv);
+    seed = lowp_test_seed("attn", seed);
     printf("attn: %s tier, seed 0x%016" PRIx64 " (LOWP_SEED overrides), %d threads\n",
            full ? "full" : "quick", seed, omp_get_max_threads());
     fflush(stdout);
     double t0 = now();
-    SRunner *sr = srunner_create(attn_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int failed = lowp_test_run(attn_suite(), LOWP_TEST_NOFORK, NULL);
     printf("attn: %llu cases, %llu outputs, %llu failures, %.1f s\n", total_cases, total_outputs,
            total_bad, now() - t0);
     return (failed || total_bad) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -22,6 +22,7 @@
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/exp2_sw.h"
 #include "lowp/format.h"
+#include "lowp_test.h"
 
 static double ulp_f32(double x)
 {
@@ -91,33 +92,93 @@ static float exp2_definition(float x)
 
 static int full_tier; /* --full */
 
-/* lowp_exp2_sw gives the definition's bits for every one of the 2^32 binary32 inputs in
- * the full tier (about 50 s on 2 cores). The quick tier takes every 16th input, and every
- * input with 64 <= |x| < 256, where the clamps and the exponent split act. */
-START_TEST(exp2_sw_is_the_definition)
+/* Over every binary32 bit pattern u (full tier), or those quick(u) keeps (quick tier):
+ * how many differ(u), and in *first one of them. OpenMP over 2^20-input chunks. */
+static uint64_t sweep_binary32(int (*quick)(uint32_t), int (*differ)(uint32_t), uint32_t *first)
 {
     uint64_t bad = 0;
-    uint32_t first = 0;
+    *first = 0;
 #pragma omp parallel for schedule(static, 1 << 20) reduction(+ : bad)
     for (int64_t i = 0; i <= (int64_t)UINT32_MAX; i++) {
-        const uint32_t mag = (uint32_t)i & 0x7FFFFFFFu;
-        if (!full_tier && (i & 15) && (mag < 0x42800000u || mag >= 0x43800000u))
+        const uint32_t u = (uint32_t)i;
+        if (!full_tier && !quick(u))
             continue;
-        uint32_t u = (uint32_t)i, a, b;
-        float x;
-        memcpy(&x, &u, sizeof x);
-        float got = lowp_exp2_sw(x), want = exp2_definition(x);
-        memcpy(&a, &got, sizeof a);
-        memcpy(&b, &want, sizeof b);
-        if (a != b) {
+        if (differ(u)) {
             if (bad == 0)
 #pragma omp critical
-                first = u;
+                *first = u;
             bad++;
         }
     }
+    return bad;
+}
+
+static float f32_of(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* lowp_exp2_sw gives the definition's bits for every one of the 2^32 binary32 inputs in
+ * the full tier (about 50 s on 2 cores). The quick tier takes every 16th input, and every
+ * input with 64 <= |x| < 256, where the clamps and the exponent split act. */
+static int exp2_quick(uint32_t u)
+{
+    const uint32_t mag = u & 0x7FFFFFFFu;
+    return (u & 15) == 0 || (mag >= 0x42800000u && mag < 0x43800000u);
+}
+
+static int exp2_differs(uint32_t u)
+{
+    const float x = f32_of(u);
+    float got = lowp_exp2_sw(x), want = exp2_definition(x);
+    uint32_t a, b;
+    memcpy(&a, &got, sizeof a);
+    memcpy(&b, &want, sizeof b);
+    return a != b;
+}
+
+START_TEST(exp2_sw_is_the_definition)
+{
+    uint32_t first;
+    const uint64_t bad = sweep_binary32(exp2_quick, exp2_differs, &first);
     ck_assert_msg(bad == 0, "lowp_exp2_sw differs from its definition on %llu inputs (e.g. "
                   "bits 0x%08x)", (unsigned long long)bad, (unsigned)first);
+}
+END_TEST
+
+/* lowp_bf16_from_f32 (the emulator's fast round-to-nearest-even, kept because the kernels'
+ * emulation calls it per element) is the codec's BF16 encoder, format bf16, profile cuda,
+ * round rn, default overflow (cvt.rn.bf16.f32: Inf on overflow, NaN as 0x7FFF), bit for
+ * bit on every one of the 2^32 binary32 inputs in the full tier. The quick tier takes every
+ * 64th input, and every input whose low 16 bits are within 2 of the tie 0x8000 or of 0 (the
+ * carries and the ties to even), so a wrong tie or carry still fails it. */
+static lowp_codec bf16_codec; /* set before the sweep, read-only in it */
+
+/* every 64th input, and every one whose low 16 bits are within 2 of 0x8000 or of 0 */
+static int bf16_quick(uint32_t u)
+{
+    const uint32_t lo = u & 0xFFFFu;
+    return (u & 63) == 0 || lo - 0x7FFEu <= 4u || ((lo + 2u) & 0xFFFFu) <= 4u;
+}
+
+static int bf16_differs(uint32_t u)
+{
+    const float x = f32_of(u);
+    return lowp_bf16_from_f32(x) != lowp_encode_f32(&bf16_codec, x);
+}
+
+START_TEST(bf16_fast_is_the_codec)
+{
+    char why[200];
+    ck_assert_msg(lowp_codec_init(&bf16_codec, LOWP_BF16, LOWP_PROFILE_CUDA, LOWP_RN,
+                                  LOWP_SAT_DEFAULT, why, sizeof why) == 0,
+                  "codec bf16/cuda/rn: %s", why);
+    uint32_t first;
+    const uint64_t bad = sweep_binary32(bf16_quick, bf16_differs, &first);
+    ck_assert_msg(bad == 0, "lowp_bf16_from_f32 differs from the bf16/cuda/rn codec on %llu "
+                  "inputs (e.g. bits 0x%08x)", (unsigned long long)bad, (unsigned)first);
 }
 END_TEST
 
@@ -401,7 +462,7 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-    full_tier = argc > 1 && strcmp(argv[1], "--full") == 0;
+    full_tier = lowp_test_tier("test_attn_gpu_emul", argc, argv);
     Suite *s = suite_create("attn_gpu_emul");
     TCase *tc = tcase_create("emul");
     tcase_set_timeout(tc, 600);
@@ -409,16 +470,12 @@ int main(int argc, char **argv)
     tcase_add_test(tc, exp2_sw_accuracy);
     tcase_add_test(tc, exp2_sw_is_the_definition);
     tcase_add_test(tc, bf16_conversions);
+    tcase_add_test(tc, bf16_fast_is_the_codec);
     tcase_add_test(tc, element_values);
     tcase_add_test(tc, one_token_is_v);
     tcase_add_test(tc, equal_keys_average);
     tcase_add_test(tc, threads_do_not_change_bits);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return lowp_test_main(s, LOWP_TEST_NOFORK);
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "lowp/kvcache.h"
+#include "lowp_test.h"
 
 static uint64_t rng_state = 88172645463325252ull;
 static uint64_t rng_next(void)
@@ -712,9 +713,5 @@ static Suite *paths_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(paths_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return lowp_test_main(paths_suite(), LOWP_TEST_FORK);
 }

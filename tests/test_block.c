@@ -35,7 +35,9 @@
 #include <string.h>
 
 #include "lowp/block.h"
+#include "lowp/cases.h"
 #include "lowp/format.h"
+#include "lowp_test.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* helpers                                                                             */
@@ -1997,19 +1999,12 @@ END_TEST
  * OpenMP-parallel. The test also checks that the kernel did run (where the CPU has it),
  * and that blocks were handed back, so it cannot pass by comparing the generic path with
  * itself. */
-#include "../ref/block/src/block_internal.h"
+#include "block_internal.h" /* ref/block/internal, named in tests/CMakeLists.txt */
 
-static uint64_t fz_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double fz_unit(uint64_t *s) { return (double)(fz_next(s) >> 11) * 0x1p-53; }
+static double fz_unit(uint64_t *s) { return (double)(lowp_splitmix64(s) >> 11) * 0x1p-53; }
 static int fz_int(uint64_t *s, int lo, int hi) /* uniform in [lo, hi] */
 {
-    return lo + (int)(fz_next(s) % (uint64_t)(hi - lo + 1));
+    return lo + (int)(lowp_splitmix64(s) % (uint64_t)(hi - lo + 1));
 }
 static double fz_gauss(uint64_t *s)
 {
@@ -2038,7 +2033,7 @@ static float fz_special(uint64_t *s)
 {
     static const uint32_t sp[] = {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFFBFFFFFu,
                                   0x7FC12345u, 0x7F800000u, 0xFF800000u};
-    return f32(sp[fz_next(s) % N_ELEMS(sp)]);
+    return f32(sp[lowp_splitmix64(s) % N_ELEMS(sp)]);
 }
 
 static void fz_block(uint64_t *s, int kind, float *x)
@@ -2047,7 +2042,7 @@ static void fz_block(uint64_t *s, int kind, float *x)
     switch (kind) {
     case FZ_UNIT: {
         double um = pow(10.0, -1.5 + 3.0 * fz_unit(s));
-        int heavy = fz_next(s) % 8 == 0;
+        int heavy = lowp_splitmix64(s) % 8 == 0;
         for (int i = 0; i < 16; i++) {
             double u = heavy ? fz_unit(s) + 0.01 : 1.0;
             x[i] = (float)(fz_gauss(s) * um / u);
@@ -2066,21 +2061,21 @@ static void fz_block(uint64_t *s, int kind, float *x)
         break;
     case FZ_ZERO:
         for (int i = 0; i < 16; i++)
-            x[i] = (fz_next(s) & 1) ? -0.0f : 0.0f;
+            x[i] = (lowp_splitmix64(s) & 1) ? -0.0f : 0.0f;
         break;
     case FZ_ONE_HUGE:
         for (int i = 0; i < 16; i++)
             x[i] = (float)(fz_gauss(s) * mag * 1e-12);
-        x[fz_int(s, 0, 15)] = (float)((fz_next(s) & 1 ? -1 : 1) * mag * (1 + fz_unit(s)));
+        x[fz_int(s, 0, 15)] = (float)((lowp_splitmix64(s) & 1 ? -1 : 1) * mag * (1 + fz_unit(s)));
         break;
     case FZ_ELEM_TIES: {
         /* With S = 1 / g = 1 every NVFP4 recipe scales this block by exactly 2^-E (its
          * scale is 2^E: 6 x 2^E x rcp~(6) rounds to 2^E, and so does m x RN(1/6)), so the
          * elements land on k/4: every E2M1 tie. Other global scales move them off. */
-        int E = fz_next(s) % 4 ? fz_int(s, -6, 8) : fz_int(s, -12, 12);
+        int E = lowp_splitmix64(s) % 4 ? fz_int(s, -6, 8) : fz_int(s, -12, 12);
         for (int i = 0; i < 16; i++)
             x[i] = ldexpf((float)fz_int(s, -24, 24) * 0.25f, E);
-        x[fz_int(s, 0, 15)] = ldexpf(fz_next(s) & 1 ? -6.0f : 6.0f, E);
+        x[fz_int(s, 0, 15)] = ldexpf(lowp_splitmix64(s) & 1 ? -6.0f : 6.0f, E);
         break;
     }
     case FZ_SCALE_TIES: {
@@ -2094,16 +2089,16 @@ static void fz_block(uint64_t *s, int kind, float *x)
         case 0: v = lo; break;
         case 1: v = (lo + hi) / 2; break;
         case 2: v = (double)(fz_int(s, 440, 500)); break;
-        default: v = (lo + hi) / 2 * (fz_next(s) & 1 ? 1 + 0x1p-20 : 1 - 0x1p-20); break;
+        default: v = (lo + hi) / 2 * (lowp_splitmix64(s) & 1 ? 1 + 0x1p-20 : 1 - 0x1p-20); break;
         }
         for (int i = 0; i < 16; i++)
             x[i] = (float)(6 * v * (fz_unit(s) * 2 - 1));
-        x[fz_int(s, 0, 15)] = (float)(fz_next(s) & 1 ? -6 * v : 6 * v);
+        x[fz_int(s, 0, 15)] = (float)(lowp_splitmix64(s) & 1 ? -6 * v : 6 * v);
         break;
     }
     case FZ_DENORMAL:
         for (int i = 0; i < 16; i++)
-            x[i] = (fz_next(s) % 4) ? f32((uint32_t)fz_next(s) & 0x807FFFFFu) : 0.0f;
+            x[i] = (lowp_splitmix64(s) % 4) ? f32((uint32_t)lowp_splitmix64(s) & 0x807FFFFFu) : 0.0f;
         break;
     case FZ_TINY:
         for (int i = 0; i < 16; i++)
@@ -2134,7 +2129,7 @@ static void fz_block(uint64_t *s, int kind, float *x)
     }
     default:
         for (int i = 0; i < 16; i++)
-            x[i] = f32((uint32_t)fz_next(s));
+            x[i] = f32((uint32_t)lowp_splitmix64(s));
         break;
     }
 }
@@ -2237,9 +2232,9 @@ static void fz_pool(uint64_t *st, float *x0, size_t groups)
         for (size_t b = 0; b < 16; b++) {
             int kind;
             if (t < 0.5)
-                kind = fz_next(st) % 16 ? FZ_UNIT : FZ_ZERO;
+                kind = lowp_splitmix64(st) % 16 ? FZ_UNIT : FZ_ZERO;
             else if (t < 0.65)
-                kind = fz_next(st) % 2 ? FZ_ELEM_TIES : FZ_SCALE_TIES;
+                kind = lowp_splitmix64(st) % 2 ? FZ_ELEM_TIES : FZ_SCALE_TIES;
             else if (t < 0.85)
                 kind = fz_int(st, 0, FZ_SPECIAL - 1);
             else
@@ -2470,9 +2465,5 @@ static Suite *block_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(block_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return lowp_test_main(block_suite(), LOWP_TEST_FORK);
 }

@@ -16,6 +16,7 @@
 #include "lowp/calib.h"
 #include "lowp/gen.h"
 #include "lowp/stats.h"
+#include "lowp_test.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -308,9 +309,5 @@ static Suite *calib_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(calib_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return lowp_test_main(calib_suite(), LOWP_TEST_FORK);
 }

@@ -31,6 +31,7 @@
 #include "lowp/cases.h"
 #include "lowp/format.h"
 #include "oracle_cuda_host.h"
+#include "lowp_test.h"
 
 #define MAX_LINES 20                 /* failure lines per case set */
 #define FULL_CHUNK (UINT64_C(1) << 24) /* binary32 inputs per chunk (few OpenMP barriers) */
@@ -521,13 +522,7 @@ int main(int argc, char **argv)
             usage_exit("unknown argument");
         }
     }
-    const char *es = getenv("LOWP_SEED");
-    if (es != NULL && *es != '\0') {
-        char *end;
-        seed = strtoull(es, &end, 0);
-        if (*end != '\0')
-            usage_exit("LOWP_SEED is not a number");
-    }
+    seed = lowp_test_seed("cuda_host", seed);
 
     for (int f = 0; f < LOWP_FORMAT_COUNT; f++)
         for (int r = 0; r < LOWP_ROUND_COUNT; r++)
@@ -563,11 +558,7 @@ int main(int argc, char **argv)
         tcase_add_loop_test(tc, test_quick, 0, n_combos);
     suite_add_tcase(s, tc);
 
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = lowp_test_run(s, LOWP_TEST_NOFORK, NULL);
 
     if (full)
         printf("cuda_host: %d combinations, 4294967296 inputs each, %llu mismatches\n", combos_run,

@@ -16,6 +16,7 @@
 
 #include "decode_e2m1.h"
 #include "lowp/attn_gpu_emul.h"
+#include "lowp_test.h"
 
 #define E4M3_ONE 0x38 /* the E4M3 scale byte of 1.0 */
 
@@ -157,9 +158,5 @@ int main(void)
     tcase_add_test(tc, every_code_pattern);
     tcase_add_test(tc, mxfp4_every_code_and_scale);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return lowp_test_main(s, LOWP_TEST_FORK);
 }

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "lowp/format.h"
+#include "lowp/cases.h"
+#include "lowp_test.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* helpers                                                                             */
@@ -50,14 +52,6 @@ static uint64_t bits_of_f64(double d)
     uint64_t b;
     memcpy(&b, &d, sizeof b);
     return b;
-}
-
-static uint64_t rng_next(uint64_t *s) /* splitmix64, local so the test owns its inputs */
-{
-    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
 }
 
 static const char *fmt_name(lowp_format f)
@@ -1214,7 +1208,7 @@ static float *array_inputs(lowp_format f, size_t n, uint64_t seed)
     uint64_t st = seed;
     for (size_t i = 0; i < n; i++) {
         uint32_t b;
-        uint64_t r = rng_next(&st);
+        uint64_t r = lowp_splitmix64(&st);
         if (i < N_ELEMS(specials)) {
             b = specials[i];
         } else if (r % 3 == 0) {
@@ -1404,9 +1398,5 @@ static Suite *format_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(format_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return lowp_test_main(format_suite(), LOWP_TEST_FORK);
 }

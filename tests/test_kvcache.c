@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "lowp/kvcache.h"
+#include "lowp_test.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -914,9 +915,5 @@ static Suite *kvcache_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(kvcache_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return lowp_test_main(kvcache_suite(), LOWP_TEST_FORK);
 }

@@ -51,8 +51,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "lowp/attn_gpu_emul.h" /* lowp_bf16_from_f32 */
 #include "lowp/cases.h"
 #include "lowp/mma.h"
+#include "lowp_test.h"
 
 #define RANDOM_DEFAULT 4000000
 #define RANDOM_PER_CAND 20000
@@ -780,12 +782,6 @@ static double gauss(uint64_t *s)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static uint16_t bf_rne(float x) /* finite x */
-{
-    const uint32_t u = fbits(x);
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
 /* A C of a kind hard for the fast path: zeros, subnormals, extremes, specials, any bits. */
 static uint32_t pick_c(uint64_t *s, uint32_t c)
 {
@@ -863,12 +859,14 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
     case 3: { /* decode: Gaussian q, k (or p, v), C a previous dot product */
         const double sk = ldexp(1.0, irange(s, -8, 2));
         for (int i = 0; i < 16; i++) {
-            a[i] = bf_rne((float)gauss(s));
-            b[i] = bf_rne((float)(sk * gauss(s)));
+            a[i] = lowp_bf16_from_f32((float)gauss(s));
+            b[i] = lowp_bf16_from_f32((float)(sk * gauss(s)));
         }
         if (r0 % 4 == 0) /* P.V: probabilities in [0, 1], some zero */
             for (int i = 0; i < 16; i++)
-                a[i] = lowp_splitmix64(s) % 4 ? bf_rne((float)exp(-fabs(4 * gauss(s)))) : 0;
+                a[i] = lowp_splitmix64(s) % 4
+                           ? lowp_bf16_from_f32((float)exp(-fabs(4 * gauss(s))))
+                           : 0;
         *c = r0 % 5 == 0 ? 0u : fbits((float)(sk * 4 * gauss(s)));
         break;
     }
@@ -1103,8 +1101,8 @@ START_TEST(fast_timing)
     uint64_t s = stream(6, 0);
     for (int i = 0; i < NV; i++)
         for (int j = 0; j < 16; j++) {
-            q[i][j] = bf_rne((float)gauss(&s));
-            kv[i][j] = bf_rne((float)(0.3 * gauss(&s)));
+            q[i][j] = lowp_bf16_from_f32((float)gauss(&s));
+            kv[i][j] = lowp_bf16_from_f32((float)(0.3 * gauss(&s)));
         }
     double ns[2];
     uint32_t h[2];
@@ -1156,25 +1154,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s\n", argv[0]);
         return 2;
     }
-    const char *env = getenv("LOWP_SEED");
-    if (env != NULL && *env != '\0') {
-        char *end;
-        seed = strtoull(env, &end, 0);
-        if (*end != '\0') {
-            fprintf(stderr, "mma: LOWP_SEED=\"%s\" is not a number\n", env);
-            return 2;
-        }
-    }
+    seed = lowp_test_seed("mma", seed);
     char ps[64];
     printf("mma: seed 0x%016" PRIx64 " (LOWP_SEED overrides), %d threads; default %s\n", seed,
            omp_get_max_threads(), lowp_mma_params_str(&lowp_mma_sm90_bf16, ps, sizeof ps));
     fflush(stdout);
     const double t0 = now();
-    SRunner *sr = srunner_create(mma_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int failed = lowp_test_run(mma_suite(), LOWP_TEST_NOFORK, NULL);
     printf("mma: %llu cases checked, %llu failures, %.1f s\n", total_checked, total_bad,
            now() - t0);
     return (failed || total_bad) ? EXIT_FAILURE : EXIT_SUCCESS;

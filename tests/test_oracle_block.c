@@ -49,6 +49,7 @@
 #include "lowp/format.h"
 #include "lowp/oracle.h"
 #include "lowp/oracle_block.h"
+#include "lowp_test.h"
 
 #define MAX_REPORT 20
 #define QUICK_BLOCKS 4096L      /* per case set */
@@ -1406,23 +1407,8 @@ static Suite *oracle_block_suite(void)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--full") == 0) {
-            full = 1;
-        } else {
-            fprintf(stderr, "usage: test_oracle_block [--full]\n");
-            return 2;
-        }
-    }
-    const char *env = getenv("LOWP_SEED");
-    if (env != NULL && *env != '\0') {
-        char *end;
-        seed = strtoull(env, &end, 0);
-        if (*end != '\0') {
-            fprintf(stderr, "oracle_block: LOWP_SEED=\"%s\" is not a number\n", env);
-            return 2;
-        }
-    }
+    full = lowp_test_tier("test_oracle_block", argc, argv);
+    seed = lowp_test_seed("oracle_block", seed);
     const char *vd = getenv("LOWP_VECTORS_DIR");
     if (vd != NULL && *vd != '\0') {
         snprintf(vectors_dir, sizeof vectors_dir, "%s", vd);
@@ -1443,12 +1429,8 @@ int main(int argc, char **argv)
     build_ties(LOWP_E5M2, lowp_format_max_code(LOWP_E5M2));
     fflush(stdout);
 
-    SRunner *sr = srunner_create(oracle_block_suite());
     /* No fork: the totals live in this process, and the tests are pure computations. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int failed = lowp_test_run(oracle_block_suite(), LOWP_TEST_NOFORK, NULL);
     printf("oracle_block: %llu cases, %llu mismatches\n", total_cases, total_bad);
     return (failed || total_bad) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

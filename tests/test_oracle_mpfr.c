@@ -23,6 +23,7 @@
 #include "lowp/cases.h"
 #include "lowp/format.h"
 #include "lowp/oracle.h"
+#include "lowp_test.h"
 
 #define MAX_REPORT 20
 #define PER_EXPONENT 8
@@ -755,15 +756,7 @@ static Suite *oracle_suite(void)
 
 int main(void)
 {
-    const char *env = getenv("LOWP_SEED");
-    if (env != NULL && *env != '\0') {
-        char *end;
-        seed = strtoull(env, &end, 0);
-        if (*end != '\0') {
-            fprintf(stderr, "oracle_mpfr: LOWP_SEED=\"%s\" is not a number\n", env);
-            return 2;
-        }
-    }
+    seed = lowp_test_seed("oracle_mpfr", seed);
     printf("oracle_mpfr: seed 0x%016" PRIx64 " (LOWP_SEED overrides), MPFR %s\n", seed,
            mpfr_get_version());
     if (!mpfr_buildopt_tls_p()) {
@@ -774,12 +767,8 @@ int main(void)
     build_inputs();
     fflush(stdout);
 
-    SRunner *sr = srunner_create(oracle_suite());
     /* No fork: the totals live in this process, and the tests are pure computations. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int failed = lowp_test_run(oracle_suite(), LOWP_TEST_NOFORK, NULL);
 
     for (int f = 0; f < LOWP_FORMAT_COUNT; f++) {
         free(cases32[f]);

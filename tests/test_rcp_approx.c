@@ -23,9 +23,11 @@
 #include <string.h>
 
 #include "lowp/block.h"
+#include "lowp/cases.h"
 
-/* Internal interface of ref/block/src/rcp_approx.c (same prototypes there). */
-#include "../ref/block/src/rcp_table.h"
+/* Internal interface of ref/src/rcp_approx.c (same prototypes there). */
+#include "rcp_table.h" /* ref/block/internal, named in tests/CMakeLists.txt */
+#include "lowp_test.h"
 
 #define NMANT (UINT32_C(1) << 23)
 #define WANT_ENTRIES 1108522u
@@ -73,14 +75,6 @@ static int exact_minus(float x, float y)
 {
     double r = fma(-(double)x, (double)y, 1.0);
     return (r > 0) - (r < 0);
-}
-
-static uint64_t rng_next(uint64_t *s) /* splitmix64, local so the test owns its inputs */
-{
-    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
 }
 
 /* zlib's CRC-32, written here from the definition (table-driven) so the check does not
@@ -387,8 +381,8 @@ START_TEST(exponent_invariance_sample_s5_7)
     uint64_t s = 42;
     unsigned long long bad = 0, checked = 0;
     for (int i = 0; i < 3000; i++) {
-        uint32_t m = i % 2 ? (uint32_t)rng_next(&s) & (NMANT - 1)
-                           : e[rng_next(&s) % n] & (NMANT - 1);
+        uint32_t m = i % 2 ? (uint32_t)lowp_splitmix64(&s) & (NMANT - 1)
+                           : e[lowp_splitmix64(&s) % n] & (NMANT - 1);
         uint32_t base = model(0x3F800000u | m);
         for (uint32_t E = 1; E <= 254; E++)
             for (uint32_t sg = 0; sg < 2; sg++) {
@@ -504,17 +498,6 @@ static Suite *rcp_suite(void)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--full") == 0)
-            g_full = 1;
-        else {
-            fprintf(stderr, "usage: %s [--full]\n", argv[0]);
-            return 2;
-        }
-    }
-    SRunner *sr = srunner_create(rcp_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    g_full = lowp_test_tier("test_rcp_approx", argc, argv);
+    return lowp_test_main(rcp_suite(), LOWP_TEST_FORK);
 }

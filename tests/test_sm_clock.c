@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "sm_clock.h"
+#include "lowp_test.h"
 
 START_TEST(absent_device_gives_null)
 {
@@ -35,9 +36,5 @@ int main(void)
     tcase_add_test(tc, absent_device_gives_null);
     tcase_add_test(tc, null_reports_no_samples);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return lowp_test_main(s, LOWP_TEST_FORK);
 }

@@ -36,6 +36,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "lowp_test.h"
 
 static const char *g_vectors_dir; /* argv[1] */
 static const char *g_lowp;        /* argv[2] */
@@ -933,10 +934,8 @@ int main(int argc, char **argv)
     tcase_add_test(tb, block_check_results);
     tcase_add_test(tb, block_json_reading);
     suite_add_tcase(s, tb);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), ran = srunner_ntests_run(sr);
-    srunner_free(sr);
+    int ran;
+    int failed = lowp_test_run(s, LOWP_TEST_FORK, &ran);
     fflush(stderr);
     printf("test_vectors: %d checks, %d failed (vectors %s, lowp %s)\n", ran, failed,
            g_vectors_dir, g_lowp);

@@ -180,17 +180,19 @@ if [ -z "$CHECK" ] && want cvt; then
   D=$BROOT/build-direct
   mkdir -p "$D"
   CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
-  INC="-I$ROOT/ref/codec/include -I$ROOT/gpu/include -I$ROOT/gpu -I$CUDA_HOME/include"
+  INC="-I$ROOT/ref/codec/include -I$ROOT/ref/common/include -I$ROOT/ref/study/include -I$ROOT/gpu/include -I$ROOT/gpu -I$CUDA_HOME/include"
   if {
       gcc -std=c11 -O3 -fopenmp -fPIC $INC -c ref/codec/src/format.c -o "$D/format.o" &&
       gcc -std=c11 -O3 -fopenmp -fPIC $INC -c ref/codec/src/format_array.c -o "$D/format_array.o" &&
+      gcc -std=c11 -O3 -fPIC $INC -c ref/common/src/why.c -o "$D/why.o" &&
+      gcc -std=c11 -O3 -fPIC $INC -c ref/study/src/cases.c -o "$D/cases.o" &&
       gcc -std=c11 -O2 -fopenmp $INC -c gpu/check/sweep.c -o "$D/sweep.o" &&
       gcc -std=c11 -O2 -fopenmp $INC -c gpu/check/cvt_check.c -o "$D/cvt_check.o" &&
       nvcc -std=c++17 -O3 --threads 0 $INC \
         -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100a,code=sm_100a \
         -gencode arch=compute_120a,code=sm_120a -c gpu/kernels/cvt.cu -o "$D/cvt.o" &&
       g++ -fopenmp -o "$D/lowp_gpu_cvt_check" "$D/cvt_check.o" "$D/sweep.o" "$D/cvt.o" "$D/format.o" \
-        "$D/format_array.o" -L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -lpthread -lm
+        "$D/format_array.o" "$D/why.o" "$D/cases.o" -L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -lpthread -lm
     } >>"$BLOG" 2>&1; then
     CHECK=$D/lowp_gpu_cvt_check
     summ "build (direct) check program" ok $(($(date +%s) - tb)) "gcc + nvcc, no MPFR; sm_90, sm_100a, sm_120a"
@@ -206,7 +208,7 @@ say "build done: lib=${LIB:-none} check=${CHECK:-none}"
 if want torch && { [ -z "$LIB" ] || ! python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$LIB" >>"$BLOG" 2>&1; }; then
   say "${LIB:-liblowp.so} missing or not loadable (see build.log); building the codec alone for torch_check.py"
   mkdir -p "$BROOT/build-codec"
-  if gcc -std=c11 -O3 -fopenmp -fPIC -shared -I"$ROOT/ref/codec/include" ref/codec/src/format.c ref/codec/src/format_array.c \
+  if gcc -std=c11 -O3 -fopenmp -fPIC -shared -I"$ROOT/ref/codec/include" -I"$ROOT/ref/common/include" ref/codec/src/format.c ref/codec/src/format_array.c ref/common/src/why.c \
        -o "$BROOT/build-codec/liblowp.so" -lm >>"$BLOG" 2>&1; then
     LIB=$BROOT/build-codec/liblowp.so
     summ "codec-only liblowp.so" ok 0 "format.c + format_array.c: the full liblowp.so was not usable"

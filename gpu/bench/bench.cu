@@ -14,19 +14,9 @@
 #include "lowp/gpu_bench.h"
 #include "lowp/gpu_kvcache.h"
 #include "sm_clock.h"
+#include "lowp/why.h"
 
 namespace {
-
-int fail(char *why, size_t len, const char *fmt, ...)
-{
-    if (why != NULL && len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 __device__ __forceinline__ uint32_t mix32(uint64_t x)
 {
@@ -99,13 +89,13 @@ int cmp_f(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-#define CK(call)                                                                             \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess) {                                                             \
-            rc = fail(why, wl, "%s: %s", #call, cudaGetErrorString(e_));                     \
-            goto out;                                                                        \
-        }                                                                                    \
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            rc = lowp_why_set(why, wl, "%s: %s", #call, cudaGetErrorString(e_));                   \
+            goto out;                                                                              \
+        }                                                                                          \
     } while (0)
 
 struct stats {
@@ -225,7 +215,7 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
     ms = (float *)malloc((size_t)reps * sizeof *ms);
     rms = (float *)malloc((size_t)reps * sizeof *rms);
     if (!h_indptr || !h_last || !h_indices || !h_q || !prm || !ev || !ms || !rms) {
-        rc = fail(why, wl, "out of memory");
+        rc = lowp_why_set(why, wl, "out of memory");
         goto out;
     }
     for (size_t b = 0; b <= B; b++)
@@ -358,18 +348,18 @@ extern "C" int lowp_gpu_bench_run(const lowp_gpu_bench_opts *o, FILE *csv, FILE 
                                   char *why, size_t wl)
 {
     if (o == NULL)
-        return fail(why, wl, "options are NULL");
+        return lowp_why_set(why, wl, "options are NULL");
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        fail(why, wl, "no CUDA device");
+        lowp_why_set(why, wl, "no CUDA device");
         return 77;
     }
     size_t bs[16], cs[16], nb, nc;
     if (parse_list(o->batches ? o->batches : "1,4,16,32,64", bs, 16, &nb))
-        return fail(why, wl, "--batch: a comma list of positive integers (at most 16)");
+        return lowp_why_set(why, wl, "--batch: a comma list of positive integers (at most 16)");
     if (parse_list(o->contexts ? o->contexts : "4096,8192,16384,32768,65536,131072", cs, 16,
                    &nc))
-        return fail(why, wl, "--ctx: a comma list of positive integers (at most 16)");
+        return lowp_why_set(why, wl, "--ctx: a comma list of positive integers (at most 16)");
     const char *fl = o->formats ? o->formats : "bf16,fp8_e4m3,nvfp4,mxfp4";
     lowp_block_format fmts[8];
     size_t nf = 0;
@@ -377,7 +367,7 @@ extern "C" int lowp_gpu_bench_run(const lowp_gpu_bench_opts *o, FILE *csv, FILE 
     snprintf(buf, sizeof buf, "%s", fl);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         if (nf == 8 || lowp_block_format_parse(tok, &fmts[nf]))
-            return fail(why, wl, "--formats: unknown format '%s'", tok);
+            return lowp_why_set(why, wl, "--formats: unknown format '%s'", tok);
         nf++;
     }
     lowp_kv_config probe = lowp_kv_config_default(fmts[0], 1, o->page_size, o->kv_heads,

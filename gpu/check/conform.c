@@ -43,17 +43,7 @@
 #include "lowp/format.h"
 #include "lowp/gpu_decode.h"
 #include "lowp/gpu_kvcache.h"
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    if (why != NULL && len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+#include "lowp/why.h"
 
 lowp_gpu_conform_opts lowp_gpu_conform_defaults(void)
 {
@@ -67,13 +57,8 @@ lowp_gpu_conform_opts lowp_gpu_conform_defaults(void)
 typedef struct rng {
     uint64_t s;
 } rng;
-static uint64_t rnext(rng *r)
-{
-    uint64_t z = (r->s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
+/* the library's one generator (lowp/cases.h), on this stream's state */
+static uint64_t rnext(rng *r) { return lowp_splitmix64(&r->s); }
 static size_t rbelow(rng *r, size_t n) { return n ? (size_t)(rnext(r) % n) : 0; }
 static double runif(rng *r) { return (double)(rnext(r) >> 11) * 0x1p-53; }
 static double rgauss(rng *r)
@@ -156,7 +141,7 @@ static int config_draw(config *c, lowp_block_format f, rng *r, size_t long_ctx, 
     c->indptr = calloc(B + 1, sizeof *c->indptr);
     c->last = calloc(B, sizeof *c->last);
     if (!c->len || !c->indptr || !c->last)
-        return fail(why, wl, "out of memory");
+        return lowp_why_set(why, wl, "out of memory");
     size_t total_pages = 0, total_tokens = 0;
     size_t cap = c->mode == C_QUANT ? 1024 : 4096; /* tokens per configuration */
     /* and at most 2^24 (token, query head, dim) triples, so that no configuration costs
@@ -194,7 +179,7 @@ static int config_draw(config *c, lowp_block_format f, rng *r, size_t long_ctx, 
     size_t *perm = malloc(num_pages * sizeof *perm);
     if (!c->indices || !perm) {
         free(perm);
-        return fail(why, wl, "out of memory");
+        return lowp_why_set(why, wl, "out of memory");
     }
     for (size_t i = 0; i < num_pages; i++)
         perm[i] = i;
@@ -225,7 +210,7 @@ static int config_draw(config *c, lowp_block_format f, rng *r, size_t long_ctx, 
     c->kg = malloc(c->n_global * sizeof *c->kg);
     c->vg = malloc(c->n_global * sizeof *c->vg);
     if (!c->kg || !c->vg)
-        return fail(why, wl, "out of memory");
+        return lowp_why_set(why, wl, "out of memory");
     for (size_t i = 0; i < c->n_global; i++) {
         c->kg[i] = has_global && rbelow(r, 3) ? (float)exp2(runif(r) * 8.0 - 4.0) : 1.0f;
         c->vg[i] = has_global && rbelow(r, 3) ? (float)exp2(runif(r) * 8.0 - 4.0) : 1.0f;
@@ -297,7 +282,7 @@ static int config_fill(const config *c, lowp_kvcache *kc, rng *r, char *why, siz
         if (!kv || !ch) {
             free(kv);
             free(ch);
-            return fail(why, wl, "out of memory");
+            return lowp_why_set(why, wl, "out of memory");
         }
         /* K-like: per-channel magnitudes with a few outlier channels; V-like: O(1) */
         for (size_t d = 0; d < k->qk_dim; d++)
@@ -474,18 +459,18 @@ static int dgrow(dbuf *b, size_t n, char *why, size_t wl)
     b->n = 0;
     cudaError_t e = cudaMalloc(&b->p, n);
     if (e != cudaSuccess)
-        return fail(why, wl, "cudaMalloc of %zu bytes: %s", n, cudaGetErrorString(e));
+        return lowp_why_set(why, wl, "cudaMalloc of %zu bytes: %s", n, cudaGetErrorString(e));
     b->n = n;
     return 0;
 }
 
-#define CK(call)                                                                             \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess) {                                                             \
-            rc = fail(why, wl, "%s: %s", #call, cudaGetErrorString(e_));                     \
-            goto out;                                                                        \
-        }                                                                                    \
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            rc = lowp_why_set(why, wl, "%s: %s", #call, cudaGetErrorString(e_));                   \
+            goto out;                                                                              \
+        }                                                                                          \
     } while (0)
 
 typedef struct fmt_stat {
@@ -523,7 +508,7 @@ static int run_config(const config *c, rng *r, const lowp_gpu_conform_opts *o, f
     gout = malloc(B * NQ * k->vo_dim * sizeof *gout);
     eout = malloc(B * NQ * k->vo_dim * sizeof *eout);
     if (!q || !gout || !eout) {
-        rc = fail(why, wl, "out of memory");
+        rc = lowp_why_set(why, wl, "out of memory");
         goto out;
     }
     double qmag = exp2((double)rbelow(r, 5) - 2.0);
@@ -587,7 +572,7 @@ static int run_config(const config *c, rng *r, const lowp_gpu_conform_opts *o, f
     A = malloc(maxn * sizeof *A);
     ov = malloc(3 * k->vo_dim * sizeof *ov);
     if (!kbuf || !vbuf || !e || !A || !ov) {
-        rc = fail(why, wl, "out of memory");
+        rc = lowp_why_set(why, wl, "out of memory");
         goto out;
     }
     fs->configs++;
@@ -642,11 +627,11 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
                          lowp_gpu_conform_result *res, char *why, size_t wl)
 {
     if (o == NULL || res == NULL)
-        return fail(why, wl, "options and result must not be NULL");
+        return lowp_why_set(why, wl, "options and result must not be NULL");
     memset(res, 0, sizeof *res);
     int ndev = 0;
     if (!o->emulator_only && (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)) {
-        fail(why, wl, "no CUDA device");
+        lowp_why_set(why, wl, "no CUDA device");
         return 77;
     }
     static const lowp_block_format all[] = {LOWP_BF16_PASS, LOWP_FP8_E4M3, LOWP_FP8_E5M2,
@@ -656,11 +641,11 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
     int nt = o->threads > 0 ? o->threads : omp_get_max_threads();
     worker *wks = calloc((size_t)nt, sizeof *wks);
     if (wks == NULL)
-        return fail(why, wl, "out of memory");
+        return lowp_why_set(why, wl, "out of memory");
     int rc = 0;
     for (int i = 0; i < nt && !o->emulator_only; i++)
         if (cudaStreamCreateWithFlags(&wks[i].st, cudaStreamNonBlocking) != cudaSuccess)
-            rc = fail(why, wl, "cudaStreamCreate failed");
+            rc = lowp_why_set(why, wl, "cudaStreamCreate failed");
     double t_all = now_s();
     for (size_t fi = 0; fi < 5 && rc == 0; fi++) {
         lowp_block_format f = all[fi];

@@ -34,6 +34,7 @@
 #include <cuda_runtime_api.h>
 
 #include "lowp/format.h"
+#include "lowp/cases.h"
 #include "lowp/gpu_cvt.h"
 
 #define PROG "lowp_gpu_cvt_check"
@@ -115,14 +116,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
 /* Check a CUDA call in the API check: on failure note it and return 3. */
 #define CKC(call)                                                                                   \
     do {                                                                                            \
@@ -172,7 +165,7 @@ static int run_api_check(check *ck, int threads)
     }
     uint64_t seed = UINT64_C(0x6c6f7770);
     for (size_t i = 0; i < n; i++) {
-        uint32_t b = i < nspec ? specials[i] : (uint32_t)splitmix(&seed);
+        uint32_t b = i < nspec ? specials[i] : (uint32_t)lowp_splitmix64(&seed);
         memcpy(&h_in[i], &b, 4);
     }
     CKC(cudaMalloc((void **)&d_in, n * sizeof *d_in));

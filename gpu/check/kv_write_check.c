@@ -54,6 +54,7 @@
 #include <cuda_runtime_api.h>
 
 #include "lowp/block.h"
+#include "lowp/cases.h"
 #include "lowp/format.h"
 #include "lowp/gpu_kvcache.h"
 #include "lowp/kvcache.h"
@@ -76,21 +77,14 @@ static double now_s(void)
 
 /* ------------------------------------------------------------------ random numbers */
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-static uint32_t rnd_below(uint64_t *s, uint32_t n) { return (uint32_t)(splitmix(s) % n); }
-static double rnd_unit(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1p-53; } /* [0,1) */
+static uint32_t rnd_below(uint64_t *s, uint32_t n) { return (uint32_t)(lowp_splitmix64(s) % n); }
+static double rnd_unit(uint64_t *s) { return (double)(lowp_splitmix64(s) >> 11) * 0x1p-53; } /* [0,1) */
 static double rnd_range(uint64_t *s, double lo, double hi) { return lo + (hi - lo) * rnd_unit(s); }
 /* Approximately standard normal (Irwin-Hall of four 16-bit uniforms, |x| < 3.47): cheap,
  * and tails come from the injected outliers anyway. */
 static double rnd_gauss(uint64_t *s)
 {
-    uint64_t r = splitmix(s);
+    uint64_t r = lowp_splitmix64(s);
     double sum = (double)(r & 0xffff) + (double)((r >> 16) & 0xffff) + (double)((r >> 32) & 0xffff) +
                  (double)(r >> 48);
     return (sum * 0x1p-16 - 2.0) * 1.7320508075688772;
@@ -332,7 +326,7 @@ static void gen_row(uint64_t *s, lowp_gpu_kv_input in, size_t n, size_t seg, voi
         } else if (mode < 83) { /* raw random codes */
             raw = 1;
             for (size_t i = 0; i < len; i++)
-                rawc[i] = (uint16_t)(in == LOWP_GPU_IN_BF16 ? splitmix(s) & 0xffffu : splitmix(s) & 0xffu);
+                rawc[i] = (uint16_t)(in == LOWP_GPU_IN_BF16 ? lowp_splitmix64(s) & 0xffffu : lowp_splitmix64(s) & 0xffu);
         } else if (mode < 90) { /* BF16 subnormals and tiny values */
             for (size_t i = 0; i < len; i++)
                 vals[i] = (float)(rnd_gauss(s) * ldexp(1.0, -(int)(120 + rnd_below(s, 30))));
@@ -389,7 +383,7 @@ static float draw_scale(uint64_t *s, const kcase *c, float amax)
 static void make_case(kcase *c, uint8_t *stage, float **fbuf, size_t *fcap)
 {
     uint64_t s = c->seed ^ UINT64_C(0x5bd1e9955bd1e995);
-    splitmix(&s);
+    lowp_splitmix64(&s);
     const lowp_kv_config *cfg = &c->cfg;
     size_t H = cfg->num_heads, n = c->n_tokens;
     size_t seg = lowp_block_size(cfg->format) > 16 ? lowp_block_size(cfg->format) : 16;
@@ -974,7 +968,7 @@ static char first_error[640];
 static uint64_t case_seed(uint64_t seed, int fi, uint64_t i)
 {
     uint64_t s = seed ^ ((uint64_t)fi << 56) ^ (i * UINT64_C(0x9E3779B97F4A7C15));
-    return splitmix(&s);
+    return lowp_splitmix64(&s);
 }
 
 /* Device arena and pinned staging, grown on demand. */

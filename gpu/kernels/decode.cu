@@ -38,6 +38,7 @@
 #include "decode_bf16.cuh"
 #include "decode_e2m1.h"
 #include "decode_internal.h"
+#include "lowp/why.h"
 
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000) && defined(__CUDA_ARCH_FAMILY_SPECIFIC__)
 #define LOWP_DEC_BLACKWELL_E2M1 1 /* hardware cvt.rn.f16x2.e2m1x2: compiled, never run */
@@ -931,17 +932,6 @@ __global__ void decode_merge(const Params p)
     p.out[idx] = *reinterpret_cast<uint16_t *>(&o);
 }
 
-int fail(char *why, size_t len, const char *fmt, ...)
-{
-    if (why != NULL && len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* Shapes and workspace layout shared by the size query and the launch. */
 struct Plan {
     size_t B, H, G, chunk, nch_max, max_len;
@@ -951,34 +941,38 @@ struct Plan {
 int make_plan(const lowp_gpu_decode_desc *d, Plan *pl, char *why, size_t why_len)
 {
     if (d == NULL || d->cache == NULL || d->pt_host == NULL)
-        return fail(why, why_len, "decode descriptor, cache and host page table must not be NULL");
+        return lowp_why_set(why, why_len,
+                            "decode descriptor, cache and host page table must not be NULL");
     const lowp_kv_config *cfg = &d->cache->cfg;
     if (lowp_gpu_kvcache_check(d->cache, why, why_len) ||
         lowp_gpu_decode_check(cfg, d->num_q_heads, why, why_len) ||
         lowp_kv_page_table_check(d->pt_host, cfg->num_pages, cfg->page_size, why, why_len))
         return -1;
     if (!(d->sm_scale == d->sm_scale) || isinf(d->sm_scale))
-        return fail(why, why_len, "sm_scale is not finite");
+        return lowp_why_set(why, why_len, "sm_scale is not finite");
     pl->B = d->pt_host->batch;
     pl->H = cfg->num_heads;
     pl->G = d->num_q_heads / cfg->num_heads;
     pl->max_len = 0;
     if (pl->B == 0)
-        return fail(why, why_len, "the page table has no sequences");
+        return lowp_why_set(why, why_len, "the page table has no sequences");
     for (size_t b = 0; b < pl->B; b++) {
         size_t n = lowp_kv_seq_len(d->pt_host, cfg->page_size, b);
         if (n == 0)
-            return fail(why, why_len, "sequence %zu is empty: a decode needs at least one token",
-                        b);
+            return lowp_why_set(why, why_len,
+                                "sequence %zu is empty: a decode needs at least one token", b);
         if (n > (size_t)1 << 30)
-            return fail(why, why_len, "sequence %zu has %zu tokens; the kernel indexes positions "
-                        "with int", b, n);
+            return lowp_why_set(why, why_len,
+                                "sequence %zu has %zu tokens; the kernel indexes positions "
+                                "with int",
+                                b, n);
         pl->max_len = n > pl->max_len ? n : pl->max_len;
     }
     pl->chunk = d->chunk_tokens ? d->chunk_tokens
                                 : lowp_gpu_decode_chunk_tokens(pl->B, pl->H, pl->max_len);
     if (pl->chunk % 16 || pl->chunk == 0)
-        return fail(why, why_len, "chunk_tokens %zu is not a positive multiple of 16", pl->chunk);
+        return lowp_why_set(why, why_len, "chunk_tokens %zu is not a positive multiple of 16",
+                            pl->chunk);
     pl->nch_max = (pl->max_len + pl->chunk - 1) / pl->chunk;
     size_t items = pl->B * pl->H * pl->nch_max;
     pl->off_qks = 0;
@@ -1057,19 +1051,24 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
         return -1;
     if (ws == NULL || out == NULL || d->q_dev == NULL || d->indptr_dev == NULL ||
         d->indices_dev == NULL || d->last_page_len_dev == NULL)
-        return fail(why, why_len, "workspace, output, queries and device page table must not be "
-                    "NULL");
+        return lowp_why_set(why, why_len,
+                            "workspace, output, queries and device page table must not be "
+                            "NULL");
     if (ws_bytes < pl.bytes)
-        return fail(why, why_len, "workspace of %zu bytes is smaller than the %zu this decode "
-                    "needs", ws_bytes, pl.bytes);
+        return lowp_why_set(why, why_len,
+                            "workspace of %zu bytes is smaller than the %zu this decode "
+                            "needs",
+                            ws_bytes, pl.bytes);
     if (pl.nch_max > 65535u || pl.B > 65535 || pl.H * 4 > 65535)
-        return fail(why, why_len, "grid too large: %zu splits, batch %zu", pl.nch_max, pl.B);
+        return lowp_why_set(why, why_len, "grid too large: %zu splits, batch %zu", pl.nch_max,
+                            pl.B);
     const lowp_gpu_kvcache *c = d->cache;
     const lowp_kv_config *cfg = &c->cfg;
     double sm = d->sm_scale == 0.0 ? 1.0 / sqrt((double)cfg->qk_dim) : d->sm_scale;
     float qks[LOWP_GPU_DECODE_MAX_GROUP * 1024];
     if (pl.H > sizeof qks / sizeof qks[0])
-        return fail(why, why_len, "%zu KV heads: at most %zu", pl.H, sizeof qks / sizeof qks[0]);
+        return lowp_why_set(why, why_len, "%zu KV heads: at most %zu", pl.H,
+                            sizeof qks / sizeof qks[0]);
     for (size_t h = 0; h < pl.H; h++)
         qks[h] = lowp_gpu_decode_score_scale(cfg->format, sm,
                                              c->k_global_host[c->n_global > 1 ? h : 0]);
@@ -1077,7 +1076,8 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
     cudaError_t e = cudaMemcpyAsync(w + pl.off_qks, qks, pl.H * sizeof(float),
                                     cudaMemcpyHostToDevice, st);
     if (e != cudaSuccess)
-        return fail(why, why_len, "cudaMemcpyAsync of the score scales: %s", cudaGetErrorString(e));
+        return lowp_why_set(why, why_len, "cudaMemcpyAsync of the score scales: %s",
+                            cudaGetErrorString(e));
 
     Params &p = *pp;
     memset(&p, 0, sizeof p);
@@ -1135,7 +1135,7 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
         char *end = NULL;
         long v = strtol(env, &end, 10);
         if (*end != '\0' || v < 2 || v > 8)
-            return fail(why, why_len, "LOWP_GPU_DECODE_STAGES=%s: expected 2..8", env);
+            return lowp_why_set(why, why_len, "LOWP_GPU_DECODE_STAGES=%s: expected 2..8", env);
         p.stages = (int)v;
     }
     p.stages = p.stages < 2 ? 2 : (p.stages > 8 ? 8 : p.stages);
@@ -1145,8 +1145,8 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
         char *end = NULL;
         long v = strtol(env, &end, 10);
         if (*end != '\0' || v < 1 || v > LOWP_DEC_MAX_WARPS)
-            return fail(why, why_len, "LOWP_GPU_DECODE_WARPS=%s: expected 1..%d", env,
-                        LOWP_DEC_MAX_WARPS);
+            return lowp_why_set(why, why_len, "LOWP_GPU_DECODE_WARPS=%s: expected 1..%d", env,
+                                LOWP_DEC_MAX_WARPS);
         max_warps = (int)v;
     }
     const size_t q_bytes = (size_t)p.Dq * 32;
@@ -1155,7 +1155,7 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     if (e != cudaSuccess)
-        return fail(why, why_len, "shared memory per block: %s", cudaGetErrorString(e));
+        return lowp_why_set(why, why_len, "shared memory per block: %s", cudaGetErrorString(e));
     const size_t smem_max = (size_t)optin;
     p.smem_optin = optin;
     p.warps = max_warps;
@@ -1165,10 +1165,11 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
     while (p.stages > 2 && q_bytes + (size_t)p.stages * p.stage_bytes > smem_max)
         p.stages--;
     if (q_bytes + (size_t)p.warps * p.stages * p.stage_bytes > smem_max)
-        return fail(why, why_len, "a decode stage of %d bytes does not fit in shared memory",
-                    p.stage_bytes);
+        return lowp_why_set(why, why_len,
+                            "a decode stage of %d bytes does not fit in shared memory",
+                            p.stage_bytes);
     if (pl.nch_max > 65535u * (size_t)p.warps)
-        return fail(why, why_len, "grid too large: %zu splits", pl.nch_max);
+        return lowp_why_set(why, why_len, "grid too large: %zu splits", pl.nch_max);
     return 0;
 }
 
@@ -1209,6 +1210,6 @@ extern "C" int lowp_gpu_decode(const lowp_gpu_decode_desc *d, void *ws, size_t w
         return -1;
     cudaError_t e = lowp_gpu_decode_enqueue(&p, st);
     if (e != cudaSuccess)
-        return fail(why, why_len, "decode kernel launch: %s", cudaGetErrorString(e));
+        return lowp_why_set(why, why_len, "decode kernel launch: %s", cudaGetErrorString(e));
     return 0;
 }

@@ -32,6 +32,7 @@
 #include <cuda_runtime.h>
 
 #include "lowp/gpu_kvcache.h"
+#include "lowp/why.h"
 
 #define HD __host__ __device__ __forceinline__
 
@@ -426,17 +427,6 @@ __global__ void kvw_kernel(kvw_side p, size_t units)
 
 /* ---------------------------------------------------------------- host side */
 
-static int fail(char *why, size_t why_len, const char *fmt, ...)
-{
-    if (why != NULL && why_len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 extern "C" const char *lowp_gpu_kv_input_name(lowp_gpu_kv_input in)
 {
     return in == LOWP_GPU_IN_BF16 ? "bf16" : in == LOWP_GPU_IN_E4M3 ? "e4m3" : "?";
@@ -456,16 +446,17 @@ static int check_slots(const lowp_kv_config *cfg, const int64_t *slots, size_t n
     size_t used = 0;
     for (size_t i = 0; i < n; i++) {
         if (slots[i] >= 0 && (uint64_t)slots[i] >= cap)
-            return fail(why, why_len,
-                        "slots[%zu] = %lld is not below num_pages * page_size = %llu", i,
-                        (long long)slots[i], (unsigned long long)cap);
+            return lowp_why_set(why, why_len,
+                                "slots[%zu] = %lld is not below num_pages * page_size = %llu", i,
+                                (long long)slots[i], (unsigned long long)cap);
         used += slots[i] >= 0;
     }
     if (used < 2)
         return 0;
     int64_t *s = (int64_t *)malloc(used * sizeof *s);
     if (s == NULL)
-        return fail(why, why_len, "out of host memory checking %zu slots for repeats", used);
+        return lowp_why_set(why, why_len, "out of host memory checking %zu slots for repeats",
+                            used);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (slots[i] >= 0)
@@ -485,9 +476,10 @@ static int check_slots(const lowp_kv_config *cfg, const int64_t *slots, size_t n
                 else if (second == n)
                     second = i;
             }
-        return fail(why, why_len,
-                    "slot %lld is given to tokens %zu and %zu: the order of two writes to one slot is undefined on the GPU",
-                    (long long)dup, first, second);
+        return lowp_why_set(why, why_len,
+                            "slot %lld is given to tokens %zu and %zu: the order of two writes to "
+                            "one slot is undefined on the GPU",
+                            (long long)dup, first, second);
     }
     return 0;
 }
@@ -522,12 +514,13 @@ static int check_token_sizes(const lowp_kv_config *cfg, size_t n_tokens, size_t 
 {
     size_t dmax = cfg->qk_dim > cfg->vo_dim ? cfg->qk_dim : cfg->vo_dim;
     if (dmax > SIZE_MAX / cfg->num_heads / esize)
-        return fail(why, why_len, "num_heads * dim * element bytes overflows size_t");
+        return lowp_why_set(why, why_len, "num_heads * dim * element bytes overflows size_t");
     size_t row = cfg->num_heads * dmax * esize;
     if (n_tokens > SIZE_MAX / row)
-        return fail(why, why_len, "n_tokens = %zu makes the input arrays overflow size_t", n_tokens);
+        return lowp_why_set(why, why_len, "n_tokens = %zu makes the input arrays overflow size_t",
+                            n_tokens);
     if ((unsigned long long)n_tokens > (unsigned long long)INT64_MAX)
-        return fail(why, why_len, "n_tokens = %zu does not fit int64", n_tokens);
+        return lowp_why_set(why, why_len, "n_tokens = %zu does not fit int64", n_tokens);
     return 0;
 }
 
@@ -535,19 +528,19 @@ static int check_token_sizes(const lowp_kv_config *cfg, size_t n_tokens, size_t 
 static int check_dev_ptr(const void *p, const char *name, char *why, size_t why_len)
 {
     if (p == NULL)
-        return fail(why, why_len, "%s is NULL", name);
+        return lowp_why_set(why, why_len, "%s is NULL", name);
     cudaPointerAttributes a;
     memset(&a, 0, sizeof a);
     cudaError_t e = cudaPointerGetAttributes(&a, p);
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); /* not sticky: clear it */
-        return fail(why, why_len, "%s: cudaPointerGetAttributes failed: %s", name,
-                    cudaGetErrorString(e));
+        return lowp_why_set(why, why_len, "%s: cudaPointerGetAttributes failed: %s", name,
+                            cudaGetErrorString(e));
     }
     if (a.type == cudaMemoryTypeUnregistered)
-        return fail(why, why_len,
-                    "%s is ordinary host memory, not a device pointer (copy it to the GPU first)",
-                    name);
+        return lowp_why_set(
+            why, why_len,
+            "%s is ordinary host memory, not a device pointer (copy it to the GPU first)", name);
     return 0;
 }
 
@@ -560,8 +553,9 @@ extern "C" int lowp_gpu_kv_write(lowp_gpu_kvcache *c, lowp_gpu_kv_input in, cons
     if (lowp_gpu_kvcache_check(c, why, why_len))
         return -1;
     if (in != LOWP_GPU_IN_BF16 && in != LOWP_GPU_IN_E4M3)
-        return fail(why, why_len, "in = %d is not an input type (LOWP_GPU_IN_BF16 or LOWP_GPU_IN_E4M3)",
-                    (int)in);
+        return lowp_why_set(why, why_len,
+                            "in = %d is not an input type (LOWP_GPU_IN_BF16 or LOWP_GPU_IN_E4M3)",
+                            (int)in);
     if (n_tokens == 0)
         return 0;
     size_t esize = in == LOWP_GPU_IN_BF16 ? 2 : 1;
@@ -588,8 +582,8 @@ extern "C" int lowp_gpu_kv_write(lowp_gpu_kvcache *c, lowp_gpu_kv_input in, cons
         kvw_kernel<<<(unsigned)blocks, threads, 0, stream>>>(p, units);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)
-            return fail(why, why_len, "launching the %s write kernel failed: %s (%s)",
-                        w == 0 ? "K" : "V", cudaGetErrorName(e), cudaGetErrorString(e));
+            return lowp_why_set(why, why_len, "launching the %s write kernel failed: %s (%s)",
+                                w == 0 ? "K" : "V", cudaGetErrorName(e), cudaGetErrorString(e));
     }
     return 0;
 }
@@ -599,23 +593,26 @@ extern "C" int lowp_gpu_kv_write_emulate(lowp_kvcache *host, lowp_gpu_kv_input i
                                          char *why, size_t why_len)
 {
     if (host == NULL)
-        return fail(why, why_len, "host cache is NULL");
+        return lowp_why_set(why, why_len, "host cache is NULL");
     const lowp_kv_config *cfg = lowp_kvcache_config(host);
     if (lowp_kv_config_check(cfg, why, why_len))
         return -1;
     if (in != LOWP_GPU_IN_BF16 && in != LOWP_GPU_IN_E4M3)
-        return fail(why, why_len, "in = %d is not an input type", (int)in);
+        return lowp_why_set(why, why_len, "in = %d is not an input type", (int)in);
     if (n_tokens == 0)
         return 0;
     if (k == NULL || v == NULL || slots == NULL)
-        return fail(why, why_len, "%s is NULL", k == NULL ? "k" : v == NULL ? "v" : "slots");
+        return lowp_why_set(why, why_len, "%s is NULL",
+                            k == NULL   ? "k"
+                            : v == NULL ? "v"
+                                        : "slots");
     if (check_token_sizes(cfg, n_tokens, in == LOWP_GPU_IN_BF16 ? 2 : 1, why, why_len) ||
         check_slots(cfg, slots, n_tokens, why, why_len))
         return -1;
     size_t H = cfg->num_heads;
     float *gs = (float *)malloc(2 * H * sizeof *gs);
     if (gs == NULL)
-        return fail(why, why_len, "out of host memory");
+        return lowp_why_set(why, why_len, "out of host memory");
     for (int w = 0; w < 2; w++)
         for (size_t h = 0; h < H; h++)
             gs[(size_t)w * H + h] = lowp_kvcache_global_scale(host, (lowp_kv_which)w, h);

@@ -17,24 +17,14 @@
 #include <cuda_runtime.h>
 
 #include "lowp/gpu_kvcache.h"
+#include "lowp/why.h"
 
-static int fail(char *why, size_t why_len, const char *fmt, ...)
-{
-    if (why != NULL && why_len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-#define CK(call)                                                                            \
-    do {                                                                                    \
-        cudaError_t e_ = (call);                                                            \
-        if (e_ != cudaSuccess)                                                              \
-            return fail(why, why_len, "%s failed: %s (%s)", #call, cudaGetErrorName(e_),   \
-                        cudaGetErrorString(e_));                                            \
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return lowp_why_set(why, why_len, "%s failed: %s (%s)", #call, cudaGetErrorName(e_),   \
+                                cudaGetErrorString(e_));                                           \
     } while (0)
 
 /* Byte counts a config implies (cfg checked): the CPU cache's buffer sizes. */
@@ -53,10 +43,11 @@ static void expected_bytes(const lowp_kv_config *cfg, size_t codes[2], size_t sc
 static int config_equal(const lowp_kv_config *a, const lowp_kv_config *b, char *why,
                         size_t why_len)
 {
-#define SAME(field, fmt, conv)                                                               \
-    if (a->field != b->field)                                                                \
-        return fail(why, why_len, "config field " #field " differs: GPU cache " fmt ", CPU cache " fmt, \
-                    conv(a->field), conv(b->field))
+#define SAME(field, fmt, conv)                                                                     \
+    if (a->field != b->field)                                                                      \
+    return lowp_why_set(why, why_len,                                                              \
+                        "config field " #field " differs: GPU cache " fmt ", CPU cache " fmt,      \
+                        conv(a->field), conv(b->field))
     SAME(format, "%s", lowp_block_format_name);
     SAME(recipe, "%s", lowp_recipe_name);
     SAME(quant_flags, "%u", (unsigned));
@@ -76,10 +67,10 @@ static int config_equal(const lowp_kv_config *a, const lowp_kv_config *b, char *
 extern "C" int lowp_gpu_kvcache_check(const lowp_gpu_kvcache *c, char *why, size_t why_len)
 {
     if (c == NULL)
-        return fail(why, why_len, "cache is NULL");
+        return lowp_why_set(why, why_len, "cache is NULL");
     char cw[256];
     if (lowp_kv_config_check(&c->cfg, cw, sizeof cw))
-        return fail(why, why_len, "cache config is invalid: %s", cw);
+        return lowp_why_set(why, why_len, "cache config is invalid: %s", cw);
     size_t cb[2], sb[2], ng;
     expected_bytes(&c->cfg, cb, sb, &ng);
     const size_t have_cb[2] = {c->k_codes_bytes, c->v_codes_bytes};
@@ -87,30 +78,36 @@ extern "C" int lowp_gpu_kvcache_check(const lowp_gpu_kvcache *c, char *why, size
     const char *const wn[2] = {"k", "v"};
     for (int w = 0; w < 2; w++) {
         if (have_cb[w] != cb[w])
-            return fail(why, why_len,
-                        "cache %s_codes_bytes is %zu but its config implies %zu (config changed after create?)",
-                        wn[w], have_cb[w], cb[w]);
+            return lowp_why_set(why, why_len,
+                                "cache %s_codes_bytes is %zu but its config implies %zu (config "
+                                "changed after create?)",
+                                wn[w], have_cb[w], cb[w]);
         if (have_sb[w] != sb[w])
-            return fail(why, why_len,
-                        "cache %s_scales_bytes is %zu but its config implies %zu (config changed after create?)",
-                        wn[w], have_sb[w], sb[w]);
+            return lowp_why_set(why, why_len,
+                                "cache %s_scales_bytes is %zu but its config implies %zu (config "
+                                "changed after create?)",
+                                wn[w], have_sb[w], sb[w]);
     }
     if (c->n_global != ng)
-        return fail(why, why_len, "cache n_global is %zu but scale_gran %s with %zu heads implies %zu",
-                    c->n_global, lowp_kv_scale_gran_name(c->cfg.scale_gran), c->cfg.num_heads, ng);
+        return lowp_why_set(
+            why, why_len, "cache n_global is %zu but scale_gran %s with %zu heads implies %zu",
+            c->n_global, lowp_kv_scale_gran_name(c->cfg.scale_gran), c->cfg.num_heads, ng);
     if (c->k_codes == NULL || c->v_codes == NULL)
-        return fail(why, why_len, "cache %s_codes is NULL", c->k_codes == NULL ? "k" : "v");
+        return lowp_why_set(why, why_len, "cache %s_codes is NULL", c->k_codes == NULL ? "k" : "v");
     if ((sb[0] != 0) != (c->k_scales != NULL))
-        return fail(why, why_len, "cache k_scales is %s but %s has %s", c->k_scales ? "set" : "NULL",
-                    lowp_block_format_name(c->cfg.format), sb[0] ? "block scales" : "no block scales");
+        return lowp_why_set(why, why_len, "cache k_scales is %s but %s has %s",
+                            c->k_scales ? "set" : "NULL", lowp_block_format_name(c->cfg.format),
+                            sb[0] ? "block scales" : "no block scales");
     if ((sb[1] != 0) != (c->v_scales != NULL))
-        return fail(why, why_len, "cache v_scales is %s but %s has %s", c->v_scales ? "set" : "NULL",
-                    lowp_block_format_name(c->cfg.format), sb[1] ? "block scales" : "no block scales");
+        return lowp_why_set(why, why_len, "cache v_scales is %s but %s has %s",
+                            c->v_scales ? "set" : "NULL", lowp_block_format_name(c->cfg.format),
+                            sb[1] ? "block scales" : "no block scales");
     if (c->k_global == NULL || c->v_global == NULL)
-        return fail(why, why_len, "cache %s_global is NULL", c->k_global == NULL ? "k" : "v");
+        return lowp_why_set(why, why_len, "cache %s_global is NULL",
+                            c->k_global == NULL ? "k" : "v");
     if (c->k_global_host == NULL || c->v_global_host == NULL)
-        return fail(why, why_len, "cache %s_global_host is NULL",
-                    c->k_global_host == NULL ? "k" : "v");
+        return lowp_why_set(why, why_len, "cache %s_global_host is NULL",
+                            c->k_global_host == NULL ? "k" : "v");
     return 0;
 }
 
@@ -151,7 +148,7 @@ static int create_into(lowp_gpu_kvcache *c, char *why, size_t why_len)
     c->k_global_host = (float *)malloc(c->n_global * sizeof(float));
     c->v_global_host = (float *)malloc(c->n_global * sizeof(float));
     if (c->k_global_host == NULL || c->v_global_host == NULL)
-        return fail(why, why_len, "out of host memory for %zu global scales", c->n_global);
+        return lowp_why_set(why, why_len, "out of host memory for %zu global scales", c->n_global);
     for (size_t i = 0; i < c->n_global; i++)
         c->k_global_host[i] = c->v_global_host[i] = 1.0f; /* uncalibrated default */
     /* poison like lowp_kvcache_create: every code and scale byte LOWP_KV_POISON */
@@ -171,13 +168,13 @@ extern "C" int lowp_gpu_kvcache_create(const lowp_kv_config *cfg, lowp_gpu_kvcac
                                        char *why, size_t why_len)
 {
     if (out == NULL)
-        return fail(why, why_len, "out is NULL");
+        return lowp_why_set(why, why_len, "out is NULL");
     *out = NULL;
     if (lowp_kv_config_check(cfg, why, why_len))
         return -1;
     lowp_gpu_kvcache *c = (lowp_gpu_kvcache *)calloc(1, sizeof *c);
     if (c == NULL)
-        return fail(why, why_len, "out of host memory allocating the cache");
+        return lowp_why_set(why, why_len, "out of host memory allocating the cache");
     c->cfg = *cfg;
     if (create_into(c, why, why_len)) {
         lowp_gpu_kvcache_destroy(c);
@@ -194,9 +191,10 @@ extern "C" int lowp_gpu_kvcache_set_global_scales(lowp_gpu_kvcache *c, const flo
     if (lowp_gpu_kvcache_check(c, why, why_len))
         return -1;
     if (n != c->n_global)
-        return fail(why, why_len,
-                    "n = %zu global scales given but the cache keeps %zu per side (scale_gran %s)", n,
-                    c->n_global, lowp_kv_scale_gran_name(c->cfg.scale_gran));
+        return lowp_why_set(
+            why, why_len,
+            "n = %zu global scales given but the cache keeps %zu per side (scale_gran %s)", n,
+            c->n_global, lowp_kv_scale_gran_name(c->cfg.scale_gran));
     int has = lowp_block_has_global_scale(c->cfg.format);
     const float *src[2] = {k, v};
     const char *const wn[2] = {"k", "v"};
@@ -207,11 +205,12 @@ extern "C" int lowp_gpu_kvcache_set_global_scales(lowp_gpu_kvcache *c, const flo
         for (size_t i = 0; i < n; i++) {
             float g = src[w][i];
             if (!(isfinite(g) && g > 0.0f))
-                return fail(why, why_len, "%s[%zu] = %g is not a finite positive scale", wn[w], i,
-                            (double)g);
+                return lowp_why_set(why, why_len, "%s[%zu] = %g is not a finite positive scale",
+                                    wn[w], i, (double)g);
             if (!has && g != 1.0f)
-                return fail(why, why_len, "%s[%zu] = %g but %s has no global scale (only 1.0)",
-                            wn[w], i, (double)g, lowp_block_format_name(c->cfg.format));
+                return lowp_why_set(why, why_len,
+                                    "%s[%zu] = %g but %s has no global scale (only 1.0)", wn[w], i,
+                                    (double)g, lowp_block_format_name(c->cfg.format));
         }
     }
     float *dev[2] = {c->k_global, c->v_global};
@@ -231,7 +230,7 @@ extern "C" int lowp_gpu_kvcache_upload(lowp_gpu_kvcache *c, const lowp_kvcache *
     if (lowp_gpu_kvcache_check(c, why, why_len))
         return -1;
     if (host == NULL)
-        return fail(why, why_len, "host cache is NULL");
+        return lowp_why_set(why, why_len, "host cache is NULL");
     if (config_equal(&c->cfg, lowp_kvcache_config(host), why, why_len))
         return -1;
     uint8_t *dst[2][2] = {{c->k_codes, c->k_scales}, {c->v_codes, c->v_scales}};
@@ -242,15 +241,16 @@ extern "C" int lowp_gpu_kvcache_upload(lowp_gpu_kvcache *c, const lowp_kvcache *
             size_t bytes = 0;
             const uint8_t *src = lowp_kvcache_cbuffer(host, (lowp_kv_which)w, (lowp_kv_part)p, &bytes);
             if (bytes != want[w][p])
-                return fail(why, why_len, "host cache buffer %s %s has %zu bytes, the GPU cache %zu",
-                            w ? "v" : "k", p ? "scales" : "codes", bytes, want[w][p]);
+                return lowp_why_set(why, why_len,
+                                    "host cache buffer %s %s has %zu bytes, the GPU cache %zu",
+                                    w ? "v" : "k", p ? "scales" : "codes", bytes, want[w][p]);
             if (bytes)
                 CK(cudaMemcpy(dst[w][p], src, bytes, cudaMemcpyHostToDevice));
         }
     /* per tensor: head 0 holds it (the CPU cache stores it for every head) */
     float *g = (float *)malloc(2 * c->n_global * sizeof(float));
     if (g == NULL)
-        return fail(why, why_len, "out of host memory");
+        return lowp_why_set(why, why_len, "out of host memory");
     for (int w = 0; w < 2; w++)
         for (size_t h = 0; h < c->n_global; h++)
             g[(size_t)w * c->n_global + h] = lowp_kvcache_global_scale(host, (lowp_kv_which)w, h);
@@ -265,7 +265,7 @@ extern "C" int lowp_gpu_kvcache_download(const lowp_gpu_kvcache *c, lowp_kvcache
     if (lowp_gpu_kvcache_check(c, why, why_len))
         return -1;
     if (host == NULL)
-        return fail(why, why_len, "host cache is NULL");
+        return lowp_why_set(why, why_len, "host cache is NULL");
     if (config_equal(&c->cfg, lowp_kvcache_config(host), why, why_len))
         return -1;
     const uint8_t *src[2][2] = {{c->k_codes, c->k_scales}, {c->v_codes, c->v_scales}};
@@ -276,15 +276,16 @@ extern "C" int lowp_gpu_kvcache_download(const lowp_gpu_kvcache *c, lowp_kvcache
             size_t bytes = 0;
             uint8_t *dst = lowp_kvcache_buffer(host, (lowp_kv_which)w, (lowp_kv_part)p, &bytes);
             if (bytes != have[w][p])
-                return fail(why, why_len, "host cache buffer %s %s has %zu bytes, the GPU cache %zu",
-                            w ? "v" : "k", p ? "scales" : "codes", bytes, have[w][p]);
+                return lowp_why_set(why, why_len,
+                                    "host cache buffer %s %s has %zu bytes, the GPU cache %zu",
+                                    w ? "v" : "k", p ? "scales" : "codes", bytes, have[w][p]);
             if (bytes)
                 CK(cudaMemcpy(dst, src[w][p], bytes, cudaMemcpyDeviceToHost));
         }
     /* the device arrays are what the kernels read: download them, not the host copies */
     float *g = (float *)malloc(2 * c->n_global * sizeof(float));
     if (g == NULL)
-        return fail(why, why_len, "out of host memory");
+        return lowp_why_set(why, why_len, "out of host memory");
     cudaError_t e1 = cudaMemcpy(g, c->k_global, c->n_global * sizeof(float), cudaMemcpyDeviceToHost);
     cudaError_t e2 = e1 == cudaSuccess
                          ? cudaMemcpy(g + c->n_global, c->v_global, c->n_global * sizeof(float),
@@ -292,8 +293,9 @@ extern "C" int lowp_gpu_kvcache_download(const lowp_gpu_kvcache *c, lowp_kvcache
                          : e1;
     int rc;
     if (e2 != cudaSuccess)
-        rc = fail(why, why_len, "cudaMemcpy of the global scales to the host failed: %s (%s)",
-                  cudaGetErrorName(e2), cudaGetErrorString(e2));
+        rc = lowp_why_set(why, why_len,
+                          "cudaMemcpy of the global scales to the host failed: %s (%s)",
+                          cudaGetErrorName(e2), cudaGetErrorString(e2));
     else
         rc = lowp_kvcache_set_global_scales(host, g, g + c->n_global, c->n_global, why, why_len);
     free(g);

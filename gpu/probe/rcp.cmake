@@ -17,6 +17,8 @@ target_compile_options(lowp_gpu_rcp_probe PRIVATE
   -O3 --threads=0 -Xcompiler=-Wall,-Wextra
   $<$<BOOL:${LOWP_WERROR}>:-Werror=all-warnings -Xcompiler=-Werror>)
 target_link_libraries(lowp_gpu_rcp_probe PRIVATE lowp_static CUDA::cudart_static)
+# rcp_table.h: the table format the probe must write (a private lowp header, host code)
+target_include_directories(lowp_gpu_rcp_probe PRIVATE ${PROJECT_SOURCE_DIR}/ref/block/internal)
 
 add_test(NAME gpu_rcp COMMAND lowp_gpu_rcp_probe ${CMAKE_CURRENT_BINARY_DIR}/rcp-out)
 set_tests_properties(gpu_rcp PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800)

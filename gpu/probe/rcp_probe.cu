@@ -43,7 +43,7 @@
 
 #include "lowp/block.h"
 
-#include "../../ref/block/src/rcp_table.h"
+#include "rcp_table.h" /* ref/block/internal, named in gpu/probe/rcp.cmake */
 
 #define NMANT (1u << 23)
 #define CANON_NAN 0x7FFFFFFFu

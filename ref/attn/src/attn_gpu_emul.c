@@ -11,19 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowp/why.h"
 #include "lowp/exp2_sw.h"
 #include "lowp/format.h"
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    if (why != NULL && len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 uint16_t lowp_bf16_from_f32(float x)
 {
@@ -47,7 +37,7 @@ int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *w
                           size_t why_len)
 {
     if (cfg == NULL)
-        return fail(why, why_len, "cache config is NULL");
+        return lowp_why_set(why, why_len, "cache config is NULL");
     switch (cfg->format) {
     case LOWP_BF16_PASS:
     case LOWP_FP8_E4M3:
@@ -56,21 +46,31 @@ int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *w
     case LOWP_MXFP4:
         break;
     default:
-        return fail(why, why_len, "the GPU decode kernel has no %s path (it reads bf16, fp8-e4m3, "
-                    "fp8-e5m2, nvfp4, mxfp4)", lowp_block_format_name(cfg->format));
+        return lowp_why_set(why, why_len,
+                            "the GPU decode kernel has no %s path (it reads bf16, fp8-e4m3, "
+                            "fp8-e5m2, nvfp4, mxfp4)",
+                            lowp_block_format_name(cfg->format));
     }
     if (cfg->qk_dim % 64 || cfg->qk_dim < 64 || cfg->qk_dim > 512)
-        return fail(why, why_len, "qk_dim %zu: the GPU decode kernel needs a multiple of 64 in "
-                    "[64, 512]", cfg->qk_dim);
+        return lowp_why_set(why, why_len,
+                            "qk_dim %zu: the GPU decode kernel needs a multiple of 64 in "
+                            "[64, 512]",
+                            cfg->qk_dim);
     if (cfg->vo_dim % 64 || cfg->vo_dim < 64 || cfg->vo_dim > 512)
-        return fail(why, why_len, "vo_dim %zu: the GPU decode kernel needs a multiple of 64 in "
-                    "[64, 512]", cfg->vo_dim);
+        return lowp_why_set(why, why_len,
+                            "vo_dim %zu: the GPU decode kernel needs a multiple of 64 in "
+                            "[64, 512]",
+                            cfg->vo_dim);
     if (cfg->num_heads == 0 || num_q_heads == 0 || num_q_heads % cfg->num_heads)
-        return fail(why, why_len, "num_q_heads (%zu) is not a positive multiple of the cache's "
-                    "%zu KV heads", num_q_heads, cfg->num_heads);
+        return lowp_why_set(why, why_len,
+                            "num_q_heads (%zu) is not a positive multiple of the cache's "
+                            "%zu KV heads",
+                            num_q_heads, cfg->num_heads);
     if (num_q_heads / cfg->num_heads > LOWP_GPU_DECODE_MAX_GROUP)
-        return fail(why, why_len, "group ratio %zu: the GPU decode kernel takes at most %d query "
-                    "heads per KV head", num_q_heads / cfg->num_heads, LOWP_GPU_DECODE_MAX_GROUP);
+        return lowp_why_set(why, why_len,
+                            "group ratio %zu: the GPU decode kernel takes at most %d query "
+                            "heads per KV head",
+                            num_q_heads / cfg->num_heads, LOWP_GPU_DECODE_MAX_GROUP);
     return 0;
 }
 
@@ -278,7 +278,8 @@ int lowp_gpu_decode_emulate(const lowp_gpu_decode_args *a0, uint16_t *out, char 
 {
     if (a0 == NULL || a0->cache == NULL || a0->view == NULL || a0->pt == NULL || a0->q == NULL ||
         out == NULL)
-        return fail(why, why_len, "args, cache, view, page table, q and out must not be NULL");
+        return lowp_why_set(why, why_len,
+                            "args, cache, view, page table, q and out must not be NULL");
     lowp_gpu_decode_args A = *a0;
     const lowp_gpu_decode_args *a = &A;
     const lowp_kv_config *cfg = lowp_kvcache_config(a->cache);
@@ -289,31 +290,31 @@ int lowp_gpu_decode_emulate(const lowp_gpu_decode_args *a0, uint16_t *out, char 
     if (A.sm_scale == 0.0)
         A.sm_scale = 1.0 / sqrt((double)cfg->qk_dim);
     if (!isfinite(A.sm_scale))
-        return fail(why, why_len, "sm_scale is not finite");
+        return lowp_why_set(why, why_len, "sm_scale is not finite");
     size_t B = a->pt->batch, H = cfg->num_heads, G = a->num_q_heads / H, max_len = 0;
     for (size_t b = 0; b < B; b++) {
         size_t n = lowp_kv_seq_len(a->pt, cfg->page_size, b);
         if (n == 0)
-            return fail(why, why_len, "sequence %zu is empty: a decode needs at least one token",
-                        b);
+            return lowp_why_set(why, why_len,
+                                "sequence %zu is empty: a decode needs at least one token", b);
         max_len = n > max_len ? n : max_len;
     }
     size_t chunk = a->chunk_tokens ? a->chunk_tokens
                                    : lowp_gpu_decode_chunk_tokens(B, H, max_len);
     if (chunk % 16)
-        return fail(why, why_len, "chunk_tokens %zu is not a multiple of 16", chunk);
+        return lowp_why_set(why, why_len, "chunk_tokens %zu is not a multiple of 16", chunk);
     job J = {.a = a, .cfg = cfg, .G = G, .H = H, .chunk = chunk,
              .nch_max = (max_len + chunk - 1) / chunk,
              .mma = a->mma ? a->mma : &lowp_mma_sm90_bf16};
     if (side_init(&J.K, a->cache, LOWP_KV_K) || side_init(&J.V, a->cache, LOWP_KV_V))
-        return fail(why, why_len, "the cache has no buffers");
+        return lowp_why_set(why, why_len, "the cache has no buffers");
     size_t n_items = B * H * J.nch_max;
     J.ws_o = malloc(n_items * G * cfg->vo_dim * sizeof(float));
     J.ws_m = malloc(n_items * G * sizeof(float));
     J.ws_l = malloc(n_items * G * sizeof(float));
     int rc = 0;
     if (J.ws_o == NULL || J.ws_m == NULL || J.ws_l == NULL) {
-        rc = fail(why, why_len, "out of memory for %zu decode work items", n_items);
+        rc = lowp_why_set(why, why_len, "out of memory for %zu decode work items", n_items);
         goto done;
     }
     int threads = a->threads > 0 ? a->threads : omp_get_max_threads();
@@ -338,14 +339,14 @@ int lowp_gpu_decode_emulate(const lowp_gpu_decode_args *a0, uint16_t *out, char 
         free(vr);
     }
     if (rc) {
-        fail(why, why_len, "out of memory for the emulator's row buffers");
+        lowp_why_set(why, why_len, "out of memory for the emulator's row buffers");
         goto done;
     }
     /* Step 5. The kernel computes w and L in every output thread; they do not depend on
      * the dim, so they are computed once per row here (same operations, same order). */
     float *w = malloc((J.nch_max ? J.nch_max : 1) * sizeof *w);
     if (w == NULL) {
-        rc = fail(why, why_len, "out of memory for the merge");
+        rc = lowp_why_set(why, why_len, "out of memory for the merge");
         goto done;
     }
     for (size_t b = 0; b < B; b++) {

@@ -30,21 +30,11 @@
 #include <string.h>
 
 #include "attn_internal.h"
+#include "lowp/why.h"
 #include "lowp/attn_paged.h"
 #include "lowp/format.h"
 
 #define CH LOWP_ATTN_CHUNK
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    if (why != NULL && len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ---------------------------------------------------------------------------------------
  * Dequantization
@@ -207,14 +197,14 @@ static int side_init(side *sd, const lowp_kvcache *c, lowp_kv_which w, char *why
                       pg[a] * sd->c_page + sl[b] * sd->c_slot + hd[d] * sd->c_head;
     sd->g = malloc(H * sizeof *sd->g);
     if (sd->g == NULL)
-        return fail(why, len, "out of memory");
+        return lowp_why_set(why, len, "out of memory");
     for (size_t h = 0; h < H; h++)
         sd->g[h] = lowp_block_has_global_scale(cfg->format)
                        ? (double)lowp_kvcache_global_scale(c, w, h) : 1.0;
     if (sd->S) {
         sd->srel = malloc(P * sd->S * sizeof *sd->srel);
         if (sd->srel == NULL)
-            return fail(why, len, "out of memory");
+            return lowp_why_set(why, len, "out of memory");
         ok &= lowp_kvcache_scale_offset(c, w, 0, 0, 0, 0) == 0;
         sd->s_page = NP > 1 ? lowp_kvcache_scale_offset(c, w, 1, 0, 0, 0) : 0;
         sd->s_head = H > 1 ? lowp_kvcache_scale_offset(c, w, 0, 0, 1, 0) : 0;
@@ -229,8 +219,10 @@ static int side_init(side *sd, const lowp_kvcache *c, lowp_kv_which w, char *why
                               pg[a] * sd->s_page + hd[d] * sd->s_head + sd->srel[sl[b] * sd->S + s];
     }
     if (!ok)
-        return fail(why, len, "the cache's %s layout is not page/slot/head affine: the paged "
-                              "decode cannot address it", w == LOWP_KV_K ? "K" : "V");
+        return lowp_why_set(why, len,
+                            "the cache's %s layout is not page/slot/head affine: the paged "
+                            "decode cannot address it",
+                            w == LOWP_KV_K ? "K" : "V");
     return 0;
 }
 
@@ -358,7 +350,8 @@ int lowp_attn_paged_decode(const lowp_attn_paged_args *a, double *out, double *b
 {
     if (a == NULL || a->cache == NULL || a->view == NULL || a->pt == NULL || a->q == NULL ||
         out == NULL)
-        return fail(why, why_len, "args, cache, view, page table, q and out must not be NULL");
+        return lowp_why_set(why, why_len,
+                            "args, cache, view, page table, q and out must not be NULL");
     if (lowp_kvcache_check_view(a->cache, a->view, why, why_len))
         return -1;
     const lowp_kv_config *cfg = lowp_kvcache_config(a->cache);
@@ -367,17 +360,19 @@ int lowp_attn_paged_decode(const lowp_attn_paged_args *a, double *out, double *b
         return -1;
     const size_t H = cfg->num_heads, nq = a->num_q_heads;
     if (nq == 0 || nq % H != 0)
-        return fail(why, why_len, "num_q_heads (%zu) is not a positive multiple of the cache's "
-                                  "num_heads", nq);
+        return lowp_why_set(why, why_len,
+                            "num_q_heads (%zu) is not a positive multiple of the cache's "
+                            "num_heads",
+                            nq);
     double sm = a->sm_scale == 0.0 ? 1.0 / sqrt((double)cfg->qk_dim) : a->sm_scale;
     if (!isfinite(sm))
-        return fail(why, why_len, "sm_scale is not finite");
+        return lowp_why_set(why, why_len, "sm_scale is not finite");
     size_t n_items = 0;
     for (size_t b = 0; b < pt->batch; b++) {
         size_t n = lowp_kv_seq_len(pt, cfg->page_size, b);
         if (n == 0)
-            return fail(why, why_len, "sequence %zu is empty: a decode needs at least one token",
-                        b);
+            return lowp_why_set(why, why_len,
+                                "sequence %zu is empty: a decode needs at least one token", b);
         n_items += H * ((n + CH - 1) / CH);
     }
 
@@ -401,7 +396,7 @@ int lowp_attn_paged_decode(const lowp_attn_paged_args *a, double *out, double *b
     J.pV = malloc(n_items * J.E * sizeof(double) + 1);
     if (items == NULL || first == NULL || nch == NULL || J.pm == NULL || J.pN == NULL ||
         J.pV == NULL) {
-        fail(why, why_len, "out of memory for %zu decode work items", n_items);
+        lowp_why_set(why, why_len, "out of memory for %zu decode work items", n_items);
         goto done;
     }
     J.pL = J.pm + n_items * J.r;
@@ -449,7 +444,7 @@ int lowp_attn_paged_decode(const lowp_attn_paged_args *a, double *out, double *b
         free(tb.sc);
     }
     if (nomem) {
-        fail(why, why_len, "out of memory for the decode's thread buffers");
+        lowp_why_set(why, why_len, "out of memory for the decode's thread buffers");
         goto done;
     }
     rc = 0;

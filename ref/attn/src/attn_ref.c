@@ -75,14 +75,8 @@
 #include <string.h>
 
 #include "attn_internal.h"
+#include "lowp/why.h"
 #include "lowp/attn.h"
-
-static int fail(char *why, size_t len, const char *msg)
-{
-    if (why != NULL && len > 0)
-        snprintf(why, len, "%s", msg);
-    return -1;
-}
 
 static int mul_ok(size_t a, size_t b, size_t *out)
 {
@@ -95,19 +89,19 @@ static int mul_ok(size_t a, size_t b, size_t *out)
 int lowp_attn_check_shape(lowp_attn_shape *s, char *why, size_t why_len)
 {
     if (s == NULL)
-        return fail(why, why_len, "shape is NULL");
+        return lowp_why_set(why, why_len, "shape is NULL");
     if (s->q_len == 0)
-        return fail(why, why_len, "q_len is 0");
+        return lowp_why_set(why, why_len, "q_len is 0");
     if (s->num_q_heads == 0 || s->num_kv_heads == 0)
-        return fail(why, why_len, "num_q_heads and num_kv_heads must be at least 1");
+        return lowp_why_set(why, why_len, "num_q_heads and num_kv_heads must be at least 1");
     if (s->num_q_heads % s->num_kv_heads != 0)
-        return fail(why, why_len, "num_q_heads is not a multiple of num_kv_heads");
+        return lowp_why_set(why, why_len, "num_q_heads is not a multiple of num_kv_heads");
     if (s->qk_dim == 0 || s->vo_dim == 0)
-        return fail(why, why_len, "qk_dim and vo_dim must be at least 1");
+        return lowp_why_set(why, why_len, "qk_dim and vo_dim must be at least 1");
     if (s->ctx == 0)
-        return fail(why, why_len, "ctx is 0");
+        return lowp_why_set(why, why_len, "ctx is 0");
     if (s->q_offset > s->ctx || s->q_len > s->ctx - s->q_offset)
-        return fail(why, why_len, "q_offset + q_len > ctx");
+        return lowp_why_set(why, why_len, "q_offset + q_len > ctx");
     size_t a, b;
     if (!mul_ok(s->q_len, s->num_q_heads, &a) || !mul_ok(a, s->qk_dim, &b) ||
         !mul_ok(b, sizeof(double), &b) || !mul_ok(a, s->vo_dim, &b) ||
@@ -115,11 +109,11 @@ int lowp_attn_check_shape(lowp_attn_shape *s, char *why, size_t why_len)
         !mul_ok(b, sizeof(double), &b) || !mul_ok(s->ctx, s->num_kv_heads, &a) ||
         !mul_ok(a, s->qk_dim > s->vo_dim ? s->qk_dim : s->vo_dim, &b) ||
         !mul_ok(b, sizeof(double), &b))
-        return fail(why, why_len, "the tensor sizes overflow size_t");
+        return lowp_why_set(why, why_len, "the tensor sizes overflow size_t");
     if (s->sm_scale == 0.0)
         s->sm_scale = 1.0 / sqrt((double)s->qk_dim);
     else if (!isfinite(s->sm_scale))
-        return fail(why, why_len, "sm_scale is not finite");
+        return lowp_why_set(why, why_len, "sm_scale is not finite");
     return 0;
 }
 
@@ -180,12 +174,12 @@ int lowp_attn_ref_f64(const lowp_attn_shape *s_in, const double *q, const double
                       const double *v, double *out, double *probs, char *why, size_t why_len)
 {
     if (s_in == NULL)
-        return fail(why, why_len, "shape is NULL");
+        return lowp_why_set(why, why_len, "shape is NULL");
     lowp_attn_shape s = *s_in;
     if (lowp_attn_check_shape(&s, why, why_len))
         return -1;
     if (q == NULL || k == NULL || v == NULL || out == NULL)
-        return fail(why, why_len, "q, k, v and out must not be NULL");
+        return lowp_why_set(why, why_len, "q, k, v and out must not be NULL");
     const size_t nkv = s.num_kv_heads, r = s.num_q_heads / nkv, E = s.vo_dim;
     size_t n_items = 0;
     for (size_t i = 0; i < s.q_len; i++)
@@ -200,7 +194,7 @@ int lowp_attn_ref_f64(const lowp_attn_shape *s_in, const double *q, const double
         free(first);
         free(J.pm);
         free(J.pN);
-        return fail(why, why_len, "out of memory for the attention reference");
+        return lowp_why_set(why, why_len, "out of memory for the attention reference");
     }
     J.pL = J.pm + n_items * r;
     size_t x = 0;
@@ -249,7 +243,7 @@ int lowp_attn_ref_f64(const lowp_attn_shape *s_in, const double *q, const double
     free(J.pm);
     free(J.pN);
     if (failed)
-        return fail(why, why_len, "out of memory for the attention reference");
+        return lowp_why_set(why, why_len, "out of memory for the attention reference");
     return 0;
 }
 
@@ -401,12 +395,12 @@ int lowp_attn_ref_bounds(const lowp_attn_shape *s_in, const double *q, const dou
                          const double *v, double *bound, char *why, size_t why_len)
 {
     if (s_in == NULL)
-        return fail(why, why_len, "shape is NULL");
+        return lowp_why_set(why, why_len, "shape is NULL");
     lowp_attn_shape s = *s_in;
     if (lowp_attn_check_shape(&s, why, why_len))
         return -1;
     if (q == NULL || k == NULL || v == NULL || bound == NULL)
-        return fail(why, why_len, "q, k, v and bound must not be NULL");
+        return lowp_why_set(why, why_len, "q, k, v and bound must not be NULL");
     const size_t E = s.vo_dim, nkv = s.num_kv_heads, G = s.num_q_heads / nkv;
     const long rows = (long)(s.q_len * s.num_q_heads);
     double work = (double)rows * (double)(s.q_offset + s.q_len) * (double)(s.qk_dim + s.vo_dim);
@@ -439,6 +433,6 @@ int lowp_attn_ref_bounds(const lowp_attn_shape *s_in, const double *q, const dou
         free(Vm);
     }
     if (failed)
-        return fail(why, why_len, "out of memory for the attention bound");
+        return lowp_why_set(why, why_len, "out of memory for the attention bound");
     return 0;
 }

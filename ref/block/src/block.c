@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "block_internal.h"
+#include "lowp/why.h"
 #include "lowp/block.h"
 
 #define CHUNK_ELEMS 4096                  /* elements per chunk: a multiple of every block size */
@@ -90,34 +91,29 @@ size_t lowp_block_code_bytes(lowp_block_format f, size_t n)
     }
 }
 
-static int refuse(char *why, size_t len, const char *msg)
-{
-    if (why != NULL && len > 0)
-        snprintf(why, len, "%s", msg);
-    return -1;
-}
-
 int lowp_recipe_check(lowp_block_format f, lowp_recipe r, char *why, size_t why_len)
 {
     if ((unsigned)f >= LOWP_BLOCK_FORMAT_COUNT)
-        return refuse(why, why_len, "unknown block format");
+        return lowp_why_set(why, why_len, "unknown block format");
     if ((unsigned)r >= LOWP_RECIPE_COUNT)
-        return refuse(why, why_len, "unknown recipe");
+        return lowp_why_set(why, why_len, "unknown recipe");
     switch (f) {
     case LOWP_NVFP4:
         if (r == LOWP_RECIPE_TRTLLM || r == LOWP_RECIPE_EXACT || r == LOWP_RECIPE_MODELOPT ||
             r == LOWP_RECIPE_SGLANG_KV)
             return 0;
-        return refuse(why, why_len, "NVFP4 recipes are trtllm, exact, modelopt and sglang-kv (ocp and rceil are MX scale rules)");
+        return lowp_why_set(why, why_len,
+                            "NVFP4 recipes are trtllm, exact, modelopt and sglang-kv (ocp and "
+                            "rceil are MX scale rules)");
     case LOWP_MXFP4:
     case LOWP_MXFP8:
         if (r == LOWP_RECIPE_OCP || r == LOWP_RECIPE_RCEIL || r == LOWP_RECIPE_TRTLLM)
             return 0;
-        return refuse(why, why_len, "MX recipes are ocp, rceil and trtllm");
+        return lowp_why_set(why, why_len, "MX recipes are ocp, rceil and trtllm");
     default:
         if (r == LOWP_RECIPE_EXACT)
             return 0;
-        return refuse(why, why_len, "FP8 per-tensor and BF16 have one recipe, exact");
+        return lowp_why_set(why, why_len, "FP8 per-tensor and BF16 have one recipe, exact");
     }
 }
 
@@ -556,11 +552,11 @@ int lowp_block_quantize_path(lowp_block_format f, lowp_recipe r, lowp_global_sca
         char msg[128];
         snprintf(msg, sizeof msg, "%zu elements is not a multiple of the %s block size %zu", n,
                  block_format_names[f], bs);
-        return refuse(why, why_len, msg);
+        return lowp_why_set(why, why_len, "%s", msg);
     }
     recipe_ctx c;
     if (init_ctx(&c, f, r, gs, flags))
-        return refuse(why, why_len, "internal error: element or scale codec refused");
+        return lowp_why_set(why, why_len, "internal error: element or scale codec refused");
     /* The fused single-pass kernel (block_fast.c) where the CPU, the format and the
      * recipe's constants allow it; it hands back the blocks it does not handle. */
     lowp_block_fast fp;

@@ -62,6 +62,7 @@
 
 #include "lowp/block.h"
 
+#include "lowp/why.h"
 #include "rcp_table.h"
 
 #define RCP_MBITS 23
@@ -158,18 +159,6 @@ size_t lowp_rcp_table_encode(const uint32_t *entries, size_t n, unsigned char *o
     return len;
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(char *why, size_t why_len,
-                                                      const char *fmt, ...)
-{
-    if (why && why_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* Decode and validate a table file; entries (may be NULL) gets up to cap entries in the
  * u32 form above, *n_out the count. Every field, both CRCs, the counts and the canonical
  * form are checked; returns 0, or -1 with a one-line reason. */
@@ -179,24 +168,27 @@ int lowp_rcp_table_decode(const unsigned char *buf, size_t len, uint32_t *entrie
     if (n_out)
         *n_out = 0;
     if (!buf || len < RCP_HDR)
-        return fail(why, why_len, "table shorter than its header (%lu bytes)", (unsigned long)len);
+        return lowp_why_set(why, why_len, "table shorter than its header (%lu bytes)",
+                            (unsigned long)len);
     if (memcmp(buf, RCP_MAGIC, 8) != 0)
-        return fail(why, why_len, "bad magic (want LOWPRCPT)");
+        return lowp_why_set(why, why_len, "bad magic (want LOWPRCPT)");
     if (get_u32(buf + 8) != RCP_VERSION)
-        return fail(why, why_len, "unsupported version %lu", (unsigned long)get_u32(buf + 8));
+        return lowp_why_set(why, why_len, "unsupported version %lu",
+                            (unsigned long)get_u32(buf + 8));
     if (get_u32(buf + 12) != RCP_HDR || get_u32(buf + 16) != RCP_MBITS)
-        return fail(why, why_len, "bad header size or mantissa width");
+        return lowp_why_set(why, why_len, "bad header size or mantissa width");
     if (lowp_rcp_table_crc32(buf, 36) != get_u32(buf + 36))
-        return fail(why, why_len, "header CRC-32 mismatch");
+        return lowp_why_set(why, why_len, "header CRC-32 mismatch");
     uint32_t n = get_u32(buf + 20), n_up_want = get_u32(buf + 24), plen = get_u32(buf + 28);
     if ((size_t)plen != len - RCP_HDR)
-        return fail(why, why_len, "payload length field does not match the file (%lu)",
-                    (unsigned long)plen);
+        return lowp_why_set(why, why_len, "payload length field does not match the file (%lu)",
+                            (unsigned long)plen);
     const unsigned char *p = buf + RCP_HDR, *end = buf + len;
     if (lowp_rcp_table_crc32(p, plen) != get_u32(buf + 32))
-        return fail(why, why_len, "payload CRC-32 mismatch");
+        return lowp_why_set(why, why_len, "payload CRC-32 mismatch");
     if (entries && cap < n)
-        return fail(why, why_len, "entry buffer too small for %lu entries", (unsigned long)n);
+        return lowp_why_set(why, why_len, "entry buffer too small for %lu entries",
+                            (unsigned long)n);
     int64_t prev = -1;
     uint32_t k = 0, n_up = 0;
     while (p < end) {
@@ -205,27 +197,29 @@ int lowp_rcp_table_decode(const unsigned char *buf, size_t len, uint32_t *entrie
             int sh = 0;
             for (;;) {
                 if (p == end || sh > 21)
-                    return fail(why, why_len, "truncated or overlong gap at entry %lu",
-                                (unsigned long)k);
+                    return lowp_why_set(why, why_len, "truncated or overlong gap at entry %lu",
+                                        (unsigned long)k);
                 uint32_t c = *p++;
                 g |= (c & 0x7Fu) << sh;
                 sh += 7;
                 if (!(c & 0x80u)) {
                     if (c == 0 && sh > 7)
-                        return fail(why, why_len, "non-canonical gap at entry %lu",
-                                    (unsigned long)k);
+                        return lowp_why_set(why, why_len, "non-canonical gap at entry %lu",
+                                            (unsigned long)k);
                     break;
                 }
             }
             if (g <= 127)
-                return fail(why, why_len, "non-canonical escaped gap at entry %lu",
-                            (unsigned long)k);
+                return lowp_why_set(why, why_len, "non-canonical escaped gap at entry %lu",
+                                    (unsigned long)k);
         }
         int64_t m = prev + g;
         if (m >= (int64_t)RCP_NMANT)
-            return fail(why, why_len, "mantissa beyond 2^23 at entry %lu", (unsigned long)k);
+            return lowp_why_set(why, why_len, "mantissa beyond 2^23 at entry %lu",
+                                (unsigned long)k);
         if (k >= n)
-            return fail(why, why_len, "more entries than the header's %lu", (unsigned long)n);
+            return lowp_why_set(why, why_len, "more entries than the header's %lu",
+                                (unsigned long)n);
         if (entries)
             entries[k] = (uint32_t)m | d << 31;
         n_up += d;
@@ -233,10 +227,11 @@ int lowp_rcp_table_decode(const unsigned char *buf, size_t len, uint32_t *entrie
         prev = m;
     }
     if (k != n)
-        return fail(why, why_len, "header says %lu entries, payload has fewer", (unsigned long)n);
+        return lowp_why_set(why, why_len, "header says %lu entries, payload has fewer",
+                            (unsigned long)n);
     if (n_up != n_up_want)
-        return fail(why, why_len, "header +1 count %lu does not match the payload",
-                    (unsigned long)n_up_want);
+        return lowp_why_set(why, why_len, "header +1 count %lu does not match the payload",
+                            (unsigned long)n_up_want);
     if (n_out)
         *n_out = n;
     return 0;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lowp/why.h"
 #include "format_internal.h"
 
 const lowp_format_info lowp_format_table[LOWP_FORMAT_COUNT] = {
@@ -77,13 +78,6 @@ int lowp_format_bias(lowp_format f) { return lowp_format_table[f].bias; }
 uint16_t lowp_format_max_code(lowp_format f) { return lowp_format_table[f].max_mag; }
 
 /* ---- profile resolution ---------------------------------------------------- */
-
-static int refuse(char *why, size_t len, const char *reason)
-{
-    if (why != NULL && len > 0)
-        snprintf(why, len, "%s", reason);
-    return -1;
-}
 
 #define MODE_BIT(m) (1u << (m))
 #define ALL_MODES 0x1fu
@@ -159,19 +153,21 @@ int lowp_codec_init(lowp_codec *c, lowp_format f, lowp_profile p, lowp_round r, 
                     char *why, size_t why_len)
 {
     if ((unsigned)f >= LOWP_FORMAT_COUNT)
-        return refuse(why, why_len, "unknown format");
+        return lowp_why_set(why, why_len, "unknown format");
     if ((unsigned)p >= LOWP_PROFILE_COUNT)
-        return refuse(why, why_len, "unknown profile");
+        return lowp_why_set(why, why_len, "unknown profile");
     if ((unsigned)r >= LOWP_ROUND_COUNT)
-        return refuse(why, why_len, "unknown rounding mode");
+        return lowp_why_set(why, why_len, "unknown rounding mode");
     profile_rule rule = rule_for(f, p);
     if (rule.sat_default < 0)
-        return refuse(why, why_len, rule.mode_reason);
+        return lowp_why_set(why, why_len, "%s", rule.mode_reason);
     if (!(rule.modes & MODE_BIT(r)))
-        return refuse(why, why_len, rule.mode_reason);
+        return lowp_why_set(why, why_len, "%s", rule.mode_reason);
     int sat = saturate == LOWP_SAT_DEFAULT ? rule.sat_default : (saturate != 0);
     if (!rule.sat_allowed[sat])
-        return refuse(why, why_len, rule.sat_reason[sat] ? rule.sat_reason[sat] : "unsupported overflow policy");
+        return lowp_why_set(why, why_len, "%s",
+                            rule.sat_reason[sat] ? rule.sat_reason[sat]
+                                                 : "unsupported overflow policy");
 
     const lowp_format_info *fi = &lowp_format_table[f];
     memset(c, 0, sizeof *c);

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "lowp/tensor.h"
 
+#include "lowp/why.h"
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,18 +15,6 @@
 
 /* Tensor data is kept in file byte order (little-endian) and read as C arrays. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "lowp tensors need a little-endian host");
-
-static int fail(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t why_len, const char *fmt, ...)
-{
-    if (why != NULL && why_len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* A name made fit for a one-line message: at most 48 bytes, control characters as '?'. */
 static const char *printable(const char *name, char *buf, size_t len)
@@ -105,18 +94,19 @@ int lowp_tensor_alloc(lowp_tensor *t, const char *name, lowp_dtype dt, int ndim,
 {
     memset(t, 0, sizeof *t);
     if ((unsigned)dt >= LOWP_DTYPE_COUNT)
-        return fail(why, why_len, "dtype %d is not a lowp dtype", (int)dt);
+        return lowp_why_set(why, why_len, "dtype %d is not a lowp dtype", (int)dt);
     if (ndim < 0 || ndim > LOWP_TENSOR_MAX_DIMS)
-        return fail(why, why_len, "%d dimensions is outside 0..%d", ndim, LOWP_TENSOR_MAX_DIMS);
+        return lowp_why_set(why, why_len, "%d dimensions is outside 0..%d", ndim,
+                            LOWP_TENSOR_MAX_DIMS);
     size_t count, nbytes;
     if (lowp_shape_size(ndim, shape, lowp_dtype_size(dt), &count, &nbytes))
-        return fail(why, why_len, "the shape's byte size overflows size_t");
+        return lowp_why_set(why, why_len, "the shape's byte size overflows size_t");
     t->name = strdup(name != NULL ? name : "");
     /* calloc(0) may return NULL; one spare byte keeps data non-NULL for empty tensors. */
     t->data = calloc(nbytes ? nbytes : 1, 1);
     if (t->name == NULL || t->data == NULL) {
         lowp_tensor_free(t);
-        return fail(why, why_len, "out of memory for a tensor of %zu bytes", nbytes);
+        return lowp_why_set(why, why_len, "out of memory for a tensor of %zu bytes", nbytes);
     }
     t->dtype = dt;
     t->ndim = ndim;
@@ -174,14 +164,15 @@ lowp_tensor *lowp_tensor_file_add(lowp_tensor_file *f, const char *name, lowp_dt
     if (name == NULL)
         name = "";
     if (lowp_tensor_file_find(f, name) != NULL) {
-        fail(why, why_len, "a tensor named '%s' is already in the file", printable(name, pn, sizeof pn));
+        lowp_why_set(why, why_len, "a tensor named '%s' is already in the file",
+                     printable(name, pn, sizeof pn));
         return NULL;
     }
     if (f->n_tensors == f->cap_tensors) {
         size_t cap = f->cap_tensors ? 2 * f->cap_tensors : 4;
         lowp_tensor *nt = realloc(f->tensors, cap * sizeof *nt);
         if (nt == NULL) {
-            fail(why, why_len, "out of memory for the tensor list");
+            lowp_why_set(why, why_len, "out of memory for the tensor list");
             return NULL;
         }
         f->tensors = nt;
@@ -199,7 +190,7 @@ int lowp_tensor_file_set_meta(lowp_tensor_file *f, const char *key, const char *
 {
     char *v = strdup(value);
     if (v == NULL)
-        return fail(why, why_len, "out of memory for metadata");
+        return lowp_why_set(why, why_len, "out of memory for metadata");
     for (size_t i = 0; i < f->n_meta; i++) {
         if (strcmp(f->meta[i].key, key) == 0) {
             free(f->meta[i].value);
@@ -212,7 +203,7 @@ int lowp_tensor_file_set_meta(lowp_tensor_file *f, const char *key, const char *
         lowp_meta_entry *nm = realloc(f->meta, cap * sizeof *nm);
         if (nm == NULL) {
             free(v);
-            return fail(why, why_len, "out of memory for metadata");
+            return lowp_why_set(why, why_len, "out of memory for metadata");
         }
         f->meta = nm;
         f->cap_meta = cap;
@@ -220,7 +211,7 @@ int lowp_tensor_file_set_meta(lowp_tensor_file *f, const char *key, const char *
     char *k = strdup(key);
     if (k == NULL) {
         free(v);
-        return fail(why, why_len, "out of memory for metadata");
+        return lowp_why_set(why, why_len, "out of memory for metadata");
     }
     f->meta[f->n_meta].key = k;
     f->meta[f->n_meta].value = v;
@@ -263,7 +254,7 @@ static int read_whole(const char *path, unsigned char **buf, size_t *len, char *
     *len = 0;
     FILE *f = fopen(path, "rb");
     if (f == NULL)
-        return fail(why, why_len, "cannot read '%s': %s", path, strerror(errno));
+        return lowp_why_set(why, why_len, "cannot read '%s': %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     unsigned char *b = malloc(cap);
     while (b != NULL) {
@@ -284,13 +275,13 @@ static int read_whole(const char *path, unsigned char **buf, size_t *len, char *
     }
     if (b == NULL) {
         fclose(f);
-        return fail(why, why_len, "out of memory reading '%s'", path);
+        return lowp_why_set(why, why_len, "out of memory reading '%s'", path);
     }
     if (ferror(f)) {
         int e = errno;
         fclose(f);
         free(b);
-        return fail(why, why_len, "cannot read '%s': %s", path, strerror(e));
+        return lowp_why_set(why, why_len, "cannot read '%s': %s", path, strerror(e));
     }
     fclose(f);
     *buf = b;
@@ -301,7 +292,7 @@ static int read_whole(const char *path, unsigned char **buf, size_t *len, char *
 /* Prefix a codec's reason with the path, keeping one sentence. */
 static int fail_in(const char *path, const char *reason, char *why, size_t why_len)
 {
-    return fail(why, why_len, "'%s': %s", path, reason);
+    return lowp_why_set(why, why_len, "'%s': %s", path, reason);
 }
 
 int lowp_tensor_file_read(const char *path, lowp_tensor_file *out, char *why, size_t why_len)
@@ -309,8 +300,9 @@ int lowp_tensor_file_read(const char *path, lowp_tensor_file *out, char *why, si
     lowp_tensor_file_init(out);
     lowp_tensor_file_kind kind = lowp_tensor_file_kind_of(path);
     if (kind == LOWP_FILE_UNKNOWN)
-        return fail(why, why_len, "cannot tell the file type of '%s' (expected .npy or .safetensors)",
-                    path != NULL ? path : "(null)");
+        return lowp_why_set(why, why_len,
+                            "cannot tell the file type of '%s' (expected .npy or .safetensors)",
+                            path != NULL ? path : "(null)");
     unsigned char *buf;
     size_t len;
     if (read_whole(path, &buf, &len, why, why_len))
@@ -347,13 +339,13 @@ int lowp_write_atomic(const char *path, int (*emit)(FILE *, const void *, char *
     size_t n = strlen(path) + 64;
     char *tmp = malloc(n);
     if (tmp == NULL)
-        return fail(why, why_len, "out of memory");
+        return lowp_why_set(why, why_len, "out of memory");
     snprintf(tmp, n, "%s.tmp.%ld.%lu", path, (long)getpid(), serial++);
     FILE *f = fopen(tmp, "wbx"); /* C11 exclusive mode: never clobber a stranger's file */
     if (f == NULL) {
         int e = errno;
         free(tmp);
-        return fail(why, why_len, "cannot write '%s': %s", path, strerror(e));
+        return lowp_why_set(why, why_len, "cannot write '%s': %s", path, strerror(e));
     }
     char reason[512] = "write failed";
     int rc = emit(f, ctx, reason, sizeof reason);
@@ -371,7 +363,7 @@ int lowp_write_atomic(const char *path, int (*emit)(FILE *, const void *, char *
     }
     if (rc != 0) {
         remove(tmp);
-        fail(why, why_len, "cannot write '%s': %s", path, reason);
+        lowp_why_set(why, why_len, "cannot write '%s': %s", path, reason);
     }
     free(tmp);
     return rc;
@@ -393,16 +385,19 @@ int lowp_tensor_file_write(const char *path, const lowp_tensor_file *f, char *wh
     switch (lowp_tensor_file_kind_of(path)) {
     case LOWP_FILE_NPY:
         if (f->n_tensors != 1)
-            return fail(why, why_len, "an .npy file holds exactly one array, not %zu", f->n_tensors);
+            return lowp_why_set(why, why_len, "an .npy file holds exactly one array, not %zu",
+                                f->n_tensors);
         if (f->n_meta != 0)
-            return fail(why, why_len, "an .npy file cannot hold metadata (%zu entries would be lost)",
-                        f->n_meta);
+            return lowp_why_set(why, why_len,
+                                "an .npy file cannot hold metadata (%zu entries would be lost)",
+                                f->n_meta);
         return lowp_write_atomic(path, emit_npy, &f->tensors[0], why, why_len);
     case LOWP_FILE_SAFETENSORS:
         return lowp_write_atomic(path, emit_safetensors, f, why, why_len);
     default:
-        return fail(why, why_len, "cannot tell the file type of '%s' (expected .npy or .safetensors)",
-                    path);
+        return lowp_why_set(why, why_len,
+                            "cannot tell the file type of '%s' (expected .npy or .safetensors)",
+                            path);
     }
 }
 
@@ -444,8 +439,9 @@ int lowp_tensor_to_f32(const lowp_tensor *in, lowp_tensor *out, size_t *rounded,
         break;
     default:
         memset(out, 0, sizeof *out);
-        return fail(why, why_len, "tensor '%s' has dtype %s, not a float type (F32, F64, F16, BF16)",
-                    printable(in->name, pn, sizeof pn), lowp_dtype_name(in->dtype));
+        return lowp_why_set(why, why_len,
+                            "tensor '%s' has dtype %s, not a float type (F32, F64, F16, BF16)",
+                            printable(in->name, pn, sizeof pn), lowp_dtype_name(in->dtype));
     }
     if (lowp_tensor_alloc(out, in->name, LOWP_DT_F32, in->ndim, in->shape, why, why_len))
         return -1;
@@ -484,8 +480,10 @@ int lowp_tensor_load_float(const char *path, const char *name, lowp_tensor *out,
     memset(out, 0, sizeof *out);
     lowp_tensor_file_kind kind = lowp_tensor_file_kind_of(path);
     if (kind == LOWP_FILE_NPY && name != NULL)
-        return fail(why, why_len, "'%s' is an .npy file, which holds one unnamed array; a tensor name applies to .safetensors only",
-                    path);
+        return lowp_why_set(why, why_len,
+                            "'%s' is an .npy file, which holds one unnamed array; a tensor name "
+                            "applies to .safetensors only",
+                            path);
     lowp_tensor_file f;
     if (lowp_tensor_file_read(path, &f, why, why_len))
         return -1;
@@ -494,14 +492,15 @@ int lowp_tensor_load_float(const char *path, const char *name, lowp_tensor *out,
         t = lowp_tensor_file_find(&f, name);
         if (t == NULL) {
             lowp_tensor_file_free(&f);
-            return fail(why, why_len, "'%s' has no tensor named '%s'", path, printable(name, pn, sizeof pn));
+            return lowp_why_set(why, why_len, "'%s' has no tensor named '%s'", path,
+                                printable(name, pn, sizeof pn));
         }
     } else if (f.n_tensors == 1) {
         t = &f.tensors[0];
     } else {
         size_t n = f.n_tensors;
         lowp_tensor_file_free(&f);
-        return fail(why, why_len, "'%s' holds %zu tensors; name the one to use", path, n);
+        return lowp_why_set(why, why_len, "'%s' holds %zu tensors; name the one to use", path, n);
     }
     char reason[256];
     if (src_dtype != NULL)

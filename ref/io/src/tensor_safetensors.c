@@ -14,6 +14,7 @@
  *      then copy each tensor's bytes.
  * The writer is lowp's own: it must give the bytes the safetensors crate (serde_json) gives. */
 #include "lowp/tensor.h"
+#include "lowp/why.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -21,18 +22,6 @@
 #include <string.h>
 
 #define META_KEY "__metadata__"
-
-static int fail(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t why_len, const char *fmt, ...)
-{
-    if (why != NULL && why_len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* A name made fit for a one-line message: at most 48 bytes, control characters as '?'. */
 static const char *printable(const char *name, char *buf, size_t len)
@@ -118,7 +107,7 @@ static int check_depth(const unsigned char *h, size_t n, char *why, size_t why_l
             in_string = 1;
         } else if (c == '[' || c == '{') {
             if (++depth > LOWP_JSON_MAX_DEPTH)
-                return fail(why, why_len, "header: JSON nested deeper than %d levels at byte %zu",
+                return lowp_why_set(why, why_len, "header: JSON nested deeper than %d levels at byte %zu",
                             LOWP_JSON_MAX_DEPTH, i);
         } else if (c == ']' || c == '}') {
             depth--;
@@ -149,7 +138,7 @@ static int json_refusal(const json_error_t *e, char *why, size_t why_len)
     for (char *c = text; *c != '\0'; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = '?';
-    return fail(why, why_len, "header: %s at byte %d (%s)", what, e->position, text);
+    return lowp_why_set(why, why_len, "header: %s at byte %d (%s)", what, e->position, text);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -197,7 +186,7 @@ static int check_entry(json_t *t, entry *e, size_t data_len, char *why, size_t w
     char pn[52];
     printable(e->name, pn, sizeof pn);
     if (!json_is_object(t))
-        return fail(why, why_len, "header: tensor '%s' is not a JSON object", pn);
+        return lowp_why_set(why, why_len, "header: tensor '%s' is not a JSON object", pn);
     json_t *dtype = NULL, *shape = NULL, *offs = NULL;
     const char *k;
     json_t *v;
@@ -210,45 +199,45 @@ static int check_entry(json_t *t, entry *e, size_t data_len, char *why, size_t w
             offs = v;
         else {
             char pk[52];
-            return fail(why, why_len, "header: tensor '%s' has an unknown key '%s' (dtype, shape, data_offsets expected)",
+            return lowp_why_set(why, why_len, "header: tensor '%s' has an unknown key '%s' (dtype, shape, data_offsets expected)",
                         pn, printable(k, pk, sizeof pk));
         }
     }
     if (dtype == NULL || shape == NULL || offs == NULL)
-        return fail(why, why_len, "header: tensor '%s' has no \"%s\"", pn,
+        return lowp_why_set(why, why_len, "header: tensor '%s' has no \"%s\"", pn,
                     dtype == NULL ? "dtype" : shape == NULL ? "shape" : "data_offsets");
     if (!json_is_string(dtype))
-        return fail(why, why_len, "header: tensor '%s' has a dtype that is not a string", pn);
+        return lowp_why_set(why, why_len, "header: tensor '%s' has a dtype that is not a string", pn);
     const char *dn = json_string_value(dtype);
     if (lowp_dtype_parse(dn, &e->dtype)) {
         char pd[52];
-        return fail(why, why_len, "header: tensor '%s' has dtype '%s', which lowp does not read", pn,
+        return lowp_why_set(why, why_len, "header: tensor '%s' has dtype '%s', which lowp does not read", pn,
                     printable(dn, pd, sizeof pd));
     }
     if (!json_is_array(shape))
-        return fail(why, why_len, "header: tensor '%s' has a shape that is not an array", pn);
+        return lowp_why_set(why, why_len, "header: tensor '%s' has a shape that is not an array", pn);
     if (json_array_size(shape) > LOWP_TENSOR_MAX_DIMS)
-        return fail(why, why_len, "header: tensor '%s' has %zu dimensions, more than %d", pn,
+        return lowp_why_set(why, why_len, "header: tensor '%s' has %zu dimensions, more than %d", pn,
                     json_array_size(shape), LOWP_TENSOR_MAX_DIMS);
     e->ndim = (int)json_array_size(shape);
     for (int d = 0; d < e->ndim; d++)
         if (jsize(json_array_get(shape, (size_t)d), &e->shape[d]))
-            return fail(why, why_len, "header: tensor '%s' has a shape entry that is not a non-negative integer in range", pn);
+            return lowp_why_set(why, why_len, "header: tensor '%s' has a shape entry that is not a non-negative integer in range", pn);
     if (!json_is_array(offs) || json_array_size(offs) != 2 || jsize(json_array_get(offs, 0), &e->begin) ||
         jsize(json_array_get(offs, 1), &e->end))
-        return fail(why, why_len, "header: tensor '%s' has data_offsets that are not [begin, end] integers in range", pn);
+        return lowp_why_set(why, why_len, "header: tensor '%s' has data_offsets that are not [begin, end] integers in range", pn);
     if (e->begin > e->end)
-        return fail(why, why_len, "tensor '%s': data_offsets [%zu, %zu] run backwards", pn, e->begin, e->end);
+        return lowp_why_set(why, why_len, "tensor '%s': data_offsets [%zu, %zu] run backwards", pn, e->begin, e->end);
     if (e->end > data_len)
-        return fail(why, why_len, "tensor '%s': data_offsets [%zu, %zu] run past the %zu-byte data buffer", pn,
+        return lowp_why_set(why, why_len, "tensor '%s': data_offsets [%zu, %zu] run past the %zu-byte data buffer", pn,
                     e->begin, e->end, data_len);
     size_t count, nbytes;
     char st[200];
     shape_text(st, sizeof st, e->ndim, e->shape);
     if (lowp_shape_size(e->ndim, e->shape, lowp_dtype_size(e->dtype), &count, &nbytes))
-        return fail(why, why_len, "tensor '%s': shape %s of %s overflows size_t", pn, st, dn);
+        return lowp_why_set(why, why_len, "tensor '%s': shape %s of %s overflows size_t", pn, st, dn);
     if (nbytes != e->end - e->begin)
-        return fail(why, why_len, "tensor '%s': shape %s of %s is %zu bytes but data_offsets [%zu, %zu] hold %zu",
+        return lowp_why_set(why, why_len, "tensor '%s': shape %s of %s is %zu bytes but data_offsets [%zu, %zu] hold %zu",
                     pn, st, dn, nbytes, e->begin, e->end, e->end - e->begin);
     return 0;
 }
@@ -258,20 +247,20 @@ static int read_metadata(json_t *m, lowp_tensor_file *out, char *why, size_t why
     if (json_is_null(m))
         return 0;
     if (!json_is_object(m))
-        return fail(why, why_len, "header: __metadata__ is not an object of strings");
+        return lowp_why_set(why, why_len, "header: __metadata__ is not an object of strings");
     size_t n = json_object_size(m);
     if (n == 0)
         return 0;
     out->meta = calloc(n, sizeof *out->meta);
     if (out->meta == NULL)
-        return fail(why, why_len, "out of memory for metadata");
+        return lowp_why_set(why, why_len, "out of memory for metadata");
     out->cap_meta = n;
     const char *k;
     json_t *v;
     json_object_foreach(m, k, v) {
         if (!json_is_string(v)) {
             char pk[52];
-            return fail(why, why_len, "header: metadata value for key '%s' is not a string", printable(k, pk, sizeof pk));
+            return lowp_why_set(why, why_len, "header: metadata value for key '%s' is not a string", printable(k, pk, sizeof pk));
         }
         /* no U+0000 inside (jansson refuses it without JSON_ALLOW_NUL): C strings suffice */
         lowp_meta_entry *me = &out->meta[out->n_meta];
@@ -282,7 +271,7 @@ static int read_metadata(json_t *m, lowp_tensor_file *out, char *why, size_t why
             free(me->key);
             free(me->value);
             me->key = me->value = NULL;
-            return fail(why, why_len, "out of memory for metadata");
+            return lowp_why_set(why, why_len, "out of memory for metadata");
         }
         memcpy(me->key, k, kl + 1u);
         memcpy(me->value, json_string_value(v), vl + 1u);
@@ -295,7 +284,7 @@ static int build(json_t *root, const unsigned char *data, size_t data_len, lowp_
                  char *why, size_t why_len)
 {
     if (!json_is_object(root))
-        return fail(why, why_len, "header: the JSON is not an object");
+        return lowp_why_set(why, why_len, "header: the JSON is not an object");
     size_t n = 0;
     const char *key;
     json_t *val;
@@ -310,7 +299,7 @@ static int build(json_t *root, const unsigned char *data, size_t data_len, lowp_
     }
     if (n == 0) {
         if (data_len != 0)
-            return fail(why, why_len, "the %zu-byte data buffer belongs to no tensor", data_len);
+            return lowp_why_set(why, why_len, "the %zu-byte data buffer belongs to no tensor", data_len);
         return 0;
     }
     entry *ents = calloc(n, sizeof *ents);
@@ -318,7 +307,7 @@ static int build(json_t *root, const unsigned char *data, size_t data_len, lowp_
     out->tensors = calloc(n, sizeof *out->tensors);
     int rc = -1;
     if (ents == NULL || sorted == NULL || out->tensors == NULL) {
-        fail(why, why_len, "out of memory for %zu tensors", n);
+        lowp_why_set(why, why_len, "out of memory for %zu tensors", n);
         goto done;
     }
     out->cap_tensors = n;
@@ -340,19 +329,19 @@ static int build(json_t *root, const unsigned char *data, size_t data_len, lowp_
         const entry *e = sorted[i];
         printable(e->name, pn, sizeof pn);
         if (e->begin > expect) {
-            fail(why, why_len, "bytes [%zu, %zu) of the data buffer belong to no tensor (a gap before '%s')",
+            lowp_why_set(why, why_len, "bytes [%zu, %zu) of the data buffer belong to no tensor (a gap before '%s')",
                  expect, e->begin, pn);
             goto done;
         }
         if (e->begin < expect) {
-            fail(why, why_len, "tensor '%s' at [%zu, %zu) overlaps the tensor before it, which ends at %zu",
+            lowp_why_set(why, why_len, "tensor '%s' at [%zu, %zu) overlaps the tensor before it, which ends at %zu",
                  pn, e->begin, e->end, expect);
             goto done;
         }
         expect = e->end;
     }
     if (expect != data_len) {
-        fail(why, why_len, "the last %zu bytes of the data buffer belong to no tensor", data_len - expect);
+        lowp_why_set(why, why_len, "the last %zu bytes of the data buffer belong to no tensor", data_len - expect);
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
@@ -375,15 +364,15 @@ int lowp_safetensors_parse(const unsigned char *buf, size_t len, lowp_tensor_fil
 {
     lowp_tensor_file_init(out);
     if (len < 8)
-        return fail(why, why_len, "%zu bytes is too short for a .safetensors file (at least 8)", len);
+        return lowp_why_set(why, why_len, "%zu bytes is too short for a .safetensors file (at least 8)", len);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--)
         n = n << 8 | buf[i];
     if (n > LOWP_SAFETENSORS_MAX_HEADER)
-        return fail(why, why_len, "the header length %llu is more than the %u bytes safetensors allows",
+        return lowp_why_set(why, why_len, "the header length %llu is more than the %u bytes safetensors allows",
                     (unsigned long long)n, LOWP_SAFETENSORS_MAX_HEADER);
     if (n > len - 8)
-        return fail(why, why_len, "the header length %llu runs past the end of the %zu-byte file",
+        return lowp_why_set(why, why_len, "the header length %llu runs past the end of the %zu-byte file",
                     (unsigned long long)n, len);
     /* lowp's limits first, with lowp's messages: UTF-8 (jansson checks it too, but names no
      * byte), a NUL byte (jansson would take it for the end of the text), the depth. */
@@ -391,9 +380,9 @@ int lowp_safetensors_parse(const unsigned char *buf, size_t len, lowp_tensor_fil
     for (size_t i = 0; i < n;) {
         size_t k = utf8_seq(h + i, (size_t)n - i);
         if (k == 0)
-            return fail(why, why_len, "header: invalid UTF-8 at byte %zu", i);
+            return lowp_why_set(why, why_len, "header: invalid UTF-8 at byte %zu", i);
         if (h[i] == 0)
-            return fail(why, why_len, "header: a NUL byte at byte %zu", i);
+            return lowp_why_set(why, why_len, "header: a NUL byte at byte %zu", i);
         i += k;
     }
     if (check_depth(h, (size_t)n, why, why_len))
@@ -501,28 +490,28 @@ int lowp_safetensors_header(const lowp_tensor_file *f, unsigned char **hdr, size
     char pn[52];
     for (size_t i = 0; i < f->n_meta; i++)
         if (!valid_utf8(f->meta[i].key) || !valid_utf8(f->meta[i].value))
-            return fail(why, why_len, "metadata entry '%s' is not valid UTF-8", printable(f->meta[i].key, pn, sizeof pn));
+            return lowp_why_set(why, why_len, "metadata entry '%s' is not valid UTF-8", printable(f->meta[i].key, pn, sizeof pn));
     for (size_t i = 0; i < f->n_meta; i++) /* few entries: a quadratic check is fine */
         for (size_t j = 0; j < i; j++)
             if (strcmp(f->meta[i].key, f->meta[j].key) == 0)
-                return fail(why, why_len, "metadata key '%s' appears twice", printable(f->meta[i].key, pn, sizeof pn));
+                return lowp_why_set(why, why_len, "metadata key '%s' appears twice", printable(f->meta[i].key, pn, sizeof pn));
     for (size_t i = 0; i < f->n_tensors; i++) {
         const lowp_tensor *t = &f->tensors[i];
         printable(t->name, pn, sizeof pn);
         if (!valid_utf8(t->name))
-            return fail(why, why_len, "tensor name '%s' is not valid UTF-8", pn);
+            return lowp_why_set(why, why_len, "tensor name '%s' is not valid UTF-8", pn);
         if (strcmp(t->name, META_KEY) == 0)
-            return fail(why, why_len, "a tensor cannot be named %s", META_KEY);
+            return lowp_why_set(why, why_len, "a tensor cannot be named %s", META_KEY);
         if ((unsigned)t->dtype >= LOWP_DTYPE_COUNT || t->ndim < 0 || t->ndim > LOWP_TENSOR_MAX_DIMS)
-            return fail(why, why_len, "tensor '%s' has an invalid dtype or rank", pn);
+            return lowp_why_set(why, why_len, "tensor '%s' has an invalid dtype or rank", pn);
         size_t count, nbytes;
         if (lowp_shape_size(t->ndim, t->shape, lowp_dtype_size(t->dtype), &count, &nbytes) ||
             nbytes != t->nbytes)
-            return fail(why, why_len, "tensor '%s' has a byte size that does not match its shape", pn);
+            return lowp_why_set(why, why_len, "tensor '%s' has a byte size that does not match its shape", pn);
     }
     wkey *keys = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *keys);
     if (keys == NULL)
-        return fail(why, why_len, "out of memory");
+        return lowp_why_set(why, why_len, "out of memory");
     for (size_t i = 0; i < f->n_tensors; i++)
         keys[i] = (wkey){f->tensors[i].name, f->tensors[i].dtype, i};
     qsort(keys, f->n_tensors, sizeof *keys, by_name);
@@ -530,14 +519,14 @@ int lowp_safetensors_header(const lowp_tensor_file *f, unsigned char **hdr, size
         if (strcmp(keys[i - 1].name, keys[i].name) == 0) {
             printable(keys[i].name, pn, sizeof pn);
             free(keys);
-            return fail(why, why_len, "two tensors are named '%s'", pn);
+            return lowp_why_set(why, why_len, "two tensors are named '%s'", pn);
         }
     }
     qsort(keys, f->n_tensors, sizeof *keys, by_dtype_then_name);
     size_t *idx = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *idx);
     if (idx == NULL) {
         free(keys);
-        return fail(why, why_len, "out of memory");
+        return lowp_why_set(why, why_len, "out of memory");
     }
     for (size_t i = 0; i < f->n_tensors; i++)
         idx[i] = keys[i].index;
@@ -579,7 +568,7 @@ int lowp_safetensors_header(const lowp_tensor_file *f, unsigned char **hdr, size
         if (__builtin_add_overflow(off, t->nbytes, &end)) {
             free(s.b);
             free(idx);
-            return fail(why, why_len, "the data buffer size overflows size_t");
+            return lowp_why_set(why, why_len, "the data buffer size overflows size_t");
         }
         snprintf(num, sizeof num, "],\"data_offsets\":[%zu,%zu]}", off, end);
         sb_str(&s, num);
@@ -591,13 +580,13 @@ int lowp_safetensors_header(const lowp_tensor_file *f, unsigned char **hdr, size
     if (s.oom) {
         free(s.b);
         free(idx);
-        return fail(why, why_len, "out of memory for the header");
+        return lowp_why_set(why, why_len, "out of memory for the header");
     }
     uint64_t hl = (uint64_t)(s.n - 8);
     if (hl > LOWP_SAFETENSORS_MAX_HEADER) {
         free(s.b);
         free(idx);
-        return fail(why, why_len, "the header would be %llu bytes, more than safetensors allows",
+        return lowp_why_set(why, why_len, "the header would be %llu bytes, more than safetensors allows",
                     (unsigned long long)hl);
     }
     for (int i = 0; i < 8; i++)
@@ -616,7 +605,7 @@ int lowp_safetensors_emit(FILE *out, const lowp_tensor_file *f, char *why, size_
     size_t hl;
     size_t *order = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *order);
     if (order == NULL)
-        return fail(why, why_len, "out of memory");
+        return lowp_why_set(why, why_len, "out of memory");
     if (lowp_safetensors_header(f, &hdr, &hl, order, why, why_len)) {
         free(order);
         return -1;
@@ -629,7 +618,7 @@ int lowp_safetensors_emit(FILE *out, const lowp_tensor_file *f, char *why, size_
     free(hdr);
     free(order);
     if (bad)
-        return fail(why, why_len, "write error");
+        return lowp_why_set(why, why_len, "write error");
     return 0;
 }
 
@@ -642,7 +631,7 @@ int lowp_safetensors_serialize(const lowp_tensor_file *f, unsigned char **buf, s
     size_t hl, total;
     size_t *order = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *order);
     if (order == NULL)
-        return fail(why, why_len, "out of memory");
+        return lowp_why_set(why, why_len, "out of memory");
     if (lowp_safetensors_header(f, &hdr, &hl, order, why, why_len)) {
         free(order);
         return -1;
@@ -654,7 +643,7 @@ int lowp_safetensors_serialize(const lowp_tensor_file *f, unsigned char **buf, s
     if (b == NULL) {
         free(hdr);
         free(order);
-        return fail(why, why_len, "out of memory");
+        return lowp_why_set(why, why_len, "out of memory");
     }
     size_t o = hl;
     for (size_t i = 0; i < f->n_tensors; i++) {

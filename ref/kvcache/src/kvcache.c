@@ -7,6 +7,7 @@
  */
 #include "lowp/kvcache.h"
 
+#include "lowp/why.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,17 +32,6 @@ struct lowp_kvcache {
      * the same order, without a decode call per element */
     double elem_val[256], scale_val[256];
 };
-
-static int fail(char *why, size_t why_len, const char *fmt, ...)
-{
-    if (why && why_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* a * b, or 0 with *ok cleared on size_t overflow (sizes here are never legitimately 0) */
 static size_t mul_chk(size_t a, size_t b, int *ok)
@@ -153,53 +143,57 @@ size_t lowp_kv_row_scales(const lowp_kv_config *cfg, lowp_kv_which w)
 int lowp_kv_config_check(const lowp_kv_config *cfg, char *why, size_t why_len)
 {
     if (!cfg)
-        return fail(why, why_len, "cfg is NULL");
+        return lowp_why_set(why, why_len, "cfg is NULL");
     lowp_block_format f = cfg->format;
     if ((unsigned)f >= LOWP_BLOCK_FORMAT_COUNT)
-        return fail(why, why_len, "cfg.format %d is not a block format", (int)f);
+        return lowp_why_set(why, why_len, "cfg.format %d is not a block format", (int)f);
     char rwhy[160];
     if (lowp_recipe_check(f, cfg->recipe, rwhy, sizeof rwhy))
-        return fail(why, why_len, "cfg.recipe %s does not exist for %s: %s",
-                    lowp_recipe_name(cfg->recipe), lowp_block_format_name(f), rwhy);
+        return lowp_why_set(why, why_len, "cfg.recipe %s does not exist for %s: %s",
+                            lowp_recipe_name(cfg->recipe), lowp_block_format_name(f), rwhy);
     if ((unsigned)cfg->layout > LOWP_KV_HND)
-        return fail(why, why_len, "cfg.layout %d is neither nhd nor hnd", (int)cfg->layout);
+        return lowp_why_set(why, why_len, "cfg.layout %d is neither nhd nor hnd", (int)cfg->layout);
     if ((unsigned)cfg->scale_gran > LOWP_KV_SCALE_HEAD)
-        return fail(why, why_len, "cfg.scale_gran %d is neither tensor nor head",
-                    (int)cfg->scale_gran);
+        return lowp_why_set(why, why_len, "cfg.scale_gran %d is neither tensor nor head",
+                            (int)cfg->scale_gran);
     if (cfg->num_pages == 0)
-        return fail(why, why_len, "cfg.num_pages is 0");
+        return lowp_why_set(why, why_len, "cfg.num_pages is 0");
     if (cfg->page_size == 0)
-        return fail(why, why_len, "cfg.page_size is 0");
+        return lowp_why_set(why, why_len, "cfg.page_size is 0");
     if (cfg->num_heads == 0)
-        return fail(why, why_len, "cfg.num_heads is 0");
+        return lowp_why_set(why, why_len, "cfg.num_heads is 0");
     if (cfg->page_size > (size_t)INT32_MAX || cfg->num_pages > (size_t)INT32_MAX)
-        return fail(why, why_len, "cfg.num_pages and cfg.page_size must fit int32 (page tables are int32)");
+        return lowp_why_set(
+            why, why_len, "cfg.num_pages and cfg.page_size must fit int32 (page tables are int32)");
     size_t bs = lowp_block_size(f);
     for (int w = 0; w < 2; w++) {
         const char *dn = w == 0 ? "cfg.qk_dim" : "cfg.vo_dim";
         size_t d = cfg_dim(cfg, (lowp_kv_which)w);
         if (d == 0)
-            return fail(why, why_len, "%s is 0", dn);
+            return lowp_why_set(why, why_len, "%s is 0", dn);
         if (d % bs)
-            return fail(why, why_len, "%s %zu is not a multiple of the %s block size %zu", dn, d,
-                        lowp_block_format_name(f), bs);
+            return lowp_why_set(why, why_len, "%s %zu is not a multiple of the %s block size %zu",
+                                dn, d, lowp_block_format_name(f), bs);
         lowp_kv_sf_order o = cfg_order(cfg, (lowp_kv_which)w);
         const char *on = w == 0 ? "cfg.k_sf_order" : "cfg.v_sf_order";
         if ((unsigned)o > LOWP_KV_SF_INTERLEAVE4)
-            return fail(why, why_len, "%s %d is neither linear nor interleave4", on, (int)o);
+            return lowp_why_set(why, why_len, "%s %d is neither linear nor interleave4", on,
+                                (int)o);
         if (o == LOWP_KV_SF_INTERLEAVE4) {
             if (f != LOWP_NVFP4)
-                return fail(why, why_len,
-                            "%s is interleave4 but %s has no interleaved scale layout (the 4-token interleave is TRT-LLM's NVFP4 order)",
-                            on, lowp_block_format_name(f));
+                return lowp_why_set(why, why_len,
+                                    "%s is interleave4 but %s has no interleaved scale layout (the "
+                                    "4-token interleave is TRT-LLM's NVFP4 order)",
+                                    on, lowp_block_format_name(f));
             if (cfg->page_size % 4)
-                return fail(why, why_len,
-                            "%s is interleave4 but cfg.page_size %zu is not a multiple of 4",
-                            on, cfg->page_size);
+                return lowp_why_set(
+                    why, why_len, "%s is interleave4 but cfg.page_size %zu is not a multiple of 4",
+                    on, cfg->page_size);
             if (d % 64)
-                return fail(why, why_len,
-                            "%s is interleave4 but %s %zu is not a multiple of 64 (S = dim/16 must be a multiple of 4)",
-                            on, dn, d);
+                return lowp_why_set(why, why_len,
+                                    "%s is interleave4 but %s %zu is not a multiple of 64 (S = "
+                                    "dim/16 must be a multiple of 4)",
+                                    on, dn, d);
         }
     }
     /* byte counts: pages * page_size * heads * row bytes, and the same for scales */
@@ -211,8 +205,9 @@ int lowp_kv_config_check(const lowp_kv_config *cfg, char *why, size_t why_len)
     }
     (void)mul_chk(cfg->num_heads, sizeof(float), &ok);
     if (!ok)
-        return fail(why, why_len,
-                    "cfg.num_pages * cfg.page_size * cfg.num_heads * row bytes overflows size_t");
+        return lowp_why_set(
+            why, why_len,
+            "cfg.num_pages * cfg.page_size * cfg.num_heads * row bytes overflows size_t");
     return 0;
 }
 
@@ -246,14 +241,15 @@ static int check_seq(const lowp_kv_page_table *pt, size_t num_pages, size_t page
     for (int32_t j = lo; j < hi && rc == 0; j++) {
         int32_t p = pt->indices[j];
         if (p < 0 || (size_t)p >= num_pages)
-            rc = fail(why, why_len,
-                      "pt.indices[%d] = %d (sequence %zu) is outside [0, %zu), the cache's pages",
-                      (int)j, (int)p, b, num_pages);
+            rc = lowp_why_set(
+                why, why_len,
+                "pt.indices[%d] = %d (sequence %zu) is outside [0, %zu), the cache's pages", (int)j,
+                (int)p, b, num_pages);
         else if (seen) {
             if (seen[p])
-                rc = fail(why, why_len,
-                          "pt.indices[%d] = %d repeats a page already used by sequence %zu",
-                          (int)j, (int)p, b);
+                rc = lowp_why_set(why, why_len,
+                                  "pt.indices[%d] = %d repeats a page already used by sequence %zu",
+                                  (int)j, (int)p, b);
             seen[p] = 1;
         }
     }
@@ -267,12 +263,14 @@ static int check_seq(const lowp_kv_page_table *pt, size_t num_pages, size_t page
         return rc;
     if (hi == lo) {
         if (last != 0)
-            return fail(why, why_len,
-                        "pt.last_page_len[%zu] = %d but sequence %zu has no pages (it must be 0)",
-                        b, (int)last, b);
+            return lowp_why_set(
+                why, why_len,
+                "pt.last_page_len[%zu] = %d but sequence %zu has no pages (it must be 0)", b,
+                (int)last, b);
     } else if (last < 1 || (size_t)last > page_size) {
-        return fail(why, why_len, "pt.last_page_len[%zu] = %d is outside [1, page_size = %zu]", b,
-                    (int)last, page_size);
+        return lowp_why_set(why, why_len,
+                            "pt.last_page_len[%zu] = %d is outside [1, page_size = %zu]", b,
+                            (int)last, page_size);
     }
     return 0;
 }
@@ -280,18 +278,18 @@ static int check_seq(const lowp_kv_page_table *pt, size_t num_pages, size_t page
 static int check_pt_head(const lowp_kv_page_table *pt, size_t page_size, char *why, size_t why_len)
 {
     if (!pt)
-        return fail(why, why_len, "pt is NULL");
+        return lowp_why_set(why, why_len, "pt is NULL");
     if (page_size == 0)
-        return fail(why, why_len, "page_size is 0");
+        return lowp_why_set(why, why_len, "page_size is 0");
     if (!pt->indptr)
-        return fail(why, why_len, "pt.indptr is NULL");
+        return lowp_why_set(why, why_len, "pt.indptr is NULL");
     if (pt->batch > 0 && !pt->last_page_len)
-        return fail(why, why_len, "pt.last_page_len is NULL");
+        return lowp_why_set(why, why_len, "pt.last_page_len is NULL");
     if (pt->indptr[0] != 0)
-        return fail(why, why_len, "pt.indptr[0] = %d, not 0", (int)pt->indptr[0]);
+        return lowp_why_set(why, why_len, "pt.indptr[0] = %d, not 0", (int)pt->indptr[0]);
     if (pt->batch > 0 && pt->indptr[pt->batch] > 0 && !pt->indices)
-        return fail(why, why_len, "pt.indices is NULL but pt.indptr[batch] = %d",
-                    (int)pt->indptr[pt->batch]);
+        return lowp_why_set(why, why_len, "pt.indices is NULL but pt.indptr[batch] = %d",
+                            (int)pt->indptr[pt->batch]);
     return 0;
 }
 
@@ -302,11 +300,12 @@ int lowp_kv_page_table_check(const lowp_kv_page_table *pt, size_t num_pages, siz
         return -1;
     for (size_t b = 0; b < pt->batch; b++)
         if (pt->indptr[b + 1] < pt->indptr[b])
-            return fail(why, why_len, "pt.indptr[%zu] = %d is less than pt.indptr[%zu] = %d", b + 1,
-                        (int)pt->indptr[b + 1], b, (int)pt->indptr[b]);
+            return lowp_why_set(why, why_len,
+                                "pt.indptr[%zu] = %d is less than pt.indptr[%zu] = %d", b + 1,
+                                (int)pt->indptr[b + 1], b, (int)pt->indptr[b]);
     unsigned char *seen = calloc(num_pages ? num_pages : 1, 1);
     if (!seen)
-        return fail(why, why_len, "out of memory checking the page table");
+        return lowp_why_set(why, why_len, "out of memory checking the page table");
     int rc = 0;
     for (size_t b = 0; b < pt->batch && rc == 0; b++)
         rc = check_seq(pt, num_pages, page_size, b, seen, why, why_len);
@@ -321,12 +320,13 @@ static int check_one(const lowp_kv_page_table *pt, size_t num_pages, size_t page
     if (check_pt_head(pt, page_size, why, why_len))
         return -1;
     if (b >= pt->batch)
-        return fail(why, why_len, "sequence b = %zu is not below pt.batch = %zu", b, pt->batch);
+        return lowp_why_set(why, why_len, "sequence b = %zu is not below pt.batch = %zu", b,
+                            pt->batch);
     if (pt->indptr[b] < 0)
-        return fail(why, why_len, "pt.indptr[%zu] = %d is negative", b, (int)pt->indptr[b]);
+        return lowp_why_set(why, why_len, "pt.indptr[%zu] = %d is negative", b, (int)pt->indptr[b]);
     if (pt->indptr[b + 1] < pt->indptr[b])
-        return fail(why, why_len, "pt.indptr[%zu] = %d is less than pt.indptr[%zu] = %d", b + 1,
-                    (int)pt->indptr[b + 1], b, (int)pt->indptr[b]);
+        return lowp_why_set(why, why_len, "pt.indptr[%zu] = %d is less than pt.indptr[%zu] = %d",
+                            b + 1, (int)pt->indptr[b + 1], b, (int)pt->indptr[b]);
     return check_seq(pt, num_pages, page_size, b, NULL, why, why_len);
 }
 
@@ -340,12 +340,13 @@ int lowp_kv_locate(const lowp_kv_page_table *pt, size_t page_size, size_t b, siz
                    size_t *page, size_t *slot, char *why, size_t why_len)
 {
     if (!pt || !pt->indptr || b >= pt->batch)
-        return fail(why, why_len, "sequence b = %zu is not in the page table (pt.batch = %zu)", b,
-                    pt ? pt->batch : 0);
+        return lowp_why_set(why, why_len,
+                            "sequence b = %zu is not in the page table (pt.batch = %zu)", b,
+                            pt ? pt->batch : 0);
     size_t len = lowp_kv_seq_len(pt, page_size, b);
     if (pos >= len)
-        return fail(why, why_len, "pos %zu is past the end of sequence %zu (length %zu)", pos, b,
-                    len);
+        return lowp_why_set(why, why_len, "pos %zu is past the end of sequence %zu (length %zu)",
+                            pos, b, len);
     *page = (size_t)pt->indices[pt->indptr[b] + (int32_t)(pos / page_size)];
     *slot = pos % page_size;
     return 0;
@@ -373,13 +374,13 @@ void lowp_kv_sf_deinterleave(size_t t, size_t s, size_t S, size_t *t_out, size_t
 int lowp_kvcache_create(const lowp_kv_config *cfg, lowp_kvcache **out, char *why, size_t why_len)
 {
     if (!out)
-        return fail(why, why_len, "out is NULL");
+        return lowp_why_set(why, why_len, "out is NULL");
     *out = NULL;
     if (lowp_kv_config_check(cfg, why, why_len))
         return -1;
     lowp_kvcache *c = calloc(1, sizeof *c);
     if (!c)
-        return fail(why, why_len, "out of memory allocating the cache");
+        return lowp_why_set(why, why_len, "out of memory allocating the cache");
     c->cfg = *cfg;
     size_t rows = cfg->num_pages * cfg->page_size * cfg->num_heads; /* checked above */
     size_t max_rb = 0, max_S = 0;
@@ -394,8 +395,8 @@ int lowp_kvcache_create(const lowp_kv_config *cfg, lowp_kvcache **out, char *why
         c->gs[w] = malloc(cfg->num_heads * sizeof(float));
         if (!c->codes[w] || (c->scale_bytes[w] && !c->scales[w]) || !c->gs[w]) {
             lowp_kvcache_destroy(c);
-            return fail(why, why_len, "out of memory allocating %zu code bytes for %s",
-                        c->code_bytes[w], which_names[w]);
+            return lowp_why_set(why, why_len, "out of memory allocating %zu code bytes for %s",
+                                c->code_bytes[w], which_names[w]);
         }
         for (size_t h = 0; h < cfg->num_heads; h++)
             c->gs[w][h] = 1.0f; /* uncalibrated default everywhere (kernels.md 0.5) */
@@ -409,7 +410,7 @@ int lowp_kvcache_create(const lowp_kv_config *cfg, lowp_kvcache **out, char *why
     c->tmp_scales = malloc(2 * cfg->num_heads * (max_S ? max_S : 1));
     if (!c->tmp_codes || !c->tmp_scales) {
         lowp_kvcache_destroy(c);
-        return fail(why, why_len, "out of memory allocating write scratch");
+        return lowp_why_set(why, why_len, "out of memory allocating write scratch");
     }
     lowp_format ef = lowp_block_element_format(cfg->format);
     if (lowp_format_bits(ef) <= 8)
@@ -453,38 +454,43 @@ int lowp_kvcache_check_view(const lowp_kvcache *c, const lowp_kv_view *view, cha
                             size_t why_len)
 {
     if (!c)
-        return fail(why, why_len, "cache is NULL");
+        return lowp_why_set(why, why_len, "cache is NULL");
     if (!view)
-        return fail(why, why_len, "view is NULL (a reader must state the layout it expects)");
+        return lowp_why_set(why, why_len,
+                            "view is NULL (a reader must state the layout it expects)");
     lowp_kv_view s = lowp_kvcache_view(c);
     if (view->format != s.format)
-        return fail(why, why_len, "view.format is %s but the cache was written %s",
-                    lowp_block_format_name(view->format), lowp_block_format_name(s.format));
+        return lowp_why_set(why, why_len, "view.format is %s but the cache was written %s",
+                            lowp_block_format_name(view->format), lowp_block_format_name(s.format));
     if (view->layout != s.layout)
-        return fail(why, why_len, "view.layout is %s but the cache was written %s",
-                    lowp_kv_layout_name(view->layout), lowp_kv_layout_name(s.layout));
+        return lowp_why_set(why, why_len, "view.layout is %s but the cache was written %s",
+                            lowp_kv_layout_name(view->layout), lowp_kv_layout_name(s.layout));
     if (view->k_sf_order != s.k_sf_order)
-        return fail(why, why_len, "view.k_sf_order is %s but the cache was written %s",
-                    lowp_kv_sf_order_name(view->k_sf_order), lowp_kv_sf_order_name(s.k_sf_order));
+        return lowp_why_set(why, why_len, "view.k_sf_order is %s but the cache was written %s",
+                            lowp_kv_sf_order_name(view->k_sf_order),
+                            lowp_kv_sf_order_name(s.k_sf_order));
     if (view->v_sf_order != s.v_sf_order)
-        return fail(why, why_len, "view.v_sf_order is %s but the cache was written %s",
-                    lowp_kv_sf_order_name(view->v_sf_order), lowp_kv_sf_order_name(s.v_sf_order));
+        return lowp_why_set(why, why_len, "view.v_sf_order is %s but the cache was written %s",
+                            lowp_kv_sf_order_name(view->v_sf_order),
+                            lowp_kv_sf_order_name(s.v_sf_order));
     if (view->scale_gran != s.scale_gran)
-        return fail(why, why_len, "view.scale_gran is %s but the cache was written per %s",
-                    lowp_kv_scale_gran_name(view->scale_gran),
-                    lowp_kv_scale_gran_name(s.scale_gran));
+        return lowp_why_set(why, why_len, "view.scale_gran is %s but the cache was written per %s",
+                            lowp_kv_scale_gran_name(view->scale_gran),
+                            lowp_kv_scale_gran_name(s.scale_gran));
     if (view->page_size != s.page_size)
-        return fail(why, why_len, "view.page_size is %zu but the cache was written with %zu",
-                    view->page_size, s.page_size);
+        return lowp_why_set(why, why_len,
+                            "view.page_size is %zu but the cache was written with %zu",
+                            view->page_size, s.page_size);
     if (view->num_heads != s.num_heads)
-        return fail(why, why_len, "view.num_heads is %zu but the cache was written with %zu",
-                    view->num_heads, s.num_heads);
+        return lowp_why_set(why, why_len,
+                            "view.num_heads is %zu but the cache was written with %zu",
+                            view->num_heads, s.num_heads);
     if (view->qk_dim != s.qk_dim)
-        return fail(why, why_len, "view.qk_dim is %zu but the cache was written with %zu",
-                    view->qk_dim, s.qk_dim);
+        return lowp_why_set(why, why_len, "view.qk_dim is %zu but the cache was written with %zu",
+                            view->qk_dim, s.qk_dim);
     if (view->vo_dim != s.vo_dim)
-        return fail(why, why_len, "view.vo_dim is %zu but the cache was written with %zu",
-                    view->vo_dim, s.vo_dim);
+        return lowp_why_set(why, why_len, "view.vo_dim is %zu but the cache was written with %zu",
+                            view->vo_dim, s.vo_dim);
     return 0;
 }
 
@@ -501,12 +507,14 @@ int lowp_kvcache_set_global_scales(lowp_kvcache *c, const float *k, const float 
                                    char *why, size_t why_len)
 {
     if (!c)
-        return fail(why, why_len, "cache is NULL");
+        return lowp_why_set(why, why_len, "cache is NULL");
     size_t H = c->cfg.num_heads;
     size_t want = c->cfg.scale_gran == LOWP_KV_SCALE_HEAD ? H : 1;
     if (n != want)
-        return fail(why, why_len, "n = %zu global scales given but the cache keeps %zu per side (scale_gran %s)",
-                    n, want, lowp_kv_scale_gran_name(c->cfg.scale_gran));
+        return lowp_why_set(
+            why, why_len,
+            "n = %zu global scales given but the cache keeps %zu per side (scale_gran %s)", n, want,
+            lowp_kv_scale_gran_name(c->cfg.scale_gran));
     int has = lowp_block_has_global_scale(c->cfg.format);
     const float *src[2] = {k, v};
     for (int w = 0; w < 2; w++) {
@@ -515,11 +523,12 @@ int lowp_kvcache_set_global_scales(lowp_kvcache *c, const float *k, const float 
         for (size_t i = 0; i < n; i++) {
             float g = src[w][i];
             if (!(isfinite(g) && g > 0.0f))
-                return fail(why, why_len, "%s[%zu] = %g is not a finite positive scale",
-                            which_names[w], i, (double)g);
+                return lowp_why_set(why, why_len, "%s[%zu] = %g is not a finite positive scale",
+                                    which_names[w], i, (double)g);
             if (!has && g != 1.0f)
-                return fail(why, why_len, "%s[%zu] = %g but %s has no global scale (only 1.0)",
-                            which_names[w], i, (double)g, lowp_block_format_name(c->cfg.format));
+                return lowp_why_set(
+                    why, why_len, "%s[%zu] = %g but %s has no global scale (only 1.0)",
+                    which_names[w], i, (double)g, lowp_block_format_name(c->cfg.format));
         }
     }
     for (int w = 0; w < 2; w++) {
@@ -575,9 +584,11 @@ static void counts_add(lowp_quant_counts *dst, const lowp_quant_counts *src)
 static int check_slot(const lowp_kvcache *c, size_t page, size_t slot, char *why, size_t why_len)
 {
     if (page >= c->cfg.num_pages)
-        return fail(why, why_len, "page %zu is not below num_pages = %zu", page, c->cfg.num_pages);
+        return lowp_why_set(why, why_len, "page %zu is not below num_pages = %zu", page,
+                            c->cfg.num_pages);
     if (slot >= c->cfg.page_size)
-        return fail(why, why_len, "slot %zu is not below page_size = %zu", slot, c->cfg.page_size);
+        return lowp_why_set(why, why_len, "slot %zu is not below page_size = %zu", slot,
+                            c->cfg.page_size);
     return 0;
 }
 
@@ -586,12 +597,12 @@ int lowp_kvcache_write(lowp_kvcache *c, size_t page, size_t slot, const float *k
                        size_t why_len)
 {
     if (!c)
-        return fail(why, why_len, "cache is NULL");
+        return lowp_why_set(why, why_len, "cache is NULL");
     if (check_slot(c, page, slot, why, why_len))
         return -1;
     const float *x[2] = {k, v};
     if (!k || !v)
-        return fail(why, why_len, "%s is NULL", !k ? "k" : "v");
+        return lowp_why_set(why, why_len, "%s is NULL", !k ? "k" : "v");
     lowp_block_format f = c->cfg.format;
     lowp_recipe r = c->cfg.recipe;
     size_t H = c->cfg.num_heads;
@@ -645,7 +656,7 @@ int lowp_kvcache_write_pos(lowp_kvcache *c, const lowp_kv_page_table *pt, size_t
                            lowp_quant_counts *v_counts, char *why, size_t why_len)
 {
     if (!c)
-        return fail(why, why_len, "cache is NULL");
+        return lowp_why_set(why, why_len, "cache is NULL");
     if (check_one(pt, c->cfg.num_pages, c->cfg.page_size, b, why, why_len))
         return -1;
     size_t page, slot;
@@ -727,7 +738,7 @@ int lowp_kvcache_read(const lowp_kvcache *c, const lowp_kv_view *view, size_t pa
         return -1;
     uint8_t *scratch = scale_scratch(c);
     if (!scratch)
-        return fail(why, why_len, "out of memory");
+        return lowp_why_set(why, why_len, "out of memory");
     double *out[2] = {k, v};
     for (int w = 0; w < 2; w++)
         if (out[w])
@@ -744,9 +755,10 @@ int lowp_kvcache_read_row_bytes(const lowp_kvcache *c, const lowp_kv_view *view,
     if (lowp_kvcache_check_view(c, view, why, why_len) || check_slot(c, page, slot, why, why_len))
         return -1;
     if ((unsigned)w > LOWP_KV_V)
-        return fail(why, why_len, "w %d is neither k nor v", (int)w);
+        return lowp_why_set(why, why_len, "w %d is neither k nor v", (int)w);
     if (head >= c->cfg.num_heads)
-        return fail(why, why_len, "head %zu is not below num_heads = %zu", head, c->cfg.num_heads);
+        return lowp_why_set(why, why_len, "head %zu is not below num_heads = %zu", head,
+                            c->cfg.num_heads);
     if (codes)
         memcpy(codes, c->codes[w] + lowp_kvcache_code_offset(c, w, page, slot, head), c->rb[w]);
     if (scales)
@@ -764,11 +776,11 @@ int lowp_kvcache_gather(const lowp_kvcache *c, const lowp_kv_view *view,
         return -1;
     size_t have = lowp_kv_seq_len(pt, c->cfg.page_size, b);
     if (len > have)
-        return fail(why, why_len, "len %zu is past the end of sequence %zu (length %zu)", len, b,
-                    have);
+        return lowp_why_set(why, why_len, "len %zu is past the end of sequence %zu (length %zu)",
+                            len, b, have);
     uint8_t *scratch = scale_scratch(c);
     if (!scratch)
-        return fail(why, why_len, "out of memory");
+        return lowp_why_set(why, why_len, "out of memory");
     size_t H = c->cfg.num_heads, P = c->cfg.page_size;
     double *out[2] = {k, v};
     for (size_t pos = 0; pos < len; pos++) {
@@ -786,11 +798,13 @@ int lowp_kvcache_gather(const lowp_kvcache *c, const lowp_kv_view *view,
 int lowp_kvcache_copy_page(lowp_kvcache *c, size_t src, size_t dst, char *why, size_t why_len)
 {
     if (!c)
-        return fail(why, why_len, "cache is NULL");
+        return lowp_why_set(why, why_len, "cache is NULL");
     if (src >= c->cfg.num_pages)
-        return fail(why, why_len, "src page %zu is not below num_pages = %zu", src, c->cfg.num_pages);
+        return lowp_why_set(why, why_len, "src page %zu is not below num_pages = %zu", src,
+                            c->cfg.num_pages);
     if (dst >= c->cfg.num_pages)
-        return fail(why, why_len, "dst page %zu is not below num_pages = %zu", dst, c->cfg.num_pages);
+        return lowp_why_set(why, why_len, "dst page %zu is not below num_pages = %zu", dst,
+                            c->cfg.num_pages);
     if (src == dst)
         return 0;
     /* Both layouts are page-major: a page is one contiguous run of page_size * num_heads

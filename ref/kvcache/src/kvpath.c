@@ -16,22 +16,12 @@
  */
 #include "lowp/kvcache.h"
 
+#include "lowp/why.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *why, size_t why_len, const char *fmt, ...)
-{
-    if (why && why_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static const char *const path_names[LOWP_KV_PATH_COUNT] = {"exact", "decode", "extend", "prefill",
                                                            "fp8kv"};
@@ -92,7 +82,7 @@ static int codecs_init(path_codecs *pc, char *why, size_t why_len)
         return -1;
     pc->ws_of_bf16 = malloc(65536 * sizeof(double));
     if (!pc->ws_of_bf16)
-        return fail(why, why_len, "out of memory");
+        return lowp_why_set(why, why_len, "out of memory");
     for (unsigned c = 0; c < 65536; c++)
         pc->ws_of_bf16[c] = lowp_decode_f64(
             LOWP_E4M3, lowp_encode_f32(&pc->e4m3_torch, lowp_decode_f32(LOWP_BF16, (uint16_t)c)));
@@ -157,7 +147,7 @@ static int run_side(const lowp_kv_path_args *a, const path_codecs *pc, const flo
     /* per-head decode-side global scales (1.0 without) */
     float *gs = malloc(H * sizeof(float));
     if (!gs)
-        return fail(why, why_len, "out of memory");
+        return lowp_why_set(why, why_len, "out of memory");
     for (size_t h = 0; h < H; h++)
         gs[h] = gs_in ? gs_in[cfg->scale_gran == LOWP_KV_SCALE_HEAD ? h : 0] : 1.0f;
 
@@ -176,7 +166,7 @@ static int run_side(const lowp_kv_path_args *a, const path_codecs *pc, const flo
         codes = malloc(n_cached * H * rb);
         scales = malloc(S ? n_cached * H * S : 1);
         if (!codes || !scales) {
-            rc = fail(why, why_len, "out of memory");
+            rc = lowp_why_set(why, why_len, "out of memory");
             goto done;
         }
         if (quantize_rows(cfg, gs, x, n_cached, d, codes, scales, cnt, why, why_len)) {
@@ -200,7 +190,7 @@ static int run_side(const lowp_kv_path_args *a, const path_codecs *pc, const flo
     if (!tmp || !u16) {
         free(tmp);
         free(u16);
-        rc = fail(why, why_len, "out of memory");
+        rc = lowp_why_set(why, why_len, "out of memory");
         goto done;
     }
     for (size_t t = 0; t < ctx; t++)
@@ -285,11 +275,12 @@ static int check_scales(const float *g, size_t n, const char *name, int has_glob
         return 0;
     for (size_t i = 0; i < n; i++) {
         if (!(isfinite(g[i]) && g[i] > 0.0f))
-            return fail(why, why_len, "a.%s[%zu] = %g is not a finite positive scale", name, i,
-                        (double)g[i]);
+            return lowp_why_set(why, why_len, "a.%s[%zu] = %g is not a finite positive scale", name,
+                                i, (double)g[i]);
         if (!has_global && g[i] != 1.0f)
-            return fail(why, why_len, "a.%s[%zu] = %g but the format has no global scale (only 1.0)",
-                        name, i, (double)g[i]);
+            return lowp_why_set(why, why_len,
+                                "a.%s[%zu] = %g but the format has no global scale (only 1.0)",
+                                name, i, (double)g[i]);
     }
     return 0;
 }
@@ -299,9 +290,9 @@ int lowp_kv_path_run(const lowp_kv_path_args *a, int fold, double *q_eff, double
                      char *why, size_t why_len)
 {
     if (!a)
-        return fail(why, why_len, "a is NULL");
+        return lowp_why_set(why, why_len, "a is NULL");
     if ((unsigned)a->path >= LOWP_KV_PATH_COUNT)
-        return fail(why, why_len, "a.path %d is not a data path", (int)a->path);
+        return lowp_why_set(why, why_len, "a.path %d is not a data path", (int)a->path);
     /* The storage part of the config: pages, layout and scale order do not matter here. */
     lowp_kv_config cfg = a->cfg;
     cfg.num_pages = 1;
@@ -312,30 +303,34 @@ int lowp_kv_path_run(const lowp_kv_path_args *a, int fold, double *q_eff, double
         return -1;
     lowp_block_format f = cfg.format;
     if (a->path == LOWP_KV_PATH_EXTEND && f != LOWP_NVFP4)
-        return fail(why, why_len,
-                    "the extend path dequantizes an NVFP4 prefix into the FP8 workspace; a.cfg.format is %s",
-                    lowp_block_format_name(f));
+        return lowp_why_set(why, why_len,
+                            "the extend path dequantizes an NVFP4 prefix into the FP8 workspace; "
+                            "a.cfg.format is %s",
+                            lowp_block_format_name(f));
     if (a->path == LOWP_KV_PATH_FP8KV && f != LOWP_FP8_E4M3 && f != LOWP_FP8_E5M2)
-        return fail(why, why_len, "the fp8kv path reads an FP8 cache; a.cfg.format is %s",
-                    lowp_block_format_name(f));
+        return lowp_why_set(why, why_len, "the fp8kv path reads an FP8 cache; a.cfg.format is %s",
+                            lowp_block_format_name(f));
     if (a->ctx == 0)
-        return fail(why, why_len, "a.ctx is 0");
+        return lowp_why_set(why, why_len, "a.ctx is 0");
     if (a->path == LOWP_KV_PATH_EXTEND && a->chunk_start > a->ctx)
-        return fail(why, why_len, "a.chunk_start %zu is past a.ctx %zu", a->chunk_start, a->ctx);
+        return lowp_why_set(why, why_len, "a.chunk_start %zu is past a.ctx %zu", a->chunk_start,
+                            a->ctx);
     if (a->path == LOWP_KV_PATH_PREFILL && a->chunk_start != 0)
-        return fail(why, why_len, "a.chunk_start is %zu but prefill has no cached prefix (it must be 0)",
-                    a->chunk_start);
+        return lowp_why_set(why, why_len,
+                            "a.chunk_start is %zu but prefill has no cached prefix (it must be 0)",
+                            a->chunk_start);
     if (!a->k || !a->v)
-        return fail(why, why_len, "a.%s is NULL", !a->k ? "k" : "v");
+        return lowp_why_set(why, why_len, "a.%s is NULL", !a->k ? "k" : "v");
     if (!k_eff || !v_eff)
-        return fail(why, why_len, "%s is NULL", !k_eff ? "k_eff" : "v_eff");
+        return lowp_why_set(why, why_len, "%s is NULL", !k_eff ? "k_eff" : "v_eff");
     if (!fold && (!k_scale || !v_scale))
-        return fail(why, why_len, "%s is NULL and fold is 0 (the scales must go somewhere)",
-                    !k_scale ? "k_scale" : "v_scale");
+        return lowp_why_set(why, why_len, "%s is NULL and fold is 0 (the scales must go somewhere)",
+                            !k_scale ? "k_scale" : "v_scale");
     if (q_eff && a->q && (a->q_len == 0 || a->num_q_heads == 0))
-        return fail(why, why_len, "a.q_len and a.num_q_heads must be nonzero when Q is given");
+        return lowp_why_set(why, why_len,
+                            "a.q_len and a.num_q_heads must be nonzero when Q is given");
     if ((unsigned)a->q_type > LOWP_KV_Q_FP8)
-        return fail(why, why_len, "a.q_type %d is not a Q type", (int)a->q_type);
+        return lowp_why_set(why, why_len, "a.q_type %d is not a Q type", (int)a->q_type);
     size_t H = cfg.num_heads;
     size_t ng = cfg.scale_gran == LOWP_KV_SCALE_HEAD ? H : 1;
     int has_global = lowp_block_has_global_scale(f);
@@ -344,7 +339,8 @@ int lowp_kv_path_run(const lowp_kv_path_args *a, int fold, double *q_eff, double
         return -1;
     float q_scale = a->q_scale == 0.0f ? 1.0f : a->q_scale;
     if (a->q_type == LOWP_KV_Q_FP8 && !(isfinite(q_scale) && q_scale > 0.0f))
-        return fail(why, why_len, "a.q_scale = %g is not a finite positive scale", (double)q_scale);
+        return lowp_why_set(why, why_len, "a.q_scale = %g is not a finite positive scale",
+                            (double)q_scale);
 
     path_codecs pc;
     if (codecs_init(&pc, why, why_len)) {
@@ -357,7 +353,7 @@ int lowp_kv_path_run(const lowp_kv_path_args *a, int fold, double *q_eff, double
     if (!ks || !vs) {
         own = malloc(2 * H * sizeof(double));
         if (!own)
-            return fail(why, why_len, "out of memory");
+            return lowp_why_set(why, why_len, "out of memory");
         ks = own;
         vs = own + H;
     }

@@ -65,17 +65,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowp/why.h"
 #include "lowp/attn.h"
 
 #define PREC_DEFAULT 128
 #define PREC_MAX ((mpfr_prec_t)1 << 17)
-
-static int fail(char *why, size_t len, const char *msg)
-{
-    if (why != NULL && len > 0)
-        snprintf(why, len, "%s", msg);
-    return -1;
-}
 
 /* ---------------------------------------------------------------------------------------
  * The long accumulator. Bit position b weighs 2^(b - XA_BIAS); a product of two finite
@@ -699,16 +693,16 @@ int lowp_attn_oracle_mpfr_ex(const lowp_attn_shape *s_in, const double *q, const
                              lowp_attn_oracle_stats *stats, char *why, size_t why_len)
 {
     if (s_in == NULL)
-        return fail(why, why_len, "shape is NULL");
+        return lowp_why_set(why, why_len, "shape is NULL");
     lowp_attn_shape s = *s_in;
     if (lowp_attn_check_shape(&s, why, why_len))
         return -1;
     if (q == NULL || k == NULL || v == NULL)
-        return fail(why, why_len, "q, k and v must not be NULL");
+        return lowp_why_set(why, why_len, "q, k and v must not be NULL");
     if (prec == 0)
         prec = PREC_DEFAULT;
     if (prec < 32 || (mpfr_prec_t)prec > PREC_MAX / 2)
-        return fail(why, why_len, "prec must be 0 (128) or between 32 and 65536 bits");
+        return lowp_why_set(why, why_len, "prec must be 0 (128) or between 32 and 65536 bits");
     const long rows = (long)(s.q_len * s.num_q_heads);
     int nomem = 0, diverged = 0;
     ostats tot = {0, 0, 0, 0};
@@ -745,9 +739,10 @@ int lowp_attn_oracle_mpfr_ex(const lowp_attn_shape *s_in, const double *q, const
         mpfr_set_emax(emax);
     }
     if (nomem)
-        return fail(why, why_len, "out of memory for the attention oracle");
+        return lowp_why_set(why, why_len, "out of memory for the attention oracle");
     if (diverged)
-        return fail(why, why_len, "the attention oracle did not converge below 131072 bits");
+        return lowp_why_set(why, why_len,
+                            "the attention oracle did not converge below 131072 bits");
     if (stats != NULL) {
         stats->outputs += tot.outputs;
         stats->retries += tot.retries;

@@ -5,7 +5,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <omp.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,18 +14,8 @@
 #include "lowp/attn_bench.h"
 #include "lowp/cases.h"
 #include "lowp/format.h"
+#include "lowp/why.h"
 
-static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    if (why != NULL && len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 lowp_attn_bench_decode_opts lowp_attn_bench_decode_defaults(void)
 {
@@ -79,15 +68,15 @@ int lowp_attn_bench_decode(const lowp_attn_bench_decode_opts *o, lowp_attn_bench
                            char *why, size_t why_len)
 {
     if (o == NULL || r == NULL)
-        return fail(why, why_len, "options and result must not be NULL");
+        return lowp_why_set(why, why_len, "options and result must not be NULL");
     if (o->batch == 0 || o->ctx == 0 || o->num_kv_heads == 0 || o->group == 0 ||
         o->head_dim == 0 || o->page_size == 0 || o->reps < 1 || o->threads < 0)
-        return fail(why, why_len, "benchmark sizes, reps must be positive");
+        return lowp_why_set(why, why_len, "benchmark sizes, reps must be positive");
     if (o->ctx > (size_t)INT32_MAX / 2 || o->batch > 4096)
-        return fail(why, why_len, "ctx or batch too large for a benchmark");
+        return lowp_why_set(why, why_len, "ctx or batch too large for a benchmark");
     const size_t P = o->page_size, ppseq = (o->ctx + P - 1) / P, NP = ppseq * o->batch;
     if (NP > (size_t)INT32_MAX)
-        return fail(why, why_len, "%zu pages do not fit an int32 page table", NP);
+        return lowp_why_set(why, why_len, "%zu pages do not fit an int32 page table", NP);
     lowp_kv_config cfg = lowp_kv_config_default(o->format, NP, P, o->num_kv_heads, o->head_dim,
                                                 o->head_dim);
     lowp_kvcache *c = NULL;
@@ -126,7 +115,7 @@ int lowp_attn_bench_decode(const lowp_attn_bench_decode_opts *o, lowp_attn_bench
     out = malloc(o->batch * nq * o->head_dim * sizeof *out);
     times = malloc((size_t)o->reps * sizeof *times);
     if (!indptr || !indices || !last || !q || !out || !times) {
-        fail(why, why_len, "out of memory for the benchmark");
+        lowp_why_set(why, why_len, "out of memory for the benchmark");
         goto done;
     }
     for (size_t b = 0; b <= o->batch; b++)

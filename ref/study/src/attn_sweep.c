@@ -16,15 +16,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "lowp/why.h"
 #include "lowp/calib.h"
 #include "lowp/stats.h"
-
-static int fail(char *why, size_t len, const char *msg)
-{
-    if (why != NULL && len > 0)
-        snprintf(why, len, "%s", msg);
-    return -1;
-}
 
 static double now_s(void)
 {
@@ -120,14 +114,14 @@ int lowp_sweep_quantize_exact(lowp_block_format f, lowp_recipe r, lowp_global_sc
     if (dp % 2)
         dp++;
     if (rows != 0 && dp > SIZE_MAX / 8 / rows)
-        return fail(why, why_len, "the tensor is too large to quantize");
+        return lowp_why_set(why, why_len, "the tensor is too large to quantize");
     size_t n = rows * dp;
     const float *src = x;
     float *pad = NULL;
     if (dp != dim) {
         pad = calloc(n ? n : 1, sizeof *pad);
         if (pad == NULL)
-            return fail(why, why_len, "out of memory for the padded tensor");
+            return lowp_why_set(why, why_len, "out of memory for the padded tensor");
         for (size_t t = 0; t < rows; t++)
             memcpy(pad + t * dp, x + t * dim, dim * sizeof *pad);
         src = pad;
@@ -141,7 +135,7 @@ int lowp_sweep_quantize_exact(lowp_block_format f, lowp_recipe r, lowp_global_sc
         free(scales);
         if (deq != out)
             free(deq);
-        return fail(why, why_len, "out of memory for the quantized tensor");
+        return lowp_why_set(why, why_len, "out of memory for the quantized tensor");
     }
     int rc = lowp_block_quantize(f, r, gs, 0, src, n, codes, scales, counts, why, why_len);
     if (rc == 0) {
@@ -269,7 +263,7 @@ static int oracle_check(const lowp_attn_shape *s, const double *q, const double 
     double *vs = malloc(s->ctx * n_kv * Dv * sizeof *vs), *o64 = malloc(s->q_len * nq * Dv * sizeof *o64);
     int rc = -1;
     if (qs == NULL || ks == NULL || vs == NULL || o64 == NULL) {
-        fail(why, len, "out of memory for the oracle check");
+        lowp_why_set(why, len, "out of memory for the oracle check");
         goto done;
     }
     for (size_t i = 0; i < s->q_len; i++)
@@ -375,7 +369,7 @@ static int run_case(const lowp_sweep_options *o, lowp_workload_kind kind, const 
     s.ctx = sz->ctx;
     s.q_offset = sz->ctx - sz->q_len;
     if (sz->q_len > sz->ctx)
-        return fail(why, len, "a sweep size has q_len > ctx");
+        return lowp_why_set(why, len, "a sweep size has q_len > ctx");
     if (lowp_attn_check_shape(&s, why, len))
         return -1;
     lowp_workload w;
@@ -400,7 +394,7 @@ static int run_case(const lowp_sweep_options *o, lowp_workload_kind kind, const 
     int rc = -1;
     if (b.qd == NULL || b.kd == NULL || b.vd == NULL || b.kq == NULL || b.vq == NULL || b.out_b == NULL ||
         b.out_q == NULL || b.p_b == NULL || b.p_q == NULL || b.arith == NULL) {
-        fail(why, len, "out of memory for a sweep case");
+        lowp_why_set(why, len, "out of memory for a sweep case");
         goto done;
     }
     char what[160];
@@ -479,7 +473,7 @@ static int run_case(const lowp_sweep_options *o, lowp_workload_kind kind, const 
             row.bound_held = arith_run && a.outputs ? a.held : -1;
             row.seconds = h < 0 ? secs : NAN;
             if (push_row(r, &row)) {
-                fail(why, len, "out of memory for the result rows");
+                lowp_why_set(why, len, "out of memory for the result rows");
                 goto done;
             }
         }
@@ -497,11 +491,11 @@ int lowp_sweep_run(const lowp_sweep_options *o, lowp_sweep_result *r, char *why,
     memset(r, 0, sizeof *r);
     r->opt = *o;
     if (o->n_sizes == 0 || o->n_sizes > LOWP_SWEEP_MAX_SIZES)
-        return fail(why, why_len, "the sweep needs 1 to 16 sizes");
+        return lowp_why_set(why, why_len, "the sweep needs 1 to 16 sizes");
     if (o->n_configs == 0 || o->n_configs > LOWP_SWEEP_MAX_CONFIGS)
-        return fail(why, why_len, "the sweep needs 1 to 16 configs");
+        return lowp_why_set(why, why_len, "the sweep needs 1 to 16 configs");
     if ((o->workloads & ((1u << LOWP_WORKLOAD_KIND_COUNT) - 1)) == 0)
-        return fail(why, why_len, "the sweep needs at least one workload");
+        return lowp_why_set(why, why_len, "the sweep needs at least one workload");
     for (size_t c = 0; c < o->n_configs; c++)
         if (o->configs[c].quantized && lowp_recipe_check(o->configs[c].format, o->configs[c].recipe, why, why_len))
             return -1;

@@ -8,6 +8,7 @@
  * deterministic compensated sum of lowp_stats_quant_sse / lowp_stats_compute. */
 #include "lowp/calib.h"
 
+#include "lowp/why.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +24,6 @@ const char *lowp_calib_method_name(lowp_calib_method m)
 const char *lowp_calib_scope_name(lowp_calib_scope s)
 {
     return s == LOWP_CALIB_HEAD ? "head" : "tensor";
-}
-
-static int fail(char *why, size_t len, const char *msg)
-{
-    if (why != NULL && len > 0)
-        snprintf(why, len, "%s", msg);
-    return -1;
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -243,7 +237,7 @@ static int mse_search(const lowp_calib_spec *sp, const slice *sl, size_t cap, co
     int own = 0;
     if (units_s > 1) {
         if (sample_slice(sl, units_s, &sam))
-            return fail(why, len, "out of memory for the search sample");
+            return lowp_why_set(why, len, "out of memory for the search sample");
         own = 1;
     }
     int rc = -1;
@@ -318,7 +312,7 @@ static int slice_scale(const lowp_calib_spec *sp, const slice *sl, size_t cap, c
         unsigned num = sp->method == LOWP_CALIB_P999 ? 999 : 9999, den = sp->method == LOWP_CALIB_P999 ? 1000 : 10000;
         float q = lowp_calib_abs_quantile(sl->x, sl->n, num, den);
         if (isnan(q))
-            return fail(why, len, "out of memory for the percentile");
+            return lowp_why_set(why, len, "out of memory for the percentile");
         out->gs = scale_from_amax(sp->format, sp->recipe, q);
         return 0;
     }
@@ -392,14 +386,17 @@ static int check_spec(const lowp_calib_spec *sp, char *why, size_t len)
 {
     if ((unsigned)sp->format >= LOWP_BLOCK_FORMAT_COUNT || (unsigned)sp->recipe >= LOWP_RECIPE_COUNT ||
         (unsigned)sp->method >= LOWP_CALIB_METHOD_COUNT)
-        return fail(why, len, "unknown format, recipe or method");
+        return lowp_why_set(why, len, "unknown format, recipe or method");
     if (lowp_recipe_check(sp->format, sp->recipe, why, len))
         return -1;
     int has_g = lowp_block_has_global_scale(sp->format);
     if (has_g && sp->method == LOWP_CALIB_NONE)
-        return fail(why, len, "NVFP4 and FP8 need a global-scale method (fixed-1.0, amax, p99.9, p99.99, mse)");
+        return lowp_why_set(
+            why, len,
+            "NVFP4 and FP8 need a global-scale method (fixed-1.0, amax, p99.9, p99.99, mse)");
     if (!has_g && sp->method != LOWP_CALIB_NONE)
-        return fail(why, len, "MXFP4, MXFP8 and BF16 have no global scale to calibrate (method none)");
+        return lowp_why_set(
+            why, len, "MXFP4, MXFP8 and BF16 have no global scale to calibrate (method none)");
     return 0;
 }
 
@@ -415,12 +412,12 @@ int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib
 {
     memset(out, 0, sizeof *out);
     if (o == NULL)
-        return fail(why, why_len, "calibration needs the tensor shape");
+        return lowp_why_set(why, why_len, "calibration needs the tensor shape");
     size_t T = o->tokens, H = o->heads, D = o->dim;
     if (T == 0 || H == 0 || D == 0)
-        return fail(why, why_len, "empty tensor");
+        return lowp_why_set(why, why_len, "empty tensor");
     if (T > SIZE_MAX / H / D / 8)
-        return fail(why, why_len, "tensor too large");
+        return lowp_why_set(why, why_len, "tensor too large");
     size_t n = T * H * D;
     size_t cap = o->search_max;
     for (size_t i = 0; i < nspecs; i++)
@@ -441,7 +438,7 @@ int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib
     whole.x = calloc(whole.np, sizeof *whole.x);
     workspace ws;
     if (ws_init(&ws, whole.np) || rec == NULL || out->rows == NULL || whole.x == NULL) {
-        fail(why, why_len, "out of memory for the calibration");
+        lowp_why_set(why, why_len, "out of memory for the calibration");
         goto done;
     }
     memcpy(whole.x, x, n * sizeof *x);
@@ -452,7 +449,7 @@ int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib
         heads = calloc(H, sizeof *heads);
         hrec = malloc(T * D * sizeof *hrec);
         if (heads == NULL || hrec == NULL) {
-            fail(why, why_len, "out of memory for the head slices");
+            lowp_why_set(why, why_len, "out of memory for the head slices");
             goto done;
         }
         for (size_t h = 0; h < H; h++) {
@@ -462,7 +459,7 @@ int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib
             heads[h].row = D;
             heads[h].x = calloc(heads[h].np, sizeof *heads[h].x);
             if (heads[h].x == NULL) {
-                fail(why, why_len, "out of memory for the head slices");
+                lowp_why_set(why, why_len, "out of memory for the head slices");
                 goto done;
             }
             for (size_t t = 0; t < T; t++)
@@ -481,7 +478,7 @@ int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib
         row->gscales = ng ? malloc(ng * sizeof *row->gscales) : NULL;
         row->multipliers = ng && sp->method == LOWP_CALIB_MSE ? malloc(ng * sizeof *row->multipliers) : NULL;
         if (ng && (row->gscales == NULL || (sp->method == LOWP_CALIB_MSE && row->multipliers == NULL))) {
-            fail(why, why_len, "out of memory for the global scales");
+            lowp_why_set(why, why_len, "out of memory for the global scales");
             goto done;
         }
         lowp_quant_counts qc;

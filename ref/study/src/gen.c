@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowp/why.h"
 #include "lowp/cases.h"
 
 #ifndef M_PI
@@ -130,13 +131,6 @@ static double gamma_draw(stream *st, double a)
     }
 }
 
-static int fail(char *why, size_t len, const char *msg)
-{
-    if (why != NULL && len > 0)
-        snprintf(why, len, "%s", msg);
-    return -1;
-}
-
 /* ---------------------------------------------------------------------------------- */
 /* flat kinds                                                                          */
 
@@ -235,21 +229,23 @@ size_t lowp_gen_outlier_channels(const lowp_gen_params *p, uint64_t seed, size_t
 static int check_kv(lowp_gen_kind k, const lowp_gen_params *p, size_t dim, char *why, size_t len)
 {
     if (!(p->scale > 0) || !isfinite(p->scale))
-        return fail(why, len, "scale must be a positive finite number");
+        return lowp_why_set(why, len, "scale must be a positive finite number");
     if (!(p->channel_log_sd >= 0) || !(p->token_log_sd >= 0))
-        return fail(why, len, "channel_log_sd and token_log_sd must be >= 0");
+        return lowp_why_set(why, len, "channel_log_sd and token_log_sd must be >= 0");
     if (k == LOWP_GEN_K_LIKE) {
         if (dim % 2 != 0)
-            return fail(why, len, "k-like needs an even head_dim (RoPE rotates channel pairs)");
+            return lowp_why_set(why, len,
+                                "k-like needs an even head_dim (RoPE rotates channel pairs)");
         if (p->outliers_per_head > 0) {
             size_t m = 2 * (dim / 2 - dim / 4);
             if (p->outliers_per_head > m)
-                return fail(why, len, "outliers_per_head exceeds the low-frequency channels (D/2)");
+                return lowp_why_set(why, len,
+                                    "outliers_per_head exceeds the low-frequency channels (D/2)");
             if (!(p->outlier_min > 0) || !(p->outlier_max >= p->outlier_min))
-                return fail(why, len, "need 0 < outlier_min <= outlier_max");
+                return lowp_why_set(why, len, "need 0 < outlier_min <= outlier_max");
         }
         if (p->rope && !(p->rope_base > 1))
-            return fail(why, len, "rope_base must be > 1");
+            return lowp_why_set(why, len, "rope_base must be > 1");
     }
     return 0;
 }
@@ -268,7 +264,7 @@ static int gen_kv(lowp_gen_kind k, const lowp_gen_params *p, uint64_t seed, size
     double *hamp = malloc((D + 2) * sizeof *hamp);
     int rc = 0;
     if (sigma == NULL || mu == NULL || amp == NULL || inv_freq == NULL || chan == NULL || hamp == NULL) {
-        rc = fail(why, len, "out of memory for the channel parameters");
+        rc = lowp_why_set(why, len, "out of memory for the channel parameters");
         goto done;
     }
     /* Fixed channel parameters: one stream, (h, c) in row-major order, two draws each. */
@@ -328,7 +324,7 @@ static int gen_kv(lowp_gen_kind k, const lowp_gen_params *p, uint64_t seed, size
         free(row);
     }
     if (oom)
-        rc = fail(why, len, "out of memory for a token row");
+        rc = lowp_why_set(why, len, "out of memory for a token row");
 done:
     free(sigma);
     free(mu);
@@ -344,13 +340,13 @@ int lowp_gen(lowp_gen_kind k, const lowp_gen_params *p, uint64_t seed, size_t to
 {
     lowp_gen_params def;
     if ((unsigned)k >= LOWP_GEN_KIND_COUNT)
-        return fail(why, why_len, "unknown generator kind");
+        return lowp_why_set(why, why_len, "unknown generator kind");
     if (p == NULL) {
         def = lowp_gen_defaults(k);
         p = &def;
     }
     if (heads != 0 && dim != 0 && tokens > SIZE_MAX / heads / dim)
-        return fail(why, why_len, "shape too large");
+        return lowp_why_set(why, why_len, "shape too large");
     size_t n = tokens * heads * dim;
     if (n == 0)
         return 0;
@@ -358,9 +354,9 @@ int lowp_gen(lowp_gen_kind k, const lowp_gen_params *p, uint64_t seed, size_t to
     case LOWP_GEN_GAUSSIAN:
     case LOWP_GEN_STUDENT_T:
         if (!(p->scale > 0) || !isfinite(p->scale))
-            return fail(why, why_len, "scale must be a positive finite number");
+            return lowp_why_set(why, why_len, "scale must be a positive finite number");
         if (k == LOWP_GEN_STUDENT_T && !(p->nu > 0 && isfinite(p->nu)))
-            return fail(why, why_len, "student-t needs nu > 0");
+            return lowp_why_set(why, why_len, "student-t needs nu > 0");
         gen_flat(k, p, seed, out, n);
         return 0;
     default:

@@ -7,6 +7,7 @@
  * the same for every OpenMP thread count. */
 #include "lowp/stats.h"
 
+#include "lowp/why.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,13 +42,6 @@ static inline double kval(ksum k)
  * it saves (and spinning threads hurt on a loaded machine). The chunking, and so the
  * result, is the same either way. */
 #define LOWP_STATS_PARALLEL_MIN ((size_t)1 << 17)
-
-static int fail(char *why, size_t len, const char *msg)
-{
-    if (why != NULL && len > 0)
-        snprintf(why, len, "%s", msg);
-    return -1;
-}
 
 static inline double load(const void *p, lowp_stats_type t, size_t i)
 {
@@ -220,7 +214,7 @@ int lowp_stats_compute(const void *ref, lowp_stats_type ref_type, const void *re
         free(acc);
         free(brel);
         free(bkind);
-        return fail(why, why_len, "out of memory for the statistics");
+        return lowp_why_set(why, why_len, "out of memory for the statistics");
     }
     /* Per-block sums come from the chunk pass when blocks are whole groups inside whole
      * chunks (block 16, 32, ...); otherwise from a separate pass. */
@@ -238,7 +232,7 @@ int lowp_stats_compute(const void *ref, lowp_stats_type ref_type, const void *re
             free(acc);
             free(brel);
             free(bkind);
-            return fail(why, why_len, "out of memory for the statistics");
+            return lowp_why_set(why, why_len, "out of memory for the statistics");
         }
     }
     void (*reduce)(const void *, const void *, size_t, size_t, chunk_acc *, const block_acc *) =
@@ -344,7 +338,7 @@ int lowp_stats_compute(const void *ref, lowp_stats_type ref_type, const void *re
             free(acc);
             free(brel);
             free(bkind);
-            return fail(why, why_len, "out of memory for the per-block quantiles");
+            return lowp_why_set(why, why_len, "out of memory for the per-block quantiles");
         }
         out->blk_p50 = quantile(brel, m, 50, 100);
         out->blk_p90 = quantile(brel, m, 90, 100);
@@ -469,13 +463,13 @@ int lowp_stats_quantized(lowp_block_format f, lowp_recipe r, lowp_global_scale g
     double *rec = malloc((np ? np : 1) * sizeof *rec);
     int rc = -1;
     if (codes == NULL || rec == NULL || (lowp_block_has_scales(f) && scales == NULL)) {
-        fail(why, why_len, "out of memory for the quantized tensor");
+        lowp_why_set(why, why_len, "out of memory for the quantized tensor");
         goto done;
     }
     if (np != n) {
         xbuf = calloc(np, sizeof *xbuf);
         if (xbuf == NULL) {
-            fail(why, why_len, "out of memory for the padded tensor");
+            lowp_why_set(why, why_len, "out of memory for the padded tensor");
             goto done;
         }
         memcpy(xbuf, x, n * sizeof *x);
@@ -517,7 +511,7 @@ int lowp_stats_quant_sse(lowp_block_format f, lowp_recipe r, lowp_global_scale g
     size_t bs = lowp_block_size(f);
     lowp_format ef = lowp_block_element_format(f);
     if (n % bs != 0 || (lowp_format_bits(ef) == 4 && n % 2 != 0))
-        return fail(why, why_len, "element count is not a multiple of the block size");
+        return lowp_why_set(why, why_len, "element count is not a multiple of the block size");
     dq_tables tab;
     dq_init(&tab, f, gs.dec);
     size_t nchunks = (n + LOWP_STATS_CHUNK - 1) / LOWP_STATS_CHUNK;
@@ -527,7 +521,7 @@ int lowp_stats_quant_sse(lowp_block_format f, lowp_recipe r, lowp_global_scale g
     if (part == NULL || bad == NULL) {
         free(part);
         free(bad);
-        return fail(why, why_len, "out of memory for the partial sums");
+        return lowp_why_set(why, why_len, "out of memory for the partial sums");
     }
     long long nc = (long long)nchunks;
 #pragma omp parallel if (n >= LOWP_STATS_PARALLEL_MIN)
@@ -573,7 +567,7 @@ int lowp_stats_quant_sse(lowp_block_format f, lowp_recipe r, lowp_global_scale g
     if (err) {
         free(part);
         free(bad);
-        return fail(why, why_len, "quantization failed in the error search");
+        return lowp_why_set(why, why_len, "quantization failed in the error search");
     }
     ksum tot = {0, 0};
     size_t nbad = 0;

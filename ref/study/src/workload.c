@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowp/why.h"
 #include "lowp/cases.h"
 #include "lowp/gen.h"
 
@@ -53,13 +54,6 @@ void lowp_workload_free(lowp_workload *w)
     memset(w, 0, sizeof *w);
 }
 
-static int fail(char *why, size_t len, const char *msg)
-{
-    if (why != NULL && len > 0)
-        snprintf(why, len, "%s", msg);
-    return -1;
-}
-
 static uint64_t sub_seed(uint64_t seed, uint64_t tag)
 {
     uint64_t st = seed ^ (tag * UINT64_C(0x9e3779b97f4a7c15));
@@ -99,7 +93,7 @@ static int whiten_queries(const lowp_attn_shape *s, const float *k, double align
         free(sum);
         free(sq);
         free(dir);
-        return fail(why, len, "out of memory for the whitening statistics");
+        return lowp_why_set(why, len, "out of memory for the whitening statistics");
     }
     for (size_t t = 0; t < T; t++) {
         const float *row = k + t * H * D;
@@ -151,7 +145,7 @@ static int rope_apply(const lowp_attn_shape *s, float *q, float *k, char *why, s
     size_t D = s->qk_dim, H = s->num_kv_heads;
     double *inv_freq = malloc(D / 2 * sizeof *inv_freq);
     if (inv_freq == NULL)
-        return fail(why, len, "out of memory for the RoPE table");
+        return lowp_why_set(why, len, "out of memory for the RoPE table");
     for (size_t i = 0; i < D / 2; i++)
         inv_freq[i] = pow(ROPE_BASE, -2.0 * (double)i / (double)D);
     int oom = 0;
@@ -194,7 +188,7 @@ static int rope_apply(const lowp_attn_shape *s, float *q, float *k, char *why, s
         free(row);
     }
     free(inv_freq);
-    return oom ? fail(why, len, "out of memory for a RoPE row") : 0;
+    return oom ? lowp_why_set(why, len, "out of memory for a RoPE row") : 0;
 }
 
 /* The needle: directions u_g, positions n_g, queries sqrt(D) u_g + z, needle keys. */
@@ -206,7 +200,7 @@ static int plant_needle(const lowp_attn_shape *s, uint64_t seed, float *q, float
     if (u == NULL || noise == NULL) {
         free(u);
         free(noise);
-        return fail(why, len, "out of memory for the needle");
+        return lowp_why_set(why, len, "out of memory for the needle");
     }
     if (lowp_gen(LOWP_GEN_GAUSSIAN, NULL, sub_seed(seed, TAG_DIR), 1, 1, H * D, u, why, len) ||
         lowp_gen(LOWP_GEN_GAUSSIAN, NULL, sub_seed(seed, TAG_NOISE), 1, 1, H * D, noise, why, len)) {
@@ -245,18 +239,18 @@ int lowp_workload_make(lowp_workload_kind kind, uint64_t seed, const lowp_attn_s
 {
     memset(w, 0, sizeof *w);
     if ((unsigned)kind >= LOWP_WORKLOAD_KIND_COUNT)
-        return fail(why, why_len, "unknown workload kind");
+        return lowp_why_set(why, why_len, "unknown workload kind");
     lowp_attn_shape s = *s_in;
     if (lowp_attn_check_shape(&s, why, why_len))
         return -1;
     int klike = kind == LOWP_WL_K_OUTLIER || kind == LOWP_WL_ROPE; /* else gaussian Q, K, V */
     if (klike && s.qk_dim % 2 != 0)
-        return fail(why, why_len, "the k-outlier and rope workloads need an even qk_dim");
+        return lowp_why_set(why, why_len, "the k-outlier and rope workloads need an even qk_dim");
     size_t nq = mul_size(mul_size(s.q_len, s.num_q_heads), s.qk_dim);
     size_t nk = mul_size(mul_size(s.ctx, s.num_kv_heads), s.qk_dim);
     size_t nv = mul_size(mul_size(s.ctx, s.num_kv_heads), s.vo_dim);
     if (nq == 0 || nk == 0 || nv == 0)
-        return fail(why, why_len, "the workload shape is too large");
+        return lowp_why_set(why, why_len, "the workload shape is too large");
     w->shape = s;
     w->q = malloc(nq * sizeof *w->q);
     w->k = malloc(nk * sizeof *w->k);
@@ -265,7 +259,7 @@ int lowp_workload_make(lowp_workload_kind kind, uint64_t seed, const lowp_attn_s
         w->needle = malloc(s.num_kv_heads * sizeof *w->needle);
     if (w->q == NULL || w->k == NULL || w->v == NULL || (kind == LOWP_WL_NEEDLE && w->needle == NULL)) {
         lowp_workload_free(w);
-        return fail(why, why_len, "out of memory for the workload");
+        return lowp_why_set(why, why_len, "out of memory for the workload");
     }
     int rc = lowp_gen(LOWP_GEN_GAUSSIAN, NULL, sub_seed(seed, TAG_Q), 1, 1, nq, w->q, why, why_len);
     if (rc == 0 && !klike)

@@ -1,11 +1,16 @@
-/* ref/block/src/block_internal.h: the fused NVFP4/MXFP4 quantizer (block_fast.c) and the internal
+/* ref/block/internal/block_internal.h: the fused NVFP4/MXFP4 quantizer (block_fast.c) and the internal
  * entry point that lets tests choose between it and the generic path (block.c).
  *
  * The generic path in block.c is the definition of every recipe. The fused path is an
  * optimization that must give the same code bytes, scale bytes and counts for every input;
  * any block it cannot prove it handles identically (NaN or Inf input, a non-finite element
  * factor, a scale above 448 under modelopt, constants outside its domain) is handed back
- * to the generic path, 16 blocks at a time. Not installed; not part of the API. */
+ * to the generic path, 16 blocks at a time. Not installed; not part of the API.
+ *
+ * ref/block/internal/ holds the library's private headers that code outside ref/src may use:
+ * ref/src includes them as "internal/<name>.h"; a test or gpu/ program includes
+ * "<name>.h" only after its CMake target names ref/block/internal as a PRIVATE include
+ * directory, so every such use is declared in the build. */
 #ifndef LOWP_BLOCK_INTERNAL_H
 #define LOWP_BLOCK_INTERNAL_H
 
