@@ -1,5 +1,7 @@
 /* ref/src/block_fast.c: fused single-pass NVFP4 and MXFP4 quantization of binary32
- * (x86-64 AVX-512 F/BW/DQ/VL; other CPUs use block.c's generic path).
+ * (x86-64: an AVX-512 F/BW/DQ/VL kernel and an AVX2 kernel, the best the CPU runs chosen at
+ * run time, so one binary runs everywhere; other CPUs use block.c's generic path). The
+ * AVX-512 kernel is described here; the AVX2 one, below, does the same in 8-lane vectors.
  *
  * block.c quantizes a chunk in several passes over memory (amax, scales, factors,
  * multiply, encode, pack). Here a group of 16 blocks goes through every step in registers
@@ -24,8 +26,8 @@
  * below 2 (M >= 2^22). The additions use an explicit rounding mode, so MXCSR does not
  * matter for them; the multiplies and divides use MXCSR exactly as block.c's C code does.
  *
- * What is not handled here goes back to block.c (the caller's fallback), 16 blocks at a
- * time, so codes, scales and counts stay those of the generic path:
+ * What is not handled here goes back to block.c (the caller's fallback), a group (16
+ * blocks, 8 for AVX2) at a time, so codes, scales and counts stay those of the generic path:
  *   - a NaN or Inf input (amax rules, NaN codes and scales, the nan_in/inf_in counts);
  *   - a non-finite element factor (NVFP4 trtllm/sglang rcp~ of a zero scale is Inf, and
  *     then 0 * Inf is NaN), or a zero divisor;
