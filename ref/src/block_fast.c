@@ -503,7 +503,8 @@ FAST2_INLINE __m256i e8m0_up_code8(__m256 v)
  * 2^(e' - 1), so k = RN(a 2^(1 - e')) is in [0, 4] (exact scaling: a 2^(1-e') <= 4) and the
  * magnitude code is k + 2 e' (k in [2, 4] when e' > 0; a carry k = 4 is the next binade's
  * first code). The bits of 2^(1 - e') are min((255 << 23) - bits(2^e), 128 << 23), and
- * 2 e' = 256 - (those bits >> 22). The sign (8) and k + 2 e' are added to 2^23 exactly. */
+ * 2 e' = 256 - (those bits >> 22). The sign (8: bit 31 shifted to bit 3) and k + 2 e' are
+ * added to 2^23 exactly. */
 FAST2_INLINE __m256i e2m1_code8(__m256 v, const int sign_lt0)
 {
     const __m256 six = _mm256_set1_ps(6.0f);
@@ -513,25 +514,28 @@ FAST2_INLINE __m256i e2m1_code8(__m256 v, const int sign_lt0)
                                   _mm256_set1_epi32(128 << 23));
     __m256 k = _mm256_round_ps(_mm256_mul_ps(a, _mm256_castsi256_ps(rq)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256i sgn = sign_lt0 ? _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ))
-                           : _mm256_srli_epi32(_mm256_castps_si256(v), 28);
-    sgn = _mm256_and_si256(sgn, _mm256_set1_epi32(8));
+    __m256 sbit = sign_lt0 ? _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ) : v;
+    __m256i sgn = _mm256_srli_epi32(_mm256_castps_si256(_mm256_and_ps(sbit, _mm256_set1_ps(-0.0f))), 28);
     __m256i add = _mm256_add_epi32(_mm256_sub_epi32(_mm256_set1_epi32(B23 + 256), _mm256_srli_epi32(rq, 22)), sgn);
     __m256 s = _mm256_add_ps(k, _mm256_castsi256_ps(add));
     return _mm256_sub_epi32(_mm256_castps_si256(s), _mm256_set1_epi32(B23));
 }
 
-/* 8 vectors of clean 4-bit codes (64 elements) to 32 bytes, element 2i in the low nibble;
- * only the first nbytes are stored (a multiple of 4). Per 128-bit lane, the packs keep
- * each vector's half in order: after packusdw, packuswb, pmaddubsw (lo + 16 hi) and
- * packuswb, lane l holds 2 bytes per vector (its elements 4l..4l+3), vectors in order; the
- * 16-bit unpacks of lane 0 with lane 1 interleave them back into element order. */
-FAST2_INLINE void store_packed8(uint8_t *dst, const __m256i *c, size_t nbytes)
+/* Codes of 64 elements (8 vectors) to 32 bytes, element 2i in the low nibble, built from
+ * two halves of 4 vectors each: per 128-bit lane, packusdw and packuswb keep each vector's
+ * half in order and pmaddubsw (lo + 16 hi) joins the nibbles; the final packuswb leaves
+ * in lane l 2 bytes per vector (its elements 4l..4l+3), vectors in order, and the 16-bit
+ * unpacks of lane 0 with lane 1 interleave them back into element order. Only the first
+ * nbytes (a multiple of 4) are stored. */
+FAST2_INLINE __m256i pack_half8(__m256i c0, __m256i c1, __m256i c2, __m256i c3)
 {
-    __m256i b0 = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
-    __m256i b1 = _mm256_packus_epi16(_mm256_packus_epi32(c[4], c[5]), _mm256_packus_epi32(c[6], c[7]));
-    const __m256i nib = _mm256_set1_epi16(0x1001); /* bytes 1, 16 */
-    __m256i r = _mm256_packus_epi16(_mm256_maddubs_epi16(b0, nib), _mm256_maddubs_epi16(b1, nib));
+    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c0, c1), _mm256_packus_epi32(c2, c3));
+    return _mm256_maddubs_epi16(b, _mm256_set1_epi16(0x1001)); /* bytes 1, 16 */
+}
+
+FAST2_INLINE void store_packed8(uint8_t *dst, __m256i w0, __m256i w1, size_t nbytes)
+{
+    __m256i r = _mm256_packus_epi16(w0, w1);
     __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
     __m128i o0 = _mm_unpacklo_epi16(lo, hi), o1 = _mm_unpackhi_epi16(lo, hi);
     if (nbytes == 32) {
@@ -558,31 +562,40 @@ FAST2_INLINE void count_vec8(lowp_quant_counts *k, __m256 x, __m256 v, __m256i c
     k->saturated += (size_t)__builtin_popcount(sat);
 }
 
+/* The code vector t of a group (x[8t, 8t + 8), block t / nv), or zero past nvec. */
+FAST2_INLINE __m256i element_vec8(const float *restrict x, const float *fb, const int *qz,
+                                  const size_t t, const size_t nvec, const int nv,
+                                  const int divide, const int sign_lt0, lowp_quant_counts *k,
+                                  const int counting)
+{
+    if (t >= nvec)
+        return _mm256_setzero_si256();
+    size_t b = t / (size_t)nv;
+    __m256 xv = _mm256_loadu_ps(x + 8 * t), fv = _mm256_set1_ps(fb[b]);
+    __m256 v = divide ? _mm256_div_ps(xv, fv) : _mm256_mul_ps(xv, fv);
+    __m256i c = e2m1_code8(v, sign_lt0);
+    if (counting)
+        count_vec8(k, xv, v, c, qz[b] == 0);
+    return c;
+}
+
 /* Elements of a group: nvec = nbg * nv valid vectors (nv per block), factors fb, in units
- * of 8 vectors (32 code bytes); a unit's vectors past nvec are zero and not stored. */
+ * of 8 vectors (32 code bytes), 4 vectors at a time so that few registers are live. */
 FAST2_INLINE void group_elements8(const float *restrict x, uint8_t *restrict codes,
                                   const float *fb, const int *qz, const size_t nbg, const int nv,
                                   const int divide, const int sign_lt0, lowp_quant_counts *k,
                                   const int counting)
 {
     const size_t nvec = nbg * (size_t)nv;
+#define EV(T) element_vec8(x, fb, qz, (T), nvec, nv, divide, sign_lt0, k, counting)
     for (size_t u = 0; u < (size_t)nv && 8 * u < nvec; u++) {
-        __m256i c[8];
-        for (size_t j = 0; j < 8; j++) {
-            size_t t = 8 * u + j, b = t / (size_t)nv; /* vector t is x[8t, 8t + 8) */
-            if (t >= nvec) {
-                c[j] = _mm256_setzero_si256();
-                continue;
-            }
-            __m256 xv = _mm256_loadu_ps(x + 8 * t), fv = _mm256_set1_ps(fb[b]);
-            __m256 v = divide ? _mm256_div_ps(xv, fv) : _mm256_mul_ps(xv, fv);
-            c[j] = e2m1_code8(v, sign_lt0);
-            if (counting)
-                count_vec8(k, xv, v, c[j], qz[b] == 0);
-        }
-        size_t left = nvec - 8 * u;
-        store_packed8(codes + 32 * u, c, left >= 8 ? 32 : 4 * left);
+        size_t t = 8 * u;
+        __m256i w0 = pack_half8(EV(t), EV(t + 1), EV(t + 2), EV(t + 3));
+        __m256i w1 = pack_half8(EV(t + 4), EV(t + 5), EV(t + 6), EV(t + 7));
+        size_t left = nvec - t;
+        store_packed8(codes + 32 * u, w0, w1, left >= 8 ? 32 : 4 * left);
     }
+#undef EV
 }
 
 /* One group of nbg <= 8 blocks of 8 * nv elements (nv = 2: NVFP4, 4: MXFP4), as
