@@ -3,7 +3,11 @@
  *
  * Bandwidth counts the bytes a kernel must move: memcpy reads and writes 4 bytes per
  * element; a quantizer reads 4 and writes the packed codes and scales (NVFP4: 0.5 +
- * 1/16). The ratio "of memcpy" compares those byte rates at the same thread count. */
+ * 1/16). The ratio "of memcpy" compares those byte rates at the same thread count.
+ *
+ * NVFP4 and MXFP4 have a fused kernel per instruction set (ref/block/src/block_fast.c), chosen at
+ * run time; each row names the path it measured, and by default every path this CPU runs
+ * is measured (the ISA limit of block_internal.h selects one). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include "cli.h"
 #include "lowp/block.h"
 #include "lowp/cases.h"
+#include "block_internal.h" /* ref/block/internal, named in tools/CMakeLists.txt */
 
 typedef struct {
     lowp_block_format f;
@@ -50,6 +55,7 @@ int lowp_bench_quantize(int argc, char **argv)
     size_t n = (size_t)1 << 24;
     int threads = lowp_bench_max_threads(), reps = 7;
     uint64_t seed = LOWP_DEFAULT_SEED;
+    int only_path = -1; /* -1: every path this CPU runs */
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(argv[i], "--n") == 0)
@@ -60,10 +66,24 @@ int lowp_bench_quantize(int argc, char **argv)
             reps = (int)lowp_bench_parse_count("--reps", v, 1, 101), i++;
         else if (strcmp(argv[i], "--seed") == 0)
             seed = lowp_bench_parse_count("--seed", v, 0, ~0ull), i++;
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            puts("usage: lowp bench quantize [--n N] [--threads T] [--reps R] [--seed S]\n"
+        else if (strcmp(argv[i], "--path") == 0) {
+            if (v == NULL)
+                lowp_cli_fail("bench quantize: --path needs a value (scalar, avx2, avx512)");
+            for (int k = LOWP_BLOCK_ISA_SCALAR; k <= LOWP_BLOCK_ISA_AVX512; k++)
+                if (strcmp(v, lowp_block_fast_isa_name(k)) == 0)
+                    only_path = k;
+            if (only_path < 0)
+                lowp_cli_fail("bench quantize: --path '%s': expected scalar, avx2 or avx512", v);
+            if (only_path > lowp_block_fast_isa_supported())
+                lowp_cli_fail("bench quantize: --path %s: this CPU does not run it (best: %s)", v,
+                              lowp_block_fast_isa_name(lowp_block_fast_isa_supported()));
+            i++;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            puts("usage: lowp bench quantize [--n N] [--threads T] [--reps R] [--seed S] [--path P]\n"
                  "block-quantizes N binary32 values (default 2^24, Gaussian) with every recipe, on one\n"
-                 "thread and on T, beside memcpy of the same buffer; prints GB/s and the ratio");
+                 "thread and on T, beside memcpy of the same buffer; prints GB/s and the ratio.\n"
+                 "NVFP4 and MXFP4 are measured on every path this CPU runs (scalar = the generic\n"
+                 "code, avx2, avx512: the fused kernels), or only on P; other formats are scalar.");
             return LOWP_EXIT_OK;
         } else
             lowp_cli_fail("bench quantize: unknown argument '%s'", argv[i]);
@@ -87,9 +107,30 @@ int lowp_bench_quantize(int argc, char **argv)
 
     char machine[512];
     lowp_machine_description(machine, sizeof machine);
+    int best = lowp_block_fast_isa_supported();
+    /* the x86-64 vector extensions this CPU (and OS) runs; __builtin_cpu_supports takes
+     * only string literals */
+    char isa[128] = "";
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+#define LOWP_ISA_FEATURE(name)                                                                    \
+    if (__builtin_cpu_supports(name))                                                          \
+        snprintf(isa + strlen(isa), sizeof isa - strlen(isa), "%s%s", isa[0] ? " " : "", name)
+    LOWP_ISA_FEATURE("sse4.2");
+    LOWP_ISA_FEATURE("avx");
+    LOWP_ISA_FEATURE("avx2");
+    LOWP_ISA_FEATURE("fma");
+    LOWP_ISA_FEATURE("avx512f");
+    LOWP_ISA_FEATURE("avx512bw");
+    LOWP_ISA_FEATURE("avx512dq");
+    LOWP_ISA_FEATURE("avx512vl");
+#undef LOWP_ISA_FEATURE
+#endif
     printf("lowp bench quantize: %zu binary32 values (%.0f MiB), Gaussian, seed 0x%llx, median of %d\n"
-           "machine: %s\n\n",
-           n, (double)n * 4 / 1048576.0, (unsigned long long)seed, reps, machine);
+           "machine: %s\n"
+           "ISA: %s; fused NVFP4/MXFP4 kernel: %s\n\n",
+           n, (double)n * 4 / 1048576.0, (unsigned long long)seed, reps, machine,
+           isa[0] ? isa : "(none of the x86-64 vector extensions)", lowp_block_fast_isa_name(best));
     quant_job j = {LOWP_NVFP4, LOWP_RECIPE_EXACT, {1, 1}, x, n, codes, scales, copy};
     double mem_gbs[2];
     int tcount[2] = {1, threads};
@@ -98,14 +139,23 @@ int lowp_bench_quantize(int argc, char **argv)
         double s = lowp_bench_median(run_memcpy, &j, reps);
         mem_gbs[t] = 8.0 * (double)n / s / 1e9;
     }
-    printf("%-9s %-10s | %9s %9s %9s | %9s %9s %9s\n", "format", "recipe", "1 thread", "GB/s",
-           "of memcpy", "threads", "GB/s", "of memcpy");
-    printf("%-9s %-10s | %9s %9.2f %8.0f%% | %9d %9.2f %8.0f%%\n", "memcpy", "-", "", mem_gbs[0], 100.0, threads,
-           mem_gbs[1], 100.0);
+    printf("%-9s %-10s %-7s | %9s %9s %9s | %9s %9s %9s\n", "format", "recipe", "path", "1 thread",
+           "GB/s", "of memcpy", "threads", "GB/s", "of memcpy");
+    printf("%-9s %-10s %-7s | %9s %9.2f %8.0f%% | %9d %9.2f %8.0f%%\n", "memcpy", "-", "-", "",
+           mem_gbs[0], 100.0, threads, mem_gbs[1], 100.0);
+    int saved_limit = lowp_block_fast_limit_isa(LOWP_BLOCK_ISA_AVX512);
     for (int f = 0; f < LOWP_BLOCK_FORMAT_COUNT; f++)
-        for (int r = 0; r < LOWP_RECIPE_COUNT; r++) {
+        for (int r = 0; r < LOWP_RECIPE_COUNT; r++)
+            for (int path = best; path >= LOWP_BLOCK_ISA_SCALAR; path--) {
             if (lowp_recipe_check((lowp_block_format)f, (lowp_recipe)r, NULL, 0))
                 continue;
+            /* only NVFP4 and MXFP4 have fused kernels; the rest is measured once, scalar */
+            int fused = f == LOWP_NVFP4 || f == LOWP_MXFP4;
+            if (!fused && path != LOWP_BLOCK_ISA_SCALAR)
+                continue;
+            if (fused && only_path >= 0 && path != only_path)
+                continue;
+            lowp_block_fast_limit_isa(path);
             j.f = (lowp_block_format)f;
             j.r = (lowp_recipe)r;
             j.gs = lowp_recipe_global_scale(j.f, j.r, 4.5f);
@@ -116,10 +166,12 @@ int lowp_bench_quantize(int argc, char **argv)
                 lowp_bench_set_threads(tcount[t]);
                 gbs[t] = bytes / lowp_bench_median(run_quantize, &j, reps) / 1e9;
             }
-            printf("%-9s %-10s | %9s %9.2f %8.0f%% | %9d %9.2f %8.0f%%\n", lowp_block_format_name(j.f),
-                   lowp_recipe_name(j.r), "", gbs[0], 100.0 * gbs[0] / mem_gbs[0], threads, gbs[1],
+            printf("%-9s %-10s %-7s | %9s %9.2f %8.0f%% | %9d %9.2f %8.0f%%\n",
+                   lowp_block_format_name(j.f), lowp_recipe_name(j.r), lowp_block_fast_isa_name(path),
+                   "", gbs[0], 100.0 * gbs[0] / mem_gbs[0], threads, gbs[1],
                    100.0 * gbs[1] / mem_gbs[1]);
         }
+    lowp_block_fast_limit_isa(saved_limit);
     printf("\nGB/s counts bytes read plus bytes written (memcpy: 8 per value; NVFP4: 4 + 0.5625).\n");
     free(x);
     free(copy);

@@ -1,5 +1,7 @@
 /* ref/block/src/block_fast.c: fused single-pass NVFP4 and MXFP4 quantization of binary32
- * (x86-64 AVX-512 F/BW/DQ/VL; other CPUs use block.c's generic path).
+ * (x86-64: an AVX-512 F/BW/DQ/VL kernel and an AVX2 kernel, the best the CPU runs chosen at
+ * run time, so one binary runs everywhere; other CPUs use block.c's generic path). The
+ * AVX-512 kernel is described here; the AVX2 one, below, does the same in 8-lane vectors.
  *
  * block.c quantizes a chunk in several passes over memory (amax, scales, factors,
  * multiply, encode, pack). Here a group of 16 blocks goes through every step in registers
@@ -24,8 +26,8 @@
  * below 2 (M >= 2^22). The additions use an explicit rounding mode, so MXCSR does not
  * matter for them; the multiplies and divides use MXCSR exactly as block.c's C code does.
  *
- * What is not handled here goes back to block.c (the caller's fallback), 16 blocks at a
- * time, so codes, scales and counts stay those of the generic path:
+ * What is not handled here goes back to block.c (the caller's fallback), a group (16
+ * blocks, 8 for AVX2) at a time, so codes, scales and counts stay those of the generic path:
  *   - a NaN or Inf input (amax rules, NaN codes and scales, the nan_in/inf_in counts);
  *   - a non-finite element factor (NVFP4 trtllm/sglang rcp~ of a zero scale is Inf, and
  *     then 0 * Inf is NaN), or a zero divisor;
@@ -42,29 +44,66 @@
 #include <immintrin.h>
 #endif
 
-int lowp_block_fast_cpu(void)
+int lowp_block_fast_isa_supported(void)
 {
 #ifdef LOWP_FAST_X86
-    /* Every thread computes the same value, so a relaxed atomic cache is enough. */
+    /* Every thread computes the same value, so a relaxed atomic cache is enough.
+     * __builtin_cpu_supports also checks that the OS saves the vector registers (XGETBV). */
     static int cached = -1;
     int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (v < 0) {
         __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+            v = LOWP_BLOCK_ISA_AVX512;
+        else if (__builtin_cpu_supports("avx2"))
+            v = LOWP_BLOCK_ISA_AVX2;
+        else
+            v = LOWP_BLOCK_ISA_SCALAR;
         __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
     return v;
 #else
-    return 0;
+    return LOWP_BLOCK_ISA_SCALAR;
 #endif
+}
+
+/* The limit of lowp_block_fast_limit_isa; read once per call by lowp_block_fast_init. */
+static int isa_limit = LOWP_BLOCK_ISA_AVX512;
+
+int lowp_block_fast_limit_isa(int max_isa)
+{
+    if (max_isa < LOWP_BLOCK_ISA_SCALAR)
+        max_isa = LOWP_BLOCK_ISA_SCALAR;
+    if (max_isa > LOWP_BLOCK_ISA_AVX512)
+        max_isa = LOWP_BLOCK_ISA_AVX512;
+    return __atomic_exchange_n(&isa_limit, max_isa, __ATOMIC_RELAXED);
+}
+
+int lowp_block_fast_isa(void)
+{
+    int s = lowp_block_fast_isa_supported(), l = __atomic_load_n(&isa_limit, __ATOMIC_RELAXED);
+    return s < l ? s : l;
+}
+
+int lowp_block_fast_cpu(void) { return lowp_block_fast_isa() != LOWP_BLOCK_ISA_SCALAR; }
+
+const char *lowp_block_fast_isa_name(int isa)
+{
+    switch (isa) {
+    case LOWP_BLOCK_ISA_SCALAR: return "scalar";
+    case LOWP_BLOCK_ISA_AVX2: return "avx2";
+    case LOWP_BLOCK_ISA_AVX512: return "avx512";
+    default: return "?";
+    }
 }
 
 static int finite_positive(float v) { return v > 0.0f && v <= 0x1.fffffep127f; }
 
 int lowp_block_fast_init(lowp_block_fast *p)
 {
-    if (!lowp_block_fast_cpu() || p->factor_of_code == NULL)
+    p->isa = lowp_block_fast_isa();
+    if (p->isa == LOWP_BLOCK_ISA_SCALAR || p->factor_of_code == NULL)
         return 0;
     p->mul_a = p->mul_b = 1.0f;
     p->divide = p->sign_lt0 = 0;
@@ -404,15 +443,324 @@ RUN_FN(run_nv_counts, 1, 1)
 RUN_FN(run_mx, 2, 0)
 RUN_FN(run_mx_counts, 2, 1)
 
+/* ---- AVX2 ----------------------------------------------------------------------
+ * The same steps with 8-lane vectors: a group is 8 blocks (one vector of amaxes), a block
+ * 2 (NVFP4) or 4 (MXFP4) vectors. AVX2 has no rounding mode per instruction, so the two
+ * roundings are done by vroundps, whose immediate gives the mode (MXCSR's rounding field
+ * does not matter, as for the AVX-512 additions): v is scaled by the exact power of two
+ * 1/q that puts its quantum q at 1, rounded to an integer k there, and the code is read
+ * from k and v's binade by an addition that is exact (integers below 2^24). The
+ * multiplies and divides of the recipe use MXCSR as block.c's C code does. */
+
+#define FAST2_TARGET __attribute__((target("avx2")))
+#define FAST2_INLINE static inline __attribute__((always_inline)) FAST2_TARGET
+#define B23 (150 << 23) /* bits of 2^23: an integer k < 2^23 added to it is its low bits */
+
+/* E4M3 code of v >= 0 (never NaN), RN satfinite or RU satfinite, as e4m3_code above (the
+ * same clamps). M = max(2^(e + 20), 2^14) for v = 1.f x 2^e, the quantum q = M 2^-23 and
+ * 1/q are powers of two, so v / q = v * (1/q) and k q are exact; M + k q is exact too (a
+ * multiple of q below 2M), and its bits give the code as in e4m3_code. A binary32
+ * subnormal v under RU is code 1 whatever MXCSR.DAZ/FTZ do to v * (1/q). */
+FAST2_INLINE __m256i e4m3_code8(__m256 v, const int up)
+{
+    const __m256i vb = _mm256_castps_si256(v);
+    v = _mm256_min_ps(v, _mm256_set1_ps(up ? 448.0f : 464.0f));
+    __m256i t = _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(EXP_MASK));
+    __m256i bm = _mm256_max_epi32(_mm256_add_epi32(t, _mm256_set1_epi32(20 << 23)),
+                                  _mm256_set1_epi32(B14));
+    /* biased exponents: q's is M's - 23, 1/q's is 254 - q's = 277 - M's */
+    __m256 rq = _mm256_castsi256_ps(_mm256_sub_epi32(_mm256_set1_epi32((int)(277u << 23)), bm));
+    __m256 qv = _mm256_castsi256_ps(_mm256_sub_epi32(bm, _mm256_set1_epi32(23 << 23)));
+    __m256 kq = up ? _mm256_round_ps(_mm256_mul_ps(v, rq), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
+                   : _mm256_round_ps(_mm256_mul_ps(v, rq), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 s = _mm256_add_ps(_mm256_mul_ps(kq, qv), _mm256_castsi256_ps(bm));
+    __m256i y = _mm256_sub_epi32(_mm256_castps_si256(s), _mm256_set1_epi32(B14));
+    __m256i q = _mm256_and_si256(_mm256_add_epi32(y, _mm256_srli_epi32(y, 20)), _mm256_set1_epi32(0xff));
+    if (up) { /* 0 < bits(v) < 2^23: subnormal, code 1 (v * (1/q) gave 0 under DAZ/FTZ) */
+        __m256i sub = _mm256_and_si256(_mm256_cmpgt_epi32(vb, _mm256_setzero_si256()),
+                                       _mm256_cmpgt_epi32(_mm256_set1_epi32(0x800000), vb));
+        q = _mm256_or_si256(q, _mm256_and_si256(sub, _mm256_set1_epi32(1)));
+    }
+    return q;
+}
+
+/* E8M0 code of v >= 0 rounded up, as e8m0_up_code above. */
+FAST2_INLINE __m256i e8m0_up_code8(__m256 v)
+{
+    const __m256i b = _mm256_castps_si256(v), zero = _mm256_setzero_si256();
+    __m256i e = _mm256_srli_epi32(b, 23);
+    __m256i mant = _mm256_and_si256(b, _mm256_set1_epi32(0x7fffff));
+    __m256i subn = _mm256_cmpeq_epi32(_mm256_and_si256(b, _mm256_set1_epi32(EXP_MASK)), zero);
+    __m256i frac = _mm256_xor_si256(_mm256_cmpeq_epi32(mant, zero), _mm256_set1_epi32(-1));
+    __m256i above = _mm256_cmpgt_epi32(mant, _mm256_set1_epi32(0x400000));
+    /* normal: up if any fraction bit; subnormal: up if above 2^-127 */
+    __m256i up = _mm256_blendv_epi8(frac, above, subn);
+    return _mm256_sub_epi32(e, up); /* up is -1 where set */
+}
+
+/* The clean 4-bit E2M1 code of v (never NaN; +-Inf allowed), as e2m1_code above. With
+ * a = min(|v|, 6) and e' = max(e, 0) for a = 1.f x 2^e (a <= 6: e' <= 2), the quantum is
+ * 2^(e' - 1), so k = RN(a 2^(1 - e')) is in [0, 4] (exact scaling: a 2^(1-e') <= 4) and the
+ * magnitude code is k + 2 e' (k in [2, 4] when e' > 0; a carry k = 4 is the next binade's
+ * first code). The bits of 2^(1 - e') are min((255 << 23) - bits(2^e), 128 << 23), and
+ * 2 e' = 256 - (those bits >> 22). The sign (8: bit 31 shifted to bit 3) and k + 2 e' are
+ * added to 2^23 exactly. */
+FAST2_INLINE __m256i e2m1_code8(__m256 v, const int sign_lt0)
+{
+    const __m256 six = _mm256_set1_ps(6.0f);
+    __m256 a = _mm256_min_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), v), six);
+    __m256i t = _mm256_and_si256(_mm256_castps_si256(a), _mm256_set1_epi32(EXP_MASK));
+    __m256i rq = _mm256_min_epi32(_mm256_sub_epi32(_mm256_set1_epi32(255 << 23), t),
+                                  _mm256_set1_epi32(128 << 23));
+    __m256 k = _mm256_round_ps(_mm256_mul_ps(a, _mm256_castsi256_ps(rq)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 sbit = sign_lt0 ? _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ) : v;
+    __m256i sgn = _mm256_srli_epi32(_mm256_castps_si256(_mm256_and_ps(sbit, _mm256_set1_ps(-0.0f))), 28);
+    __m256i add = _mm256_add_epi32(_mm256_sub_epi32(_mm256_set1_epi32(B23 + 256), _mm256_srli_epi32(rq, 22)), sgn);
+    __m256 s = _mm256_add_ps(k, _mm256_castsi256_ps(add));
+    return _mm256_sub_epi32(_mm256_castps_si256(s), _mm256_set1_epi32(B23));
+}
+
+/* Codes of 64 elements (8 vectors) to 32 bytes, element 2i in the low nibble, built from
+ * two halves of 4 vectors each: per 128-bit lane, packusdw and packuswb keep each vector's
+ * half in order and pmaddubsw (lo + 16 hi) joins the nibbles; the final packuswb leaves
+ * in lane l 2 bytes per vector (its elements 4l..4l+3), vectors in order, and the 16-bit
+ * unpacks of lane 0 with lane 1 interleave them back into element order. Only the first
+ * nbytes (a multiple of 4) are stored. */
+FAST2_INLINE __m256i pack_half8(__m256i c0, __m256i c1, __m256i c2, __m256i c3)
+{
+    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c0, c1), _mm256_packus_epi32(c2, c3));
+    return _mm256_maddubs_epi16(b, _mm256_set1_epi16(0x1001)); /* bytes 1, 16 */
+}
+
+FAST2_INLINE void store_packed8(uint8_t *dst, __m256i w0, __m256i w1, size_t nbytes)
+{
+    __m256i r = _mm256_packus_epi16(w0, w1);
+    __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
+    __m128i o0 = _mm_unpacklo_epi16(lo, hi), o1 = _mm_unpackhi_epi16(lo, hi);
+    if (nbytes == 32) {
+        _mm_storeu_si128((__m128i *)(void *)dst, o0);
+        _mm_storeu_si128((__m128i *)(void *)(dst + 16), o1);
+    } else {
+        uint8_t tmp[32];
+        _mm_storeu_si128((__m128i *)(void *)tmp, o0);
+        _mm_storeu_si128((__m128i *)(void *)(tmp + 16), o1);
+        memcpy(dst, tmp, nbytes);
+    }
+}
+
+/* Counts of 8 elements, as count_vec above. */
+FAST2_INLINE void count_vec8(lowp_quant_counts *k, __m256 x, __m256 v, __m256i code, int scale_zero)
+{
+    unsigned nz = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_NEQ_OQ));
+    unsigned magz = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(
+        _mm256_and_si256(code, _mm256_set1_epi32(7)), _mm256_setzero_si256())));
+    unsigned fl = scale_zero ? nz : nz & magz;
+    unsigned sat = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(
+        _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v), _mm256_set1_ps(6.0f), _CMP_GT_OQ));
+    k->flushed += (size_t)__builtin_popcount(fl);
+    k->saturated += (size_t)__builtin_popcount(sat);
+}
+
+/* The code vector t of a group (x[8t, 8t + 8), block t / nv), or zero past nvec. */
+FAST2_INLINE __m256i element_vec8(const float *restrict x, const float *fb, const int *qz,
+                                  const size_t t, const size_t nvec, const int nv,
+                                  const int divide, const int sign_lt0, lowp_quant_counts *k,
+                                  const int counting)
+{
+    if (t >= nvec)
+        return _mm256_setzero_si256();
+    size_t b = t / (size_t)nv;
+    __m256 xv = _mm256_loadu_ps(x + 8 * t), fv = _mm256_set1_ps(fb[b]);
+    __m256 v = divide ? _mm256_div_ps(xv, fv) : _mm256_mul_ps(xv, fv);
+    __m256i c = e2m1_code8(v, sign_lt0);
+    if (counting)
+        count_vec8(k, xv, v, c, qz[b] == 0);
+    return c;
+}
+
+/* Elements of a group: nvec = nbg * nv valid vectors (nv per block), factors fb, in units
+ * of 8 vectors (32 code bytes), 4 vectors at a time so that few registers are live. */
+FAST2_INLINE void group_elements8(const float *restrict x, uint8_t *restrict codes,
+                                  const float *fb, const int *qz, const size_t nbg, const int nv,
+                                  const int divide, const int sign_lt0, lowp_quant_counts *k,
+                                  const int counting)
+{
+    const size_t nvec = nbg * (size_t)nv;
+#define EV(T) element_vec8(x, fb, qz, (T), nvec, nv, divide, sign_lt0, k, counting)
+    for (size_t u = 0; u < (size_t)nv && 8 * u < nvec; u++) {
+        size_t t = 8 * u;
+        __m256i w0 = pack_half8(EV(t), EV(t + 1), EV(t + 2), EV(t + 3));
+        __m256i w1 = pack_half8(EV(t + 4), EV(t + 5), EV(t + 6), EV(t + 7));
+        size_t left = nvec - t;
+        store_packed8(codes + 32 * u, w0, w1, left >= 8 ? 32 : 4 * left);
+    }
+#undef EV
+}
+
+/* One group of nbg <= 8 blocks of 8 * nv elements (nv = 2: NVFP4, 4: MXFP4), as
+ * fused_group above: 1 when done, 0 when left to the generic path with nothing written. */
+FAST2_INLINE int fused_group8(const lowp_block_fast *p, const float *restrict x, const size_t nbg,
+                              uint8_t *restrict codes, uint8_t *restrict scales,
+                              lowp_quant_counts *k, const int nv, const int counting)
+{
+    const size_t bs = 8 * (size_t)nv;
+    const unsigned valid = nbg >= 8 ? 0xffu : (1u << nbg) - 1u;
+    const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
+    const __m256 zero = _mm256_setzero_ps();
+    /* 1. Block amax as integers (the order of |x| for finite x; NaN and Inf are caught). */
+    __m256i a[8];
+    for (size_t b = 0; b < 8; b++) {
+        a[b] = _mm256_setzero_si256();
+        if (b < nbg)
+            for (int h = 0; h < nv; h++)
+                a[b] = _mm256_max_epu32(a[b], _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + bs * b + 8 * h)), absmask));
+    }
+    /* The transposing max tree: two vshufps levels leave in 128-bit lane l of a[i] the
+     * max over lanes 4l..4l+3 of blocks 4i..4i+3; vperm2i128 maxes the two lanes, so lane
+     * b of a[0] is block b's amax. */
+    for (size_t i = 0; i < 4; i++) {
+        __m256 p0 = _mm256_castsi256_ps(a[2 * i]), p1 = _mm256_castsi256_ps(a[2 * i + 1]);
+        a[i] = _mm256_max_epu32(_mm256_castps_si256(_mm256_shuffle_ps(p0, p1, 0x88)),
+                                _mm256_castps_si256(_mm256_shuffle_ps(p0, p1, 0xdd)));
+    }
+    for (size_t i = 0; i < 2; i++) {
+        __m256 p0 = _mm256_castsi256_ps(a[2 * i]), p1 = _mm256_castsi256_ps(a[2 * i + 1]);
+        a[i] = _mm256_max_epu32(_mm256_castps_si256(_mm256_shuffle_ps(p0, p1, 0x88)),
+                                _mm256_castps_si256(_mm256_shuffle_ps(p0, p1, 0xdd)));
+    }
+    a[0] = _mm256_max_epu32(_mm256_permute2x128_si256(a[0], a[1], 0x20),
+                            _mm256_permute2x128_si256(a[0], a[1], 0x31));
+    if ((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(
+            _mm256_cmpgt_epi32(a[0], _mm256_set1_epi32(EXP_MASK - 1)))) & valid)
+        return 0; /* NaN or Inf input */
+    const __m256 m = _mm256_castsi256_ps(a[0]);
+
+    /* 2. Scale code: block_scales' arithmetic, the same operations in the same order. */
+    __m256i q;
+    if (nv == 4) {
+        if (p->recipe == LOWP_RECIPE_OCP)
+            q = _mm256_max_epi32(_mm256_sub_epi32(_mm256_srli_epi32(a[0], 23), _mm256_set1_epi32(2)),
+                                 _mm256_setzero_si256());
+        else
+            q = e8m0_up_code8(_mm256_mul_ps(m, _mm256_set1_ps(p->mul_a)));
+    } else {
+        __m256 sf;
+        switch (p->recipe) {
+        case LOWP_RECIPE_TRTLLM:
+        case LOWP_RECIPE_SGLANG_KV:
+            sf = _mm256_mul_ps(_mm256_set1_ps(p->mul_b), _mm256_mul_ps(m, _mm256_set1_ps(p->mul_a)));
+            break;
+        case LOWP_RECIPE_EXACT:
+            sf = _mm256_mul_ps(m, _mm256_set1_ps(p->mul_a));
+            break;
+        default: {
+            __m256 s = _mm256_div_ps(m, _mm256_set1_ps(p->mul_a));
+            s = _mm256_blendv_ps(s, _mm256_set1_ps(1.0f), _mm256_cmp_ps(s, zero, _CMP_EQ_OQ));
+            sf = _mm256_max_ps(s, _mm256_set1_ps(0x1p-9f));
+            if ((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(sf, _mm256_set1_ps(448.0f), _CMP_GT_OQ)) & valid)
+                return 0;
+            break;
+        }
+        }
+        q = e4m3_code8(sf, p->scale_up);
+    }
+    /* Lanes past nbg have m = 0, so q is a valid index (0, or 0x38 under modelopt). */
+    __m256 f = p->zero_factor
+                   ? _mm256_mask_i32gather_ps(zero, p->factor_of_code, q,
+                                              _mm256_cmp_ps(m, zero, _CMP_NEQ_OQ), 4)
+                   : _mm256_i32gather_ps(p->factor_of_code, q, 4);
+    const __m256i expm = _mm256_set1_epi32(EXP_MASK);
+    unsigned bad = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(
+        _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(f), expm), expm)));
+    if (p->divide)
+        bad |= (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(f, zero, _CMP_EQ_OQ));
+    if (bad & valid)
+        return 0;
+    __m128i qw = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    __m128i qb = _mm_packus_epi16(qw, qw);
+    if (nbg >= 8) {
+        _mm_storel_epi64((__m128i *)(void *)scales, qb);
+    } else {
+        uint8_t tmp[16];
+        _mm_storeu_si128((__m128i *)(void *)tmp, qb);
+        memcpy(scales, tmp, nbg);
+    }
+    float fb[8] __attribute__((aligned(32)));
+    int qz[8] __attribute__((aligned(32)));
+    _mm256_store_ps(fb, f);
+    if (counting) {
+        k->elements += bs * nbg;
+        k->blocks += nbg;
+        if (nv == 2) {
+            unsigned z = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(
+                _mm256_cmpeq_epi32(q, _mm256_setzero_si256())));
+            unsigned sub = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(
+                _mm256_cmpgt_epi32(q, _mm256_setzero_si256()), _mm256_cmpgt_epi32(_mm256_set1_epi32(8), q))));
+            k->scale_zero += (size_t)__builtin_popcount(z & valid);
+            k->scale_subnormal += (size_t)__builtin_popcount(sub & valid);
+            _mm256_store_si256((__m256i *)(void *)qz, q);
+        } else {
+            _mm256_store_si256((__m256i *)(void *)qz, _mm256_set1_epi32(1));
+        }
+    }
+
+    /* 3. Elements, one loop per element rule so each is straight-line code. */
+    if (p->sign_lt0)
+        group_elements8(x, codes, fb, qz, nbg, nv, 1, 1, k, counting);
+    else if (p->divide)
+        group_elements8(x, codes, fb, qz, nbg, nv, 1, 0, k, counting);
+    else
+        group_elements8(x, codes, fb, qz, nbg, nv, 0, 0, k, counting);
+    return 1;
+}
+
+FAST2_INLINE size_t fused_run8(const lowp_block_fast *p, const float *x, size_t nb,
+                               uint8_t *codes, uint8_t *scales, lowp_quant_counts *k,
+                               lowp_block_fallback_fn fallback, void *arg, const int nv,
+                               const int counting)
+{
+    const size_t bs = 8 * (size_t)nv;
+    size_t done = 0;
+    uint8_t scratch[8];
+    for (size_t g = 0; g < nb; g += 8) {
+        size_t nbg = nb - g < 8 ? nb - g : 8;
+        const float *xg = x + bs * g;
+        uint8_t *cg = codes + 4 * (size_t)nv * g, *sc = scales != NULL ? scales + g : scratch;
+        for (size_t l = 0; l < bs / 2; l++) /* one prefetch per 64-byte line of the group */
+            _mm_prefetch((const char *)(xg + LOWP_FAST_PREFETCH + 16 * l), _MM_HINT_T0);
+        int ok = nbg == 8 ? fused_group8(p, xg, 8, cg, sc, k, nv, counting)
+                          : fused_group8(p, xg, nbg, cg, sc, k, nv, counting);
+        if (ok)
+            done += nbg;
+        else
+            fallback(arg, g, nbg);
+    }
+    return done;
+}
+
+#define RUN8_FN(NAME, NV, COUNTING)                                                                \
+    FAST2_TARGET static size_t NAME(const lowp_block_fast *p, const float *x, size_t nb,           \
+                                    uint8_t *codes, uint8_t *scales, lowp_quant_counts *k,         \
+                                    lowp_block_fallback_fn fallback, void *arg)                    \
+    {                                                                                              \
+        return fused_run8(p, x, nb, codes, scales, k, fallback, arg, NV, COUNTING);                \
+    }
+RUN8_FN(run8_nv, 2, 0)
+RUN8_FN(run8_nv_counts, 2, 1)
+RUN8_FN(run8_mx, 4, 0)
+RUN8_FN(run8_mx_counts, 4, 1)
+
 size_t lowp_block_fast_quantize(const lowp_block_fast *p, const float *x, size_t nb,
                                 uint8_t *codes, uint8_t *scales, lowp_quant_counts *counts,
                                 lowp_block_fallback_fn fallback, void *arg)
 {
-    if (p->format == LOWP_MXFP4)
-        return (counts != NULL ? run_mx_counts : run_mx)(p, x, nb, codes, scales, counts,
-                                                          fallback, arg);
-    return (counts != NULL ? run_nv_counts : run_nv)(p, x, nb, codes, scales, counts, fallback,
-                                                      arg);
+    int mx = p->format == LOWP_MXFP4, c = counts != NULL;
+    if (p->isa == LOWP_BLOCK_ISA_AVX512)
+        return (mx ? (c ? run_mx_counts : run_mx) : (c ? run_nv_counts : run_nv))(
+            p, x, nb, codes, scales, counts, fallback, arg);
+    return (mx ? (c ? run8_mx_counts : run8_mx) : (c ? run8_nv_counts : run8_nv))(
+        p, x, nb, codes, scales, counts, fallback, arg);
 }
 
 #else /* no fused kernel on this target: lowp_block_fast_init returns 0 */
