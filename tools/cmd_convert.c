@@ -56,6 +56,9 @@ static void convert_text(const lowp_codec *c, const unsigned char *buf, size_t l
             n--;
         if (n >= sizeof text)
             lowp_cli_fail("line %zu: too long to be a number", line);
+        /* a NUL would end the C string early and hide the rest of the line */
+        if (memchr(buf + pos, '\0', n) != NULL)
+            lowp_cli_fail("line %zu: contains a NUL byte, not a number", line);
         memcpy(text, buf + pos, n);
         text[n] = '\0';
         pos = end + 1;
@@ -82,6 +85,7 @@ int lowp_cmd_convert(int argc, char **argv)
 {
     const char *to = NULL, *compat = "cuda", *round = "rn", *in_path = NULL, *out_path = NULL;
     int saturate = LOWP_SAT_DEFAULT, text = 0;
+    const char *sat_flag = NULL, *text_flag = NULL; /* which flag of each group was given */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--to") == 0)
@@ -94,12 +98,16 @@ int lowp_cmd_convert(int argc, char **argv)
             in_path = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--out") == 0)
             out_path = lowp_cli_option_value(argc, argv, &i);
-        else if (strcmp(a, "--saturate") == 0)
+        else if (strcmp(a, "--saturate") == 0) {
+            lowp_cli_flag_once(a, &sat_flag);
             saturate = LOWP_SAT_ON;
-        else if (strcmp(a, "--no-saturate") == 0)
+        } else if (strcmp(a, "--no-saturate") == 0) {
+            lowp_cli_flag_once(a, &sat_flag);
             saturate = LOWP_SAT_OFF;
-        else if (strcmp(a, "--text") == 0)
+        } else if (strcmp(a, "--text") == 0) {
+            lowp_cli_flag_once(a, &text_flag);
             text = 1;
+        }
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             convert_usage(stdout);
             return LOWP_EXIT_OK;
@@ -124,6 +132,8 @@ int lowp_cmd_convert(int argc, char **argv)
                       saturate == LOWP_SAT_ON ? " --saturate" : saturate == LOWP_SAT_OFF ? " --no-saturate" : "",
                       why);
 
+    lowp_out_check("--out", out_path);
+    lowp_cli_check_not_input("--out", out_path, "--in", in_path);
     size_t len;
     unsigned char *buf = lowp_read_all(in_path, &len);
     if (text) {
