@@ -261,23 +261,31 @@ double lowp_cli_parse_positive(const char *opt, const char *s) { return parse_re
 
 double lowp_cli_parse_nonnegative(const char *opt, const char *s) { return parse_real(opt, s, 1); }
 
-void lowp_cli_parse_list(const char *opt, const char *s, size_t n, uint64_t lo, uint64_t hi, uint64_t *out)
+size_t lowp_cli_parse_list(const char *opt, const char *s, size_t min_n, size_t max_n, uint64_t lo, uint64_t hi,
+                           uint64_t *out)
 {
     char buf[256];
     if (strlen(s) >= sizeof buf)
         lowp_cli_fail("%s: '%.40s...' is too long", opt, s);
     strcpy(buf, s);
+    size_t items = 1;
+    for (const char *p = s; *p != '\0'; p++)
+        items += *p == ',';
+    if (items < min_n || items > max_n) {
+        if (min_n == max_n)
+            lowp_cli_fail("%s: '%.60s' is not %zu comma-separated integers", opt, s, min_n);
+        lowp_cli_fail("%s: '%.60s' is not %zu to %zu comma-separated integers", opt, s, min_n, max_n);
+    }
     char *p = buf;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < items; k++) {
         char *comma = strchr(p, ',');
-        if ((comma == NULL) != (k + 1 == n))
-            lowp_cli_fail("%s: '%.60s' is not %zu comma-separated integers", opt, s, n);
         if (comma != NULL)
             *comma = '\0';
-        out[k] = lowp_cli_parse_u64(opt, p, lo, hi);
+        out[k] = lowp_cli_parse_u64(opt, p, lo, hi); /* an empty item fails here */
         if (comma != NULL)
             p = comma + 1;
     }
+    return items;
 }
 
 unsigned char *lowp_read_all(const char *path, size_t *len)

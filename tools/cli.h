@@ -67,9 +67,10 @@ size_t lowp_cli_parse_count(const char *opt, const char *s, int allow_zero);
 /* Finite binary64 values (strtod syntax, whole string) > 0 or >= 0. */
 double lowp_cli_parse_positive(const char *opt, const char *s);
 double lowp_cli_parse_nonnegative(const char *opt, const char *s);
-/* "A,B,C": exactly n comma-separated integers, each in [lo, hi] (so "16x,1,16", "1,,2"
- * and "1,2" for n = 3 are refused). */
-void lowp_cli_parse_list(const char *opt, const char *s, size_t n, uint64_t lo, uint64_t hi, uint64_t *out);
+/* "A,B,C": min_n to max_n comma-separated integers, each in [lo, hi], into out (max_n
+ * entries); returns how many. "16x,1,16", "1,,2", "1,2," and a wrong count are refused. */
+size_t lowp_cli_parse_list(const char *opt, const char *s, size_t min_n, size_t max_n, uint64_t lo, uint64_t hi,
+                           uint64_t *out);
 
 /* Read a whole file (or stdin for NULL / "-") into memory; fails with a clear line. */
 unsigned char *lowp_read_all(const char *path, size_t *len);

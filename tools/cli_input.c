@@ -50,7 +50,7 @@ int lowp_cli_input_option(int argc, char **argv, int *i)
     } else if (strcmp(a, "--shape") == 0) {
         const char *v = lowp_cli_option_value(argc, argv, i);
         uint64_t d[3];
-        lowp_cli_parse_list("--shape", v, 3, 1, (uint64_t)1 << 31, d);
+        lowp_cli_parse_list("--shape", v, 3, 3, 1, (uint64_t)1 << 31, d);
         /* at most 2^31 values (8 GiB of binary32): the generator holds the whole tensor */
         if (d[0] > ((uint64_t)1 << 31) / d[1] / d[2])
             lowp_cli_fail("--shape: %s has more than 2^31 elements", v);

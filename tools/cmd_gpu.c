@@ -151,10 +151,13 @@ static int gpu_bench(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "--formats"))
             o.formats = lowp_cli_option_value(argc, argv, &i);
-        else if (!strcmp(a, "--batch"))
-            o.batches = lowp_cli_option_value(argc, argv, &i);
-        else if (!strcmp(a, "--ctx"))
-            o.contexts = lowp_cli_option_value(argc, argv, &i);
+        else if (!strcmp(a, "--batch") || !strcmp(a, "--ctx")) {
+            /* checked here, before any GPU is looked for; the bench reads at most 16 each */
+            const char *v = lowp_cli_option_value(argc, argv, &i);
+            uint64_t items[16];
+            lowp_cli_parse_list(a, v, 1, 16, 1, (uint64_t)1 << 40, items);
+            *(a[2] == 'b' ? &o.batches : &o.contexts) = v;
+        }
         else if (!strcmp(a, "--q-heads"))
             o.q_heads = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--kv-heads"))
