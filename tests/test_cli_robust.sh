@@ -101,6 +101,14 @@ expect_error "stats seed word" "$lowp" stats --shape 4,1,16 --seed abc
 expect_error "calibrate search-max" "$lowp" calibrate --shape 4,1,16 --search-max 5x
 expect_error "bench ctx float" "$lowp" bench attn --ctx 1e3
 expect_error "attn-sweep seed" "$lowp" attn-sweep --seed 1.5
+# quantize --axis: signed, the same syntax (-0x1 is -1), nothing else
+gen "$tmp/ax.npy" 2,32 4
+"$lowp" quantize --format nvfp4 --in "$tmp/ax.npy" --out "$tmp/ax1.safetensors" --axis -1 > /dev/null 2>&1
+"$lowp" quantize --format nvfp4 --in "$tmp/ax.npy" --out "$tmp/ax2.safetensors" --axis -0x1 > /dev/null 2> "$tmp/err" &&
+  cmp -s "$tmp/ax1.safetensors" "$tmp/ax2.safetensors" && ok || bad "--axis -0x1 is not -1: $(cat "$tmp/err")"
+expect_error "axis double sign" "$lowp" quantize --format nvfp4 --in "$tmp/ax.npy" --out "$tmp/ax3.safetensors" --axis --1
+expect_error "axis float" "$lowp" quantize --format nvfp4 --in "$tmp/ax.npy" --out "$tmp/ax3.safetensors" --axis 1e0
+expect_error "axis range" "$lowp" quantize --format nvfp4 --in "$tmp/ax.npy" --out "$tmp/ax3.safetensors" --axis -3
 # LOWP_SEED takes the same numbers: a bad one fails before any work (timeout: the old
 # parser read 'abc' as 0 and ran the whole conformance check); a hex one is taken, so the
 # run reaches the argument error

@@ -229,11 +229,29 @@ uint64_t lowp_cli_parse_u64(const char *opt, const char *s, uint64_t lo, uint64_
     if (p == digits || *p != '\0')
         lowp_cli_fail("%s: '%.40s' is not an integer (decimal digits, or 0x and hex digits)", opt, s);
     if (overflow)
-        lowp_cli_fail("%s: '%.40s' is beyond 2^64 - 1 (expected an integer in [%llu, %llu])", opt, s,
-                      (unsigned long long)lo, (unsigned long long)hi);
+        lowp_cli_fail("%s: '%.40s' is beyond 2^64 - 1, the largest integer lowp reads", opt, s);
     if (v < lo || v > hi)
         lowp_cli_fail("%s: %.40s is out of range (expected an integer in [%llu, %llu])", opt, s,
                       (unsigned long long)lo, (unsigned long long)hi);
+    return v;
+}
+
+int64_t lowp_cli_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi)
+{
+    int neg = s[0] == '-';
+    const char *body = s + neg;
+    if (neg && !(body[0] >= '0' && body[0] <= '9'))
+        lowp_cli_fail("%s: '%.40s' is not an integer (an optional '-', then decimal digits or 0x and hex digits)",
+                      opt, s);
+    uint64_t m = lowp_cli_parse_u64(opt, body, 0, UINT64_MAX);
+    /* |v| <= 2^63 - 1 keeps the negation defined; lo > -2^63 by contract */
+    if (m > (uint64_t)INT64_MAX)
+        lowp_cli_fail("%s: %.40s is out of range (expected an integer in [%lld, %lld])", opt, s, (long long)lo,
+                      (long long)hi);
+    int64_t v = neg ? -(int64_t)m : (int64_t)m;
+    if (v < lo || v > hi)
+        lowp_cli_fail("%s: %.40s is out of range (expected an integer in [%lld, %lld])", opt, s, (long long)lo,
+                      (long long)hi);
     return v;
 }
 

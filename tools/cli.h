@@ -60,6 +60,8 @@ void lowp_cli_flag_once(const char *flag, const char **slot);
  * ("1e400", "5x", "abc" are refused). A value above 2^64 - 1 is refused, never clamped, and
  * so is one outside [lo, hi]; the line names opt, the text and the range. */
 uint64_t lowp_cli_parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi);
+/* A signed integer: an optional '-' and then the same syntax; lo > -2^63. */
+int64_t lowp_cli_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi);
 /* A seed: any 64-bit value. */
 uint64_t lowp_cli_parse_seed(const char *opt, const char *s);
 /* A count or index in [allow_zero ? 0 : 1, 2^40]. */

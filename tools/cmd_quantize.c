@@ -182,13 +182,8 @@ int lowp_cmd_quantize(int argc, char **argv)
         lowp_cli_fail("'%s' holds a 0-d array (a scalar): there is no axis to block", in_path);
 
     long axis = -1;
-    if (axis_s != NULL) {
-        char *end;
-        errno = 0;
-        axis = strtol(axis_s, &end, 10);
-        if (end == axis_s || *end != '\0' || errno != 0)
-            lowp_cli_fail("--axis '%s' is not an integer", axis_s);
-    }
+    if (axis_s != NULL)
+        axis = (long)lowp_cli_parse_i64("--axis", axis_s, -LOWP_TENSOR_MAX_DIMS, LOWP_TENSOR_MAX_DIMS - 1);
     if (axis < -(long)x.ndim || axis >= (long)x.ndim)
         lowp_cli_fail("--axis %ld is out of range for a %d-dimensional tensor", axis, x.ndim);
     int a = (int)(axis < 0 ? axis + x.ndim : axis);
