@@ -169,6 +169,8 @@ expect_error "stats json = in" "$lowp" stats --in "$tmp/x.npy" --json "$tmp/x.np
 expect_error "stats csv = in"  "$lowp" stats --in "$tmp/x.npy" --csv "$tmp/./x.npy"
 expect_error "calibrate json = in" "$lowp" calibrate --in "$tmp/x.npy" --json "$tmp/x.npy"
 cmp -s "$tmp/x.npy" "$tmp/x.orig" && ok || bad "stats/calibrate overwrote the input"
+expect_error "stats csv = json" "$lowp" stats --shape 4,1,16 --csv "$tmp/same.out" --json "$tmp/same.out"
+[ ! -e "$tmp/same.out" ] && ok || bad "stats wrote same.out"
 gen "$tmp/q.npy" 1,2,64 1
 gen "$tmp/k.npy" 16,1,64 2
 gen "$tmp/v.npy" 16,1,64 3

@@ -160,6 +160,20 @@ void lowp_cli_check_not_input(const char *out_opt, const char *out_path, const c
                       in_opt, in_path);
 }
 
+void lowp_cli_check_distinct_outputs(const char *opt1, const char *path1, const char *opt2, const char *path2)
+{
+    if (path1 == NULL || path2 == NULL || strcmp(path1, "-") == 0 || strcmp(path2, "-") == 0)
+        return;
+    struct stat s1, s2;
+    int e1 = stat(path1, &s1) == 0, e2 = stat(path2, &s2) == 0;
+    /* a device or FIFO takes both streams in place (--csv /dev/null --json /dev/null) */
+    if ((e1 && !S_ISREG(s1.st_mode)) || (e2 && !S_ISREG(s2.st_mode)))
+        return;
+    if (strcmp(path1, path2) == 0 || (e1 && e2 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino))
+        lowp_cli_fail("%s '%s' and %s '%s' are the same file: one output would replace the other", opt1, path1,
+                      opt2, path2);
+}
+
 /* The names of the value options given so far in this run (a process runs one command). */
 static const char *seen_options[64];
 static size_t n_seen_options;

@@ -41,6 +41,10 @@ void lowp_out_check(const char *opt, const char *path);
 void lowp_cli_check_not_input(const char *out_opt, const char *out_path, const char *in_opt,
                               const char *in_path);
 
+/* Two outputs of one run must differ: the same name, or the same existing regular file,
+ * fails with one line (devices and FIFOs at the path are written in place and pass). */
+void lowp_cli_check_distinct_outputs(const char *opt1, const char *path1, const char *opt2, const char *path2);
+
 /* The value of option argv[*i] (advancing *i), or a clear failure when it is missing.
  * Every option taking a value is given at most once: a second occurrence of the same
  * option name in one run fails with a line naming it (the run's options are recorded,

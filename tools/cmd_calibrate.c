@@ -62,7 +62,7 @@ int lowp_cmd_calibrate(int argc, char **argv)
     lowp_out_check("--json", json);
     lowp_cli_check_not_input("--csv", csv, "--in", lowp_cli_input_path());
     lowp_cli_check_not_input("--json", json, "--in", lowp_cli_input_path());
-    lowp_cli_check_not_input("--json", json, "--csv", csv);
+    lowp_cli_check_distinct_outputs("--csv", csv, "--json", json);
     lowp_block_format f = LOWP_NVFP4;
     if (fmt != NULL && lowp_block_format_parse(fmt, &f))
         lowp_cli_fail("unknown format '%s' (nvfp4 mxfp4 mxfp8 fp8_e4m3 fp8_e5m2 bf16)", fmt);

@@ -81,7 +81,7 @@ int lowp_cmd_stats(int argc, char **argv)
     lowp_out_check("--json", json);
     lowp_cli_check_not_input("--csv", csv, "--in", lowp_cli_input_path());
     lowp_cli_check_not_input("--json", json, "--in", lowp_cli_input_path());
-    lowp_cli_check_not_input("--json", json, "--csv", csv);
+    lowp_cli_check_distinct_outputs("--csv", csv, "--json", json);
     size_t shape[3];
     char desc[512];
     float *x = lowp_cli_input_load(shape, desc, sizeof desc);
