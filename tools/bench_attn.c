@@ -1,6 +1,7 @@
 /* tools/bench_attn.c: `lowp bench attn`: the binary64 paged decode reference
  * (lowp_attn_paged_decode) over a quantized cache, in (token, KV head) pairs per second,
  * on one thread and on all, beside a plain read of the same cache pool in the same run. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,23 +17,28 @@ int lowp_bench_attn(int argc, char **argv)
     int threads = lowp_bench_max_threads();
     const char *fmts = NULL;
     for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(argv[i], "--ctx") == 0)
-            o.ctx = (size_t)lowp_bench_parse_count("--ctx", v, 1, (unsigned long long)1 << 24), i++;
-        else if (strcmp(argv[i], "--batch") == 0)
-            o.batch = (size_t)lowp_bench_parse_count("--batch", v, 1, 1024), i++;
-        else if (strcmp(argv[i], "--kv-heads") == 0)
-            o.num_kv_heads = (size_t)lowp_bench_parse_count("--kv-heads", v, 1, 256), i++;
-        else if (strcmp(argv[i], "--group") == 0)
-            o.group = (size_t)lowp_bench_parse_count("--group", v, 1, 64), i++;
-        else if (strcmp(argv[i], "--dim") == 0)
-            o.head_dim = (size_t)lowp_bench_parse_count("--dim", v, 32, 1024), i++;
-        else if (strcmp(argv[i], "--threads") == 0)
-            threads = (int)lowp_bench_parse_count("--threads", v, 1, 1024), i++;
-        else if (strcmp(argv[i], "--reps") == 0)
-            o.reps = (int)lowp_bench_parse_count("--reps", v, 1, 101), i++;
-        else if (strcmp(argv[i], "--format") == 0 && v != NULL)
-            fmts = v, i++;
+        const char *a = argv[i];
+        if (strcmp(a, "--ctx") == 0)
+            o.ctx = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1, (uint64_t)1 << 24);
+        else if (strcmp(a, "--batch") == 0)
+            o.batch = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1, 1024);
+        else if (strcmp(a, "--kv-heads") == 0)
+            o.num_kv_heads = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1, 256);
+        else if (strcmp(a, "--group") == 0)
+            o.group = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1, 64);
+        else if (strcmp(a, "--dim") == 0)
+            o.head_dim = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 32, 1024);
+        else if (strcmp(a, "--threads") == 0)
+            threads = (int)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1, 1024);
+        else if (strcmp(a, "--reps") == 0)
+            o.reps = (int)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1, 101);
+        else if (strcmp(a, "--format") == 0) {
+            fmts = lowp_cli_option_value(argc, argv, &i);
+            lowp_block_format bf;
+            if (lowp_block_format_parse(fmts, &bf))
+                lowp_cli_fail("bench attn: --format: unknown format '%s' (bf16 fp8_e4m3 fp8_e5m2 nvfp4 "
+                              "mxfp4 mxfp8)", fmts);
+        }
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             puts("usage: lowp bench attn [--format F] [--ctx N] [--batch B] [--kv-heads H] [--group G]\n"
                  "                       [--dim D] [--threads T] [--reps R]\n"

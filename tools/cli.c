@@ -1,16 +1,22 @@
-/* tools/cli.c: error reporting, atomic outputs and input reading for the CLI. */
-#define _POSIX_C_SOURCE 200809L
+/* tools/cli.c: error reporting, outputs, option values, numbers and input reading for
+ * the CLI. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-static char pending_tmp[4096];
+static char pending_tmp[4096 + 64]; /* the target (< 4064 bytes, out_classify) + ".tmp.<pid>" */
 static char pending_final[4096];
 static FILE *pending_file;
+/* 1 when pending_file writes the path itself (a device or FIFO): nothing to unlink. */
+static int pending_in_place;
 
 void lowp_cli_fail(const char *fmt, ...)
 {
@@ -24,22 +30,88 @@ void lowp_cli_fail(const char *fmt, ...)
     if (pending_file != NULL) {
         fclose(pending_file);
         pending_file = NULL;
-        unlink(pending_tmp);
+        if (!pending_in_place)
+            unlink(pending_tmp);
     }
     exit(LOWP_EXIT_USAGE);
+}
+
+/* How an output path is written (lowp_out_open's rules in cli.h). */
+enum out_kind { OUT_REPLACE, OUT_IN_PLACE };
+
+/* Classify path; *target receives the path to write (the resolved target of a symlink).
+ * Refusals fail with one line naming opt. */
+static enum out_kind out_classify(const char *opt, const char *path, char *target, size_t target_len)
+{
+    struct stat st;
+    if (strlen(path) + 32 >= target_len)
+        lowp_cli_fail("%s: output path is too long: %.64s...", opt, path);
+    snprintf(target, target_len, "%s", path);
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return OUT_REPLACE;
+        lowp_cli_fail("%s: cannot write '%s': %s", opt, path, strerror(errno));
+    }
+    if (S_ISLNK(st.st_mode)) {
+        char resolved[PATH_MAX];
+        if (realpath(path, resolved) == NULL)
+            lowp_cli_fail("%s: '%s' is a symlink that does not resolve (%s); refusing to replace it", opt,
+                          path, strerror(errno));
+        if (strlen(resolved) + 32 >= target_len)
+            lowp_cli_fail("%s: the target of '%s' is too long a path", opt, path);
+        snprintf(target, target_len, "%s", resolved);
+        if (stat(resolved, &st) != 0)
+            lowp_cli_fail("%s: cannot write '%s': %s", opt, path, strerror(errno));
+    }
+    if (S_ISREG(st.st_mode))
+        return OUT_REPLACE;
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+        return OUT_IN_PLACE;
+    lowp_cli_fail("%s: '%s' is %s, not a file lowp can write", opt, path,
+                  S_ISDIR(st.st_mode) ? "a directory" : S_ISBLK(st.st_mode) ? "a block device" : "a socket");
+}
+
+void lowp_out_check(const char *opt, const char *path)
+{
+    if (path == NULL || strcmp(path, "-") == 0)
+        return;
+    char target[4096];
+    if (out_classify(opt, path, target, sizeof target) == OUT_IN_PLACE) {
+        if (access(target, W_OK) != 0)
+            lowp_cli_fail("%s: cannot write '%s': %s", opt, path, strerror(errno));
+        return;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", target);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (access(dir, W_OK | X_OK) != 0)
+        lowp_cli_fail("%s: cannot write '%s': %s", opt, path, strerror(errno));
 }
 
 FILE *lowp_out_open(const char *path, int binary)
 {
     if (path == NULL || strcmp(path, "-") == 0)
         return stdout;
-    if (strlen(path) + 32 >= sizeof pending_tmp)
-        lowp_cli_fail("output path is too long: %.64s...", path);
-    snprintf(pending_final, sizeof pending_final, "%s", path);
-    snprintf(pending_tmp, sizeof pending_tmp, "%s.tmp.%ld", path, (long)getpid());
-    pending_file = fopen(pending_tmp, binary ? "wb" : "w");
+    char target[4096];
+    enum out_kind kind = out_classify("output", path, target, sizeof target);
+    if (kind == OUT_IN_PLACE) {
+        /* "w" on a device or FIFO opens it for writing; O_TRUNC does nothing there. */
+        pending_in_place = 1;
+        pending_file = fopen(target, binary ? "wb" : "w");
+    } else {
+        pending_in_place = 0;
+        snprintf(pending_tmp, sizeof pending_tmp, "%s.tmp.%ld", target, (long)getpid());
+        pending_file = fopen(pending_tmp, binary ? "wb" : "w");
+    }
     if (pending_file == NULL)
         lowp_cli_fail("cannot write '%s': %s", path, strerror(errno));
+    snprintf(pending_final, sizeof pending_final, "%s", target);
     return pending_file;
 }
 
@@ -57,11 +129,15 @@ void lowp_out_commit(FILE *f)
         lowp_cli_fail("cannot write '%s': %s", pending_final, strerror(e));
     }
     if (fclose(f) != 0) {
+        int e = errno;
         pending_file = NULL;
-        unlink(pending_tmp);
-        lowp_cli_fail("cannot write '%s': %s", pending_final, strerror(errno));
+        if (!pending_in_place)
+            unlink(pending_tmp);
+        lowp_cli_fail("cannot write '%s': %s", pending_final, strerror(e));
     }
     pending_file = NULL;
+    if (pending_in_place)
+        return;
     if (rename(pending_tmp, pending_final) != 0) {
         int e = errno;
         unlink(pending_tmp);
@@ -69,11 +145,179 @@ void lowp_out_commit(FILE *f)
     }
 }
 
-const char *lowp_cli_option_value(int argc, char **argv, int *i)
+void lowp_cli_check_not_input(const char *out_opt, const char *out_path, const char *in_opt,
+                              const char *in_path)
+{
+    if (out_path == NULL || in_path == NULL || strcmp(out_path, "-") == 0 || strcmp(in_path, "-") == 0)
+        return;
+    struct stat so, si;
+    if (stat(out_path, &so) != 0 || stat(in_path, &si) != 0)
+        return;
+    /* Devices and FIFOs are written in place and read as streams: /dev/null as both is
+     * harmless, so only regular files count. */
+    if (S_ISREG(so.st_mode) && so.st_dev == si.st_dev && so.st_ino == si.st_ino)
+        lowp_cli_fail("%s '%s' is the same file as %s '%s': refusing to overwrite an input", out_opt, out_path,
+                      in_opt, in_path);
+}
+
+void lowp_cli_check_distinct_outputs(const char *opt1, const char *path1, const char *opt2, const char *path2)
+{
+    if (path1 == NULL || path2 == NULL || strcmp(path1, "-") == 0 || strcmp(path2, "-") == 0)
+        return;
+    struct stat s1, s2;
+    int e1 = stat(path1, &s1) == 0, e2 = stat(path2, &s2) == 0;
+    /* a device or FIFO takes both streams in place (--csv /dev/null --json /dev/null) */
+    if ((e1 && !S_ISREG(s1.st_mode)) || (e2 && !S_ISREG(s2.st_mode)))
+        return;
+    if (strcmp(path1, path2) == 0 || (e1 && e2 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino))
+        lowp_cli_fail("%s '%s' and %s '%s' are the same file: one output would replace the other", opt1, path1,
+                      opt2, path2);
+}
+
+/* The names of the value options given so far in this run (a process runs one command). */
+static const char *seen_options[64];
+static size_t n_seen_options;
+
+const char *lowp_cli_option_repeated(int argc, char **argv, int *i)
 {
     if (*i + 1 >= argc)
         lowp_cli_fail("option %s needs a value", argv[*i]);
     return argv[++*i];
+}
+
+const char *lowp_cli_option_value(int argc, char **argv, int *i)
+{
+    const char *opt = argv[*i];
+    if (*i + 1 >= argc)
+        lowp_cli_fail("option %s needs a value", opt);
+    for (size_t k = 0; k < n_seen_options; k++)
+        if (strcmp(seen_options[k], opt) == 0)
+            lowp_cli_fail("option %s is given twice (once is enough; it takes one value)", opt);
+    if (n_seen_options < sizeof seen_options / sizeof seen_options[0])
+        seen_options[n_seen_options++] = opt;
+    return argv[++*i];
+}
+
+void lowp_cli_flag_once(const char *flag, const char **slot)
+{
+    if (*slot != NULL) {
+        if (strcmp(*slot, flag) == 0)
+            lowp_cli_fail("option %s is given twice", flag);
+        lowp_cli_fail("option %s conflicts with %s: give one", flag, *slot);
+    }
+    *slot = flag;
+}
+
+uint64_t lowp_cli_parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi)
+{
+    const char *p = s;
+    unsigned base = 10;
+    if (*s == '\0')
+        lowp_cli_fail("%s: an empty string is not a number", opt);
+    if (*s == '-')
+        lowp_cli_fail("%s: '%.40s' is negative (expected an integer in [%llu, %llu])", opt, s,
+                      (unsigned long long)lo, (unsigned long long)hi);
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        base = 16;
+        p += 2;
+    }
+    uint64_t v = 0;
+    int overflow = 0;
+    const char *digits = p;
+    for (; *p != '\0'; p++) {
+        unsigned d;
+        if (*p >= '0' && *p <= '9')
+            d = (unsigned)(*p - '0');
+        else if (base == 16 && *p >= 'a' && *p <= 'f')
+            d = (unsigned)(*p - 'a' + 10);
+        else if (base == 16 && *p >= 'A' && *p <= 'F')
+            d = (unsigned)(*p - 'A' + 10);
+        else
+            break;
+        /* v * base + d would exceed 2^64 - 1: remember it, keep checking the syntax */
+        if (v > (UINT64_MAX - d) / base)
+            overflow = 1;
+        else
+            v = v * base + d;
+    }
+    if (p == digits || *p != '\0')
+        lowp_cli_fail("%s: '%.40s' is not an integer (decimal digits, or 0x and hex digits)", opt, s);
+    if (overflow)
+        lowp_cli_fail("%s: '%.40s' is beyond 2^64 - 1, the largest integer lowp reads", opt, s);
+    if (v < lo || v > hi)
+        lowp_cli_fail("%s: %.40s is out of range (expected an integer in [%llu, %llu])", opt, s,
+                      (unsigned long long)lo, (unsigned long long)hi);
+    return v;
+}
+
+int64_t lowp_cli_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi)
+{
+    int neg = s[0] == '-';
+    const char *body = s + neg;
+    if (neg && !(body[0] >= '0' && body[0] <= '9'))
+        lowp_cli_fail("%s: '%.40s' is not an integer (an optional '-', then decimal digits or 0x and hex digits)",
+                      opt, s);
+    uint64_t m = lowp_cli_parse_u64(opt, body, 0, UINT64_MAX);
+    /* |v| <= 2^63 - 1 keeps the negation defined; lo > -2^63 by contract */
+    if (m > (uint64_t)INT64_MAX)
+        lowp_cli_fail("%s: %.40s is out of range (expected an integer in [%lld, %lld])", opt, s, (long long)lo,
+                      (long long)hi);
+    int64_t v = neg ? -(int64_t)m : (int64_t)m;
+    if (v < lo || v > hi)
+        lowp_cli_fail("%s: %.40s is out of range (expected an integer in [%lld, %lld])", opt, s, (long long)lo,
+                      (long long)hi);
+    return v;
+}
+
+uint64_t lowp_cli_parse_seed(const char *opt, const char *s)
+{
+    return lowp_cli_parse_u64(opt, s, 0, UINT64_MAX);
+}
+
+size_t lowp_cli_parse_count(const char *opt, const char *s, int allow_zero)
+{
+    return (size_t)lowp_cli_parse_u64(opt, s, allow_zero ? 0 : 1, (uint64_t)1 << 40);
+}
+
+static double parse_real(const char *opt, const char *s, int allow_zero)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !(allow_zero ? v >= 0 : v > 0) || !isfinite(v))
+        lowp_cli_fail("%s: '%.40s' is not a %s finite number", opt, s,
+                      allow_zero ? "non-negative" : "positive");
+    return v;
+}
+
+double lowp_cli_parse_positive(const char *opt, const char *s) { return parse_real(opt, s, 0); }
+
+double lowp_cli_parse_nonnegative(const char *opt, const char *s) { return parse_real(opt, s, 1); }
+
+size_t lowp_cli_parse_list(const char *opt, const char *s, size_t min_n, size_t max_n, uint64_t lo, uint64_t hi,
+                           uint64_t *out)
+{
+    char buf[256];
+    if (strlen(s) >= sizeof buf)
+        lowp_cli_fail("%s: '%.40s...' is too long", opt, s);
+    strcpy(buf, s);
+    size_t items = 1;
+    for (const char *p = s; *p != '\0'; p++)
+        items += *p == ',';
+    if (items < min_n || items > max_n) {
+        if (min_n == max_n)
+            lowp_cli_fail("%s: '%.60s' is not %zu comma-separated integers", opt, s, min_n);
+        lowp_cli_fail("%s: '%.60s' is not %zu to %zu comma-separated integers", opt, s, min_n, max_n);
+    }
+    char *p = buf;
+    for (size_t k = 0; k < items; k++) {
+        char *comma = strchr(p, ',');
+        if (comma != NULL)
+            *comma = '\0';
+        out[k] = lowp_cli_parse_u64(opt, p, lo, hi); /* an empty item fails here */
+        if (comma != NULL)
+            p = comma + 1;
+    }
+    return items;
 }
 
 unsigned char *lowp_read_all(const char *path, size_t *len)

@@ -2,7 +2,7 @@
  *
  * Error discipline (README "Bad input"): one line on stderr that names the problem,
  * exit status 2, and no output file left behind. Output files are written to a
- * temporary name beside the target and renamed only when complete. */
+ * temporary name beside the target and renamed only when complete (lowp_out_open). */
 #ifndef LOWP_CLI_H
 #define LOWP_CLI_H
 
@@ -17,14 +17,66 @@
 /* Print "lowp: <message>" and exit(2), first removing any pending output file. */
 void lowp_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
-/* An output that appears atomically: lowp_out_open gives a FILE* on "<path>.tmp.<pid>"
- * (or stdout when path is NULL or "-"); lowp_out_commit flushes, closes and renames. A
- * failure in between (lowp_cli_fail) unlinks the temporary. One pending output at a time. */
+/* An output file. lowp_out_open gives stdout when path is NULL or "-"; otherwise what
+ * happens depends on what is at the path (lstat):
+ *   - nothing, or a regular file: written to "<path>.tmp.<pid>" and renamed onto the path
+ *     by lowp_out_commit, so the file appears whole or not at all;
+ *   - a symlink: resolved (realpath) and the target is treated as above, so the link
+ *     itself stays and a regular target is replaced atomically; a dangling link, or one
+ *     whose target is a directory, is refused;
+ *   - a character device or FIFO (/dev/null, /dev/full, a pipe): written in place, never
+ *     replaced; a write error (ENOSPC on /dev/full) fails with one line;
+ *   - a directory, block device or socket: refused.
+ * lowp_out_commit flushes and closes (and renames); a failure in between (lowp_cli_fail)
+ * unlinks the temporary. One pending output at a time. lowp_out_check runs the same
+ * classification without opening, so that a command can refuse a bad output path before
+ * any work. */
 FILE *lowp_out_open(const char *path, int binary);
 void lowp_out_commit(FILE *f);
+void lowp_out_check(const char *opt, const char *path);
 
-/* The value of option argv[*i] (advancing *i), or a clear failure when it is missing. */
+/* An output must not be one of the inputs: fails with one line when out_path names the
+ * same file as in_path (same st_dev and st_ino, so links and "./x" count). Either path
+ * NULL, "-", or not existing yet passes. */
+void lowp_cli_check_not_input(const char *out_opt, const char *out_path, const char *in_opt,
+                              const char *in_path);
+
+/* Two outputs of one run must differ: the same name, or the same existing regular file,
+ * fails with one line (devices and FIFOs at the path are written in place and pass). */
+void lowp_cli_check_distinct_outputs(const char *opt1, const char *path1, const char *opt2, const char *path2);
+
+/* The value of option argv[*i] (advancing *i), or a clear failure when it is missing.
+ * Every option taking a value is given at most once: a second occurrence of the same
+ * option name in one run fails with a line naming it (the run's options are recorded,
+ * up to 64 distinct names). */
 const char *lowp_cli_option_value(int argc, char **argv, int *i);
+/* The same for the few options documented as repeatable (attn-sweep --size). */
+const char *lowp_cli_option_repeated(int argc, char **argv, int *i);
+
+/* Mutually exclusive flags: *slot holds the flag of the group given so far (NULL at
+ * first); a second flag of the group, the same or another one, fails with a line naming
+ * both ("--no-saturate conflicts with --saturate"). */
+void lowp_cli_flag_once(const char *flag, const char **slot);
+
+/* Numbers: one parser for every integer on the command line and in LOWP_SEED.
+ * Accepted: decimal digits (leading zeros stay decimal: "010" is 10) or "0x"/"0X" and hex
+ * digits; nothing else - no sign, no spaces, no empty string, no fraction or exponent
+ * ("1e400", "5x", "abc" are refused). A value above 2^64 - 1 is refused, never clamped, and
+ * so is one outside [lo, hi]; the line names opt, the text and the range. */
+uint64_t lowp_cli_parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi);
+/* A signed integer: an optional '-' and then the same syntax; lo > -2^63. */
+int64_t lowp_cli_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi);
+/* A seed: any 64-bit value. */
+uint64_t lowp_cli_parse_seed(const char *opt, const char *s);
+/* A count or index in [allow_zero ? 0 : 1, 2^40]. */
+size_t lowp_cli_parse_count(const char *opt, const char *s, int allow_zero);
+/* Finite binary64 values (strtod syntax, whole string) > 0 or >= 0. */
+double lowp_cli_parse_positive(const char *opt, const char *s);
+double lowp_cli_parse_nonnegative(const char *opt, const char *s);
+/* "A,B,C": min_n to max_n comma-separated integers, each in [lo, hi], into out (max_n
+ * entries); returns how many. "16x,1,16", "1,,2", "1,2," and a wrong count are refused. */
+size_t lowp_cli_parse_list(const char *opt, const char *s, size_t min_n, size_t max_n, uint64_t lo, uint64_t hi,
+                           uint64_t *out);
 
 /* Read a whole file (or stdin for NULL / "-") into memory; fails with a clear line. */
 unsigned char *lowp_read_all(const char *path, size_t *len);
@@ -53,18 +105,20 @@ void lowp_source_commit(char *buf, size_t len);
 int lowp_cli_input_option(int argc, char **argv, int *i);
 float *lowp_cli_input_load(size_t shape[3], char *desc, size_t desc_len);
 const char *lowp_cli_input_usage(void);
+/* The --in path given, or NULL (for lowp_cli_check_not_input). */
+const char *lowp_cli_input_path(void);
 
 
 /* Shared by the attention commands (tools/cli_attn_io.c). */
-const char *lowp_cli_need_value(int argc, char **argv, int *i);
-size_t lowp_cli_parse_count(const char *opt, const char *s, int allow_zero);
-double lowp_cli_parse_positive(const char *opt, const char *s);
-double lowp_cli_parse_nonnegative(const char *opt, const char *s);
 /* A finite float tensor of rank 3 (.npy / .safetensors, any float dtype), malloc'ed. */
 float *lowp_cli_load_f32_3(const char *opt, const char *path, size_t dims[3], const char *expect);
 /* A .npy vector of page indices (any integer dtype), each checked into int32. */
 int32_t *lowp_cli_load_page_table(const char *path, size_t *n);
+/* A tensor output path: the name ends in .npy or .safetensors (else refused) and
+ * lowp_out_check passes. */
 void lowp_cli_check_writable(const char *opt, const char *path);
-void lowp_cli_write_npy_f32_3(const char *path, const float *x, size_t d0, size_t d1, size_t d2);
+/* x as a [d0, d1, d2] F32 tensor: .npy, or .safetensors with one tensor named "out", by
+ * the path's extension. */
+void lowp_cli_write_f32_3(const char *path, const float *x, size_t d0, size_t d1, size_t d2);
 
 #endif

@@ -11,39 +11,6 @@
 #include "cli.h"
 #include "lowp/tensor.h"
 
-const char *lowp_cli_need_value(int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc)
-        lowp_cli_fail("option %s needs a value", argv[*i]);
-    return argv[++*i];
-}
-
-size_t lowp_cli_parse_count(const char *opt, const char *s, int allow_zero)
-{
-    char *end;
-    errno = 0;
-    if (*s == '-' || *s == '+' || *s == '\0')
-        lowp_cli_fail("%s: '%.40s' is not a %s integer", opt, s, allow_zero ? "non-negative" : "positive");
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end != '\0' || errno != 0 || (!allow_zero && v == 0) || v > ((unsigned long long)1 << 40))
-        lowp_cli_fail("%s: '%.40s' is not a %s integer up to 2^40", opt, s, allow_zero ? "non-negative" : "positive");
-    return (size_t)v;
-}
-
-static double parse_real(const char *opt, const char *s, int allow_zero)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || !(allow_zero ? v >= 0 : v > 0) || !isfinite(v))
-        lowp_cli_fail("%s: '%.40s' is not a %s finite number", opt, s,
-                      allow_zero ? "non-negative" : "positive");
-    return v;
-}
-
-double lowp_cli_parse_positive(const char *opt, const char *s) { return parse_real(opt, s, 0); }
-
-double lowp_cli_parse_nonnegative(const char *opt, const char *s) { return parse_real(opt, s, 1); }
-
 /* A float tensor of rank 3 with finite values, as a malloc'ed copy. */
 float *lowp_cli_load_f32_3(const char *opt, const char *path, size_t dims[3], const char *expect)
 {
@@ -139,36 +106,34 @@ int32_t *lowp_cli_load_page_table(const char *path, size_t *n)
     return out;
 }
 
-/* The directory of path is writable (checked before any work, so that a second output
- * that cannot be written never leaves the first one behind). */
+/* A tensor output: .npy or .safetensors by extension (anything else is refused, so that
+ * a name never promises a format the bytes are not in), writable by lowp_out_open's rules.
+ * Checked before any work, so that a second output that cannot be written never leaves
+ * the first one behind. */
 void lowp_cli_check_writable(const char *opt, const char *path)
 {
-    char dir[4096];
-    if (strlen(path) >= sizeof dir)
-        lowp_cli_fail("%s: the path is too long", opt);
-    strcpy(dir, path);
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL)
-        strcpy(dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    if (access(dir, W_OK | X_OK) != 0)
-        lowp_cli_fail("%s: cannot write '%s': %s", opt, path, strerror(errno));
+    if (lowp_tensor_file_kind_of(path) == LOWP_FILE_UNKNOWN)
+        lowp_cli_fail("%s %s: the name ends neither in .npy nor in .safetensors", opt, path);
+    lowp_out_check(opt, path);
 }
 
-void lowp_cli_write_npy_f32_3(const char *path, const float *x, size_t d0, size_t d1, size_t d2)
+void lowp_cli_write_f32_3(const char *path, const float *x, size_t d0, size_t d1, size_t d2)
 {
-    lowp_tensor t;
+    lowp_tensor_file tf;
     size_t shape[3] = {d0, d1, d2};
     char why[256];
-    if (lowp_tensor_alloc(&t, "", LOWP_DT_F32, 3, shape, why, sizeof why))
+    lowp_tensor_file_init(&tf);
+    lowp_tensor *t = lowp_tensor_file_add(&tf, "out", LOWP_DT_F32, 3, shape, why, sizeof why);
+    if (t == NULL)
         lowp_cli_fail("%s", why);
-    memcpy(t.data, x, t.nbytes);
+    memcpy(t->data, x, t->nbytes);
+    lowp_tensor_file_kind kind = lowp_tensor_file_kind_of(path);
+    if (kind == LOWP_FILE_UNKNOWN)
+        lowp_cli_fail("%s: the name ends neither in .npy nor in .safetensors", path);
     FILE *o = lowp_out_open(path, 1);
-    if (lowp_npy_emit(o, &t, why, sizeof why))
+    if (kind == LOWP_FILE_NPY ? lowp_npy_emit(o, t, why, sizeof why)
+                              : lowp_safetensors_emit(o, &tf, why, sizeof why))
         lowp_cli_fail("cannot write '%s': %s", path, why);
     lowp_out_commit(o);
-    lowp_tensor_free(&t);
+    lowp_tensor_file_free(&tf);
 }

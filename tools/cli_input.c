@@ -37,18 +37,6 @@ const char *lowp_cli_input_usage(void)
            "    --scale F          generator magnitude (the model's scale parameter; default 1)\n";
 }
 
-static size_t parse_dim(const char *s, const char *what)
-{
-    char *end;
-    errno = 0;
-    if (*s == '-' || *s == '+')
-        lowp_cli_fail("%s: '%s' is not a positive integer", what, s);
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || errno != 0 || v == 0 || v > ((size_t)1 << 40))
-        lowp_cli_fail("%s: '%.40s' is not a positive integer up to 2^40", what, s);
-    return (size_t)v;
-}
-
 /* Returns 1 and advances *i if argv[*i] is an input option, else 0. */
 int lowp_cli_input_option(int argc, char **argv, int *i)
 {
@@ -61,36 +49,19 @@ int lowp_cli_input_option(int argc, char **argv, int *i)
         input.gen = lowp_cli_option_value(argc, argv, i);
     } else if (strcmp(a, "--shape") == 0) {
         const char *v = lowp_cli_option_value(argc, argv, i);
-        char buf[128];
-        if (strlen(v) >= sizeof buf)
-            lowp_cli_fail("--shape: '%.40s...' is too long (expected T,H,D)", v);
-        strcpy(buf, v);
-        char *p1 = strchr(buf, ','), *p2 = p1 ? strchr(p1 + 1, ',') : NULL;
-        if (p1 == NULL || p2 == NULL || strchr(p2 + 1, ',') != NULL)
-            lowp_cli_fail("--shape: '%s' is not T,H,D (three positive integers)", v);
-        *p1 = *p2 = '\0';
-        input.shape[0] = parse_dim(buf, "--shape T");
-        input.shape[1] = parse_dim(p1 + 1, "--shape H");
-        input.shape[2] = parse_dim(p2 + 1, "--shape D");
-        if (input.shape[0] > ((size_t)1 << 34) / input.shape[1] / input.shape[2])
-            lowp_cli_fail("--shape: %s has more than 2^34 elements", v);
+        uint64_t d[3];
+        lowp_cli_parse_list("--shape", v, 3, 3, 1, (uint64_t)1 << 31, d);
+        /* at most 2^31 values (8 GiB of binary32): the generator holds the whole tensor */
+        if (d[0] > ((uint64_t)1 << 31) / d[1] / d[2])
+            lowp_cli_fail("--shape: %s has more than 2^31 elements", v);
+        for (int k = 0; k < 3; k++)
+            input.shape[k] = (size_t)d[k];
         input.shape_set = 1;
     } else if (strcmp(a, "--seed") == 0) {
-        const char *v = lowp_cli_option_value(argc, argv, i);
-        char *end;
-        errno = 0;
-        if (*v == '-')
-            lowp_cli_fail("--seed: '%s' is not a non-negative integer", v);
-        input.seed = strtoull(v, &end, 0);
-        if (end == v || *end != '\0' || errno != 0)
-            lowp_cli_fail("--seed: '%.40s' is not an integer (decimal or 0x hex) below 2^64", v);
+        input.seed = lowp_cli_parse_seed("--seed", lowp_cli_option_value(argc, argv, i));
         input.seed_set = 1;
     } else if (strcmp(a, "--scale") == 0) {
-        const char *v = lowp_cli_option_value(argc, argv, i);
-        char *end;
-        input.scale = strtod(v, &end);
-        if (end == v || *end != '\0' || !(input.scale > 0) || !isfinite(input.scale))
-            lowp_cli_fail("--scale: '%.40s' is not a positive finite number", v);
+        input.scale = lowp_cli_parse_positive("--scale", lowp_cli_option_value(argc, argv, i));
         input.scale_set = 1;
     } else {
         return 0;
@@ -117,6 +88,11 @@ static void fold_shape(const size_t *dims, size_t rank, size_t shape[3])
 }
 
 static float *load_file(size_t shape[3], char *desc, size_t desc_len);
+
+const char *lowp_cli_input_path(void)
+{
+    return input.in;
+}
 
 /* Load the input: a file or the generator. shape gets [T, H, D]; desc a one-line summary. */
 float *lowp_cli_input_load(size_t shape[3], char *desc, size_t desc_len)

@@ -62,7 +62,8 @@ static void attn_usage(FILE *f)
           "  --num-pages N     pages in the pool (default: the largest page index + 1); unused\n"
           "                    pages and slots stay poisoned (NaN)\n"
           "  --layout L        nhd (default) hnd;  --k-sf-order / --v-sf-order linear interleave4\n"
-          "  --out O.npy       the attention output, float32 [q_len, num_q_heads, vo_dim]\n"
+          "  --out O.npy       the attention output, float32 [q_len, num_q_heads, vo_dim]; a name\n"
+          "                    ending in .safetensors writes one tensor \"out\" instead\n"
           "  --baseline B.npy  the same over the unquantized K/V\n"
           "  --mpfr-all        compute every output row with the MPFR oracle (slow; a check of the\n"
           "                    reference-plus-bound fast path)\n"
@@ -195,50 +196,50 @@ static void parse_args(int argc, char **argv, attn_args *a)
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (strcmp(s, "--q") == 0)
-            a->q = lowp_cli_need_value(argc, argv, &i);
+            a->q = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--k") == 0)
-            a->k = lowp_cli_need_value(argc, argv, &i);
+            a->k = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--v") == 0)
-            a->v = lowp_cli_need_value(argc, argv, &i);
+            a->v = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--out") == 0)
-            a->out = lowp_cli_need_value(argc, argv, &i);
+            a->out = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--baseline") == 0)
-            a->baseline = lowp_cli_need_value(argc, argv, &i);
+            a->baseline = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--kv-format") == 0)
-            a->format = lowp_cli_need_value(argc, argv, &i);
+            a->format = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--recipe") == 0)
-            a->recipe = lowp_cli_need_value(argc, argv, &i);
+            a->recipe = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--path") == 0)
-            a->path = lowp_cli_need_value(argc, argv, &i);
+            a->path = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--layout") == 0)
-            a->layout = lowp_cli_need_value(argc, argv, &i);
+            a->layout = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--k-sf-order") == 0)
-            a->k_sf = lowp_cli_need_value(argc, argv, &i);
+            a->k_sf = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--v-sf-order") == 0)
-            a->v_sf = lowp_cli_need_value(argc, argv, &i);
+            a->v_sf = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--q-type") == 0)
-            a->q_type = lowp_cli_need_value(argc, argv, &i);
+            a->q_type = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--page-table") == 0)
-            a->page_table = lowp_cli_need_value(argc, argv, &i);
+            a->page_table = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--sm-scale") == 0) {
-            a->sm_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
+            a->sm_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
             a->sm_scale_set = 1;
         } else if (strcmp(s, "--k-scale") == 0) {
-            a->k_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
+            a->k_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
             a->k_scale_set = 1;
         } else if (strcmp(s, "--v-scale") == 0) {
-            a->v_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
+            a->v_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
             a->v_scale_set = 1;
         } else if (strcmp(s, "--q-offset") == 0) {
-            a->q_offset = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 1);
+            a->q_offset = lowp_cli_parse_count(s, lowp_cli_option_value(argc, argv, &i), 1);
             a->q_offset_set = 1;
         } else if (strcmp(s, "--chunk-start") == 0) {
-            a->chunk_start = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 1);
+            a->chunk_start = lowp_cli_parse_count(s, lowp_cli_option_value(argc, argv, &i), 1);
             a->chunk_set = 1;
         } else if (strcmp(s, "--page-size") == 0)
-            a->page_size = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 0);
+            a->page_size = lowp_cli_parse_count(s, lowp_cli_option_value(argc, argv, &i), 0);
         else if (strcmp(s, "--num-pages") == 0) {
-            a->num_pages = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 0);
+            a->num_pages = lowp_cli_parse_count(s, lowp_cli_option_value(argc, argv, &i), 0);
             a->num_pages_set = 1;
         } else if (strcmp(s, "--mpfr-all") == 0)
             a->mpfr_all = 1;
@@ -318,6 +319,13 @@ int lowp_cmd_attn(int argc, char **argv)
     lowp_cli_check_writable("--out", a.out);
     if (a.baseline != NULL)
         lowp_cli_check_writable("--baseline", a.baseline);
+    {
+        const char *outs[2][2] = {{"--out", a.out}, {"--baseline", a.baseline}};
+        const char *ins[4][2] = {{"--q", a.q}, {"--k", a.k}, {"--v", a.v}, {"--page-table", a.page_table}};
+        for (int o = 0; o < 2; o++)
+            for (int n = 0; n < 4; n++)
+                lowp_cli_check_not_input(outs[o][0], outs[o][1], ins[n][0], ins[n][1]);
+    }
 
     /* inputs and their shapes */
     size_t qd[3], kd[3], vd[3];
@@ -528,9 +536,9 @@ int lowp_cmd_attn(int argc, char **argv)
     }
     if (fflush(stdout) != 0)
         lowp_cli_fail("cannot write to standard output");
-    lowp_cli_write_npy_f32_3(a.out, o32, s.q_len, s.num_q_heads, s.vo_dim);
+    lowp_cli_write_f32_3(a.out, o32, s.q_len, s.num_q_heads, s.vo_dim);
     if (a.baseline != NULL)
-        lowp_cli_write_npy_f32_3(a.baseline, b32, s.q_len, s.num_q_heads, s.vo_dim);
+        lowp_cli_write_f32_3(a.baseline, b32, s.q_len, s.num_q_heads, s.vo_dim);
 
     lowp_kvcache_destroy(cache);
     free(q);

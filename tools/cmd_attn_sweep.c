@@ -39,23 +39,9 @@ static void sweep_usage(FILE *f)
           f);
 }
 
-static const char *need_value(int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc)
-        lowp_cli_fail("option %s needs a value", argv[*i]);
-    return argv[++*i];
-}
-
 static size_t parse_size_t(const char *opt, const char *s, size_t min, size_t max)
 {
-    char *end;
-    errno = 0;
-    if (*s == '-' || *s == '+' || *s == '\0')
-        lowp_cli_fail("%s: '%.40s' is not an integer in [%zu, %zu]", opt, s, min, max);
-    unsigned long long v = strtoull(s, &end, 0);
-    if (*end != '\0' || errno != 0 || v < min || v > max)
-        lowp_cli_fail("%s: '%.40s' is not an integer in [%zu, %zu]", opt, s, min, max);
-    return (size_t)v;
+    return (size_t)lowp_cli_parse_u64(opt, s, min, max);
 }
 
 /* The default shape for a context (lowp_sweep_default_options' rule). */
@@ -76,26 +62,12 @@ static void progress(void *arg, size_t done, size_t total, const char *what)
     fflush(stderr);
 }
 
-/* The directory of an output path is writable: checked before the sweep, so that minutes
- * are not spent before a typo fails, and so that a failing second output never leaves the
- * first one behind. */
+/* An output path is writable: checked before the sweep, so that minutes are not spent
+ * before a typo fails, and so that a failing second output never leaves the first one
+ * behind. */
 static void check_writable(const char *opt, const char *path)
 {
-    if (strcmp(path, "-") == 0)
-        return;
-    char dir[4096];
-    if (strlen(path) >= sizeof dir)
-        lowp_cli_fail("%s: the path is too long", opt);
-    strcpy(dir, path);
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL)
-        strcpy(dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    if (access(dir, W_OK | X_OK) != 0)
-        lowp_cli_fail("%s: cannot write '%s': %s", opt, path, strerror(errno));
+    lowp_out_check(opt, path);
 }
 
 #define MAX_LIST 64
@@ -131,13 +103,13 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--csv") == 0)
-            csv = need_value(argc, argv, &i);
+            csv = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--md") == 0)
-            md = need_value(argc, argv, &i);
+            md = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--quick") == 0)
             quick = 1;
         else if (strcmp(a, "--contexts") == 0) {
-            const char *v = need_value(argc, argv, &i);
+            const char *v = lowp_cli_option_value(argc, argv, &i);
             if (strlen(v) >= sizeof buf)
                 lowp_cli_fail("--contexts: the list is too long");
             strcpy(buf, v);
@@ -149,7 +121,7 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
                 o.sizes[k] = size_for(parse_size_t("--contexts", items[k], 1, (size_t)1 << 24));
             contexts_given = 1;
         } else if (strcmp(a, "--size") == 0) {
-            const char *v = need_value(argc, argv, &i);
+            const char *v = lowp_cli_option_repeated(argc, argv, &i);
             if (strlen(v) >= sizeof buf)
                 lowp_cli_fail("--size: '%.40s...' is too long", v);
             strcpy(buf, v);
@@ -180,7 +152,7 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
             o.sizes[o.n_sizes++] = z;
             sizes_given = 1;
         } else if (strcmp(a, "--workloads") == 0) {
-            const char *v = need_value(argc, argv, &i);
+            const char *v = lowp_cli_option_value(argc, argv, &i);
             if (strlen(v) >= sizeof buf)
                 lowp_cli_fail("--workloads: the list is too long");
             strcpy(buf, v);
@@ -194,23 +166,16 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
                 o.workloads |= 1u << w;
             }
         } else if (strcmp(a, "--dim") == 0) {
-            o.qk_dim = o.vo_dim = parse_size_t(a, need_value(argc, argv, &i), 32, 1024);
+            o.qk_dim = o.vo_dim = parse_size_t(a, lowp_cli_option_value(argc, argv, &i), 32, 1024);
             if (o.qk_dim % 32 != 0)
                 lowp_cli_fail("--dim %zu: not a multiple of 32 (the MX block size)", o.qk_dim);
             dim_given = 1;
         } else if (strcmp(a, "--seed") == 0) {
-            const char *v = need_value(argc, argv, &i);
-            char *end;
-            errno = 0;
-            if (*v == '-')
-                lowp_cli_fail("--seed: '%s' is not a non-negative integer", v);
-            o.seed = strtoull(v, &end, 0);
-            if (end == v || *end != '\0' || errno != 0)
-                lowp_cli_fail("--seed: '%.40s' is not an integer (decimal or 0x hex) below 2^64", v);
+            o.seed = lowp_cli_parse_seed("--seed", lowp_cli_option_value(argc, argv, &i));
         } else if (strcmp(a, "--oracle-ctx") == 0)
-            o.oracle_max_ctx = parse_size_t(a, need_value(argc, argv, &i), 0, (size_t)1 << 24);
+            o.oracle_max_ctx = parse_size_t(a, lowp_cli_option_value(argc, argv, &i), 0, (size_t)1 << 24);
         else if (strcmp(a, "--oracle-heads") == 0)
-            o.oracle_kv_heads = parse_size_t(a, need_value(argc, argv, &i), 1, 1024);
+            o.oracle_kv_heads = parse_size_t(a, lowp_cli_option_value(argc, argv, &i), 1, 1024);
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             sweep_usage(stdout);
             return LOWP_EXIT_OK;

@@ -104,27 +104,13 @@ double lowp_bench_median(void (*fn)(void *), void *arg, int reps)
     return t[reps / 2];
 }
 
-static unsigned long long parse_count(const char *opt, const char *s, unsigned long long lo,
-                                      unsigned long long hi)
-{
-    return lowp_bench_parse_count(opt, s, lo, hi);
-}
 
 unsigned long long lowp_bench_parse_count(const char *opt, const char *s, unsigned long long lo,
                                           unsigned long long hi)
 {
-    char *end;
-    errno = 0;
     if (s == NULL)
         lowp_cli_fail("bench: %s needs a value", opt);
-    if (*s == '-')
-        lowp_cli_fail("bench: %s must be a positive integer, not '%s'", opt, s);
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno != 0 || end == s || *end != '\0')
-        lowp_cli_fail("bench: %s must be an integer, not '%s'", opt, s);
-    if (v < lo || v > hi)
-        lowp_cli_fail("bench: %s must be between %llu and %llu, not %s", opt, lo, hi, s);
-    return v;
+    return lowp_cli_parse_u64(opt, s, lo, hi);
 }
 
 /* One timed operation: encode n values of in into out. */
@@ -409,22 +395,18 @@ static int bench_convert(int argc, char **argv)
     int threads = 1;
 #endif
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(bench_usage, stdout);
             return LOWP_EXIT_OK;
         } else if (strcmp(a, "--n") == 0) {
-            n = parse_count("--n", v, 1, 1ull << 31);
-            i++;
+            n = lowp_cli_parse_u64("--n", lowp_cli_option_value(argc, argv, &i), 1, 1ull << 31);
         } else if (strcmp(a, "--threads") == 0) {
-            threads = (int)parse_count("--threads", v, 1, 1024);
-            i++;
+            threads = (int)lowp_cli_parse_u64("--threads", lowp_cli_option_value(argc, argv, &i), 1, 1024);
         } else if (strcmp(a, "--seed") == 0) {
-            seed = parse_count("--seed", v, 0, UINT64_MAX);
-            i++;
+            seed = lowp_cli_parse_u64("--seed", lowp_cli_option_value(argc, argv, &i), 0, UINT64_MAX);
         } else if (strcmp(a, "--reps") == 0) {
-            reps = (int)parse_count("--reps", v, 1, BENCH_MAX_REPS);
-            i++;
+            reps = (int)lowp_cli_parse_u64("--reps", lowp_cli_option_value(argc, argv, &i), 1, BENCH_MAX_REPS);
         } else {
             lowp_cli_fail("bench convert: unknown argument '%s' (try 'lowp bench convert --help')", a);
         }

@@ -41,25 +41,15 @@ int lowp_cmd_calibrate(int argc, char **argv)
         const char *a = argv[i];
         if (lowp_cli_input_option(argc, argv, &i))
             continue;
-        if (strcmp(a, "--csv") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--format") == 0 ||
-            strcmp(a, "--search-max") == 0) {
-            if (i + 1 >= argc)
-                lowp_cli_fail("option %s needs a value", a);
-            const char *v = argv[++i];
-            if (a[2] == 'c')
-                csv = v;
-            else if (a[2] == 'j')
-                json = v;
-            else if (a[2] == 'f')
-                fmt = v;
-            else {
-                char *end;
-                errno = 0;
-                unsigned long long s = strtoull(v, &end, 10);
-                if (*v == '-' || end == v || *end != '\0' || errno != 0)
-                    lowp_cli_fail("--search-max: '%.40s' is not a non-negative integer", v);
-                search_max = (size_t)s;
-            }
+        if (strcmp(a, "--csv") == 0)
+            csv = lowp_cli_option_value(argc, argv, &i);
+        else if (strcmp(a, "--json") == 0)
+            json = lowp_cli_option_value(argc, argv, &i);
+        else if (strcmp(a, "--format") == 0)
+            fmt = lowp_cli_option_value(argc, argv, &i);
+        else if (strcmp(a, "--search-max") == 0) {
+            search_max = (size_t)lowp_cli_parse_u64("--search-max", lowp_cli_option_value(argc, argv, &i), 0,
+                                                    (uint64_t)1 << 40);
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             calibrate_usage(stdout);
             return LOWP_EXIT_OK;
@@ -68,6 +58,11 @@ int lowp_cmd_calibrate(int argc, char **argv)
     }
     if (csv != NULL && json != NULL && strcmp(csv, "-") == 0 && strcmp(json, "-") == 0)
         lowp_cli_fail("--csv - and --json - would both write to standard output");
+    lowp_out_check("--csv", csv);
+    lowp_out_check("--json", json);
+    lowp_cli_check_not_input("--csv", csv, "--in", lowp_cli_input_path());
+    lowp_cli_check_not_input("--json", json, "--in", lowp_cli_input_path());
+    lowp_cli_check_distinct_outputs("--csv", csv, "--json", json);
     lowp_block_format f = LOWP_NVFP4;
     if (fmt != NULL && lowp_block_format_parse(fmt, &f))
         lowp_cli_fail("unknown format '%s' (nvfp4 mxfp4 mxfp8 fp8_e4m3 fp8_e5m2 bf16)", fmt);

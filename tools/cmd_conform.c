@@ -497,20 +497,22 @@ int lowp_cmd_conform(int argc, char **argv)
     uint64_t seed = LOWP_DEFAULT_SEED;
     const char *report = "reports/conform.md";
     const char *env_seed = getenv("LOWP_SEED");
+    const char *report_flag = NULL; /* --report or --no-report, whichever was given */
     if (env_seed != NULL)
-        seed = strtoull(env_seed, NULL, 0);
+        seed = lowp_cli_parse_seed("LOWP_SEED", env_seed);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--full") == 0)
             full = 1;
-        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-            char *end;
-            seed = strtoull(argv[++i], &end, 0);
-            if (*end != '\0')
-                lowp_cli_fail("conform: --seed takes a number, not '%s'", argv[i]);
-        } else if (strcmp(argv[i], "--report") == 0 && i + 1 < argc)
-            report = argv[++i];
-        else if (strcmp(argv[i], "--no-report") == 0)
+        else if (strcmp(argv[i], "--seed") == 0)
+            seed = lowp_cli_parse_seed("--seed", lowp_cli_option_value(argc, argv, &i));
+        else if (strcmp(argv[i], "--report") == 0) {
+            lowp_cli_flag_once("--report", &report_flag);
+            report = lowp_cli_option_value(argc, argv, &i);
+            lowp_out_check("--report", report);
+        } else if (strcmp(argv[i], "--no-report") == 0) {
+            lowp_cli_flag_once("--no-report", &report_flag);
             want_report = 0;
+        }
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             puts("usage: lowp conform [--full] [--seed S] [--report FILE | --no-report]\n"
                  "checks the CPU model against every oracle on this machine (MPFR, CUDA's host\n"

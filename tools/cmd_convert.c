@@ -27,61 +27,118 @@ static void convert_usage(FILE *f)
           f);
 }
 
-static void write_code(FILE *out, lowp_format f, uint16_t code)
-{
-    if (lowp_format_bits(f) == 16) {
-        unsigned char b[2] = {(unsigned char)(code & 0xff), (unsigned char)(code >> 8)};
-        fwrite(b, 1, 2, out);
-    } else {
-        fputc(code, out);
-    }
-}
-
 static int hex_digits(lowp_format f)
 {
     return (int)(lowp_format_bits(f) / 4);
 }
 
-static void convert_text(const lowp_codec *c, const unsigned char *buf, size_t len, FILE *out)
+/* One line of --text input (NUL-free, without its '\n'): trimmed, parsed, encoded. */
+static void convert_line(const lowp_codec *c, char *text, size_t line, FILE *out)
 {
-    size_t line = 0, pos = 0;
-    while (pos < len) {
-        size_t end = pos;
-        while (end < len && buf[end] != '\n')
-            end++;
-        line++;
-        char text[512];
-        size_t n = end - pos;
-        if (n > 0 && buf[pos + n - 1] == '\r')
-            n--;
-        if (n >= sizeof text)
+    size_t n = strlen(text);
+    if (n > 0 && text[n - 1] == '\r')
+        text[--n] = '\0';
+    char *s = text;
+    while (isspace((unsigned char)*s))
+        s++;
+    char *t = s + strlen(s);
+    while (t > s && isspace((unsigned char)t[-1]))
+        *--t = '\0';
+    if (*s == '\0')
+        lowp_cli_fail("line %zu: empty line where a number was expected", line);
+    char *rest;
+    errno = 0;
+    float x = strtof(s, &rest);
+    if (rest == s || *rest != '\0')
+        lowp_cli_fail("line %zu: '%.60s' is not a number", line, s);
+    uint16_t code = lowp_encode_f32(c, x);
+    fprintf(out, "%s -> 0x%0*x (%.9g)\n", s, hex_digits(c->format), code,
+            (double)lowp_decode_f32(c->format, code));
+}
+
+/* --text, streamed: one line at a time, at most LINE_MAX_CHARS characters each (a
+ * number is far shorter; a longer line is refused, not buffered). A last line without
+ * '\n' counts; an empty input gives no output. */
+#define LINE_MAX_CHARS 511
+static void convert_text(const lowp_codec *c, FILE *in, const char *in_name, FILE *out)
+{
+    char text[LINE_MAX_CHARS + 1];
+    for (size_t line = 1;; line++) {
+        size_t n = 0;
+        int ch, any = 0, too_long = 0, nul = 0;
+        while ((ch = getc(in)) != EOF && ch != '\n') {
+            any = 1;
+            nul |= ch == '\0';
+            if (n < LINE_MAX_CHARS)
+                text[n++] = (char)ch;
+            else
+                too_long = 1;
+        }
+        if (ferror(in))
+            lowp_cli_fail("cannot read '%s': %s", in_name, strerror(errno));
+        if (ch == EOF && !any)
+            return;
+        if (too_long)
             lowp_cli_fail("line %zu: too long to be a number", line);
-        memcpy(text, buf + pos, n);
+        /* a NUL would end the C string early and hide the rest of the line */
+        if (nul)
+            lowp_cli_fail("line %zu: contains a NUL byte, not a number", line);
         text[n] = '\0';
-        pos = end + 1;
-        char *s = text;
-        while (isspace((unsigned char)*s))
-            s++;
-        char *t = s + strlen(s);
-        while (t > s && isspace((unsigned char)t[-1]))
-            *--t = '\0';
-        if (*s == '\0')
-            lowp_cli_fail("line %zu: empty line where a number was expected", line);
-        char *rest;
-        errno = 0;
-        float x = strtof(s, &rest);
-        if (rest == s || *rest != '\0')
-            lowp_cli_fail("line %zu: '%.60s' is not a number", line, s);
-        uint16_t code = lowp_encode_f32(c, x);
-        fprintf(out, "%s -> 0x%0*x (%.9g)\n", s, hex_digits(c->format), code,
-                (double)lowp_decode_f32(c->format, code));
+        convert_line(c, text, line, out);
+        if (ch == EOF)
+            return;
     }
+}
+
+/* Binary mode, streamed in chunks of CHUNK values: memory stays constant whatever the
+ * input size. A length that is not a multiple of 4 is found at the end; the output is
+ * then removed if it is a file (lowp_out_open's temporary), while on stdout or a FIFO the
+ * codes before the error have already gone out. */
+#define CHUNK 16384
+static void convert_binary(const lowp_codec *c, FILE *in, const char *in_name, FILE *out)
+{
+    static unsigned char buf[4 * CHUNK], bytes[2 * CHUNK];
+    static float x[CHUNK];
+    static uint16_t codes[CHUNK];
+    int wide = lowp_format_bits(c->format) == 16;
+    size_t have = 0, total = 0; /* bytes in buf not yet converted (< 4 between chunks) */
+    for (;;) {
+        size_t got = fread(buf + have, 1, sizeof buf - have, in);
+        if (got == 0)
+            break;
+        total += got;
+        have += got;
+        size_t n = have / 4;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t b = (uint32_t)buf[4 * i] | (uint32_t)buf[4 * i + 1] << 8 | (uint32_t)buf[4 * i + 2] << 16 |
+                         (uint32_t)buf[4 * i + 3] << 24;
+            memcpy(&x[i], &b, sizeof b);
+        }
+        lowp_encode_f32_u16(c, x, codes, n);
+        for (size_t i = 0; i < n; i++) {
+            if (wide) {
+                bytes[2 * i] = (unsigned char)(codes[i] & 0xff);
+                bytes[2 * i + 1] = (unsigned char)(codes[i] >> 8);
+            } else {
+                bytes[i] = (unsigned char)codes[i];
+            }
+        }
+        if (fwrite(bytes, wide ? 2 : 1, n, out) != n)
+            lowp_cli_fail("cannot write the output: %s", strerror(errno));
+        memmove(buf, buf + 4 * n, have - 4 * n);
+        have -= 4 * n;
+    }
+    if (ferror(in))
+        lowp_cli_fail("cannot read '%s': %s", in_name, strerror(errno));
+    if (have != 0)
+        lowp_cli_fail("input is %zu bytes, not a multiple of 4 (raw little-endian binary32 expected)", total);
 }
 
 int lowp_cmd_convert(int argc, char **argv)
 {
     const char *to = NULL, *compat = "cuda", *round = "rn", *in_path = NULL, *out_path = NULL;
     int saturate = LOWP_SAT_DEFAULT, text = 0;
+    const char *sat_flag = NULL, *text_flag = NULL; /* which flag of each group was given */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--to") == 0)
@@ -94,12 +151,16 @@ int lowp_cmd_convert(int argc, char **argv)
             in_path = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--out") == 0)
             out_path = lowp_cli_option_value(argc, argv, &i);
-        else if (strcmp(a, "--saturate") == 0)
+        else if (strcmp(a, "--saturate") == 0) {
+            lowp_cli_flag_once(a, &sat_flag);
             saturate = LOWP_SAT_ON;
-        else if (strcmp(a, "--no-saturate") == 0)
+        } else if (strcmp(a, "--no-saturate") == 0) {
+            lowp_cli_flag_once(a, &sat_flag);
             saturate = LOWP_SAT_OFF;
-        else if (strcmp(a, "--text") == 0)
+        } else if (strcmp(a, "--text") == 0) {
+            lowp_cli_flag_once(a, &text_flag);
             text = 1;
+        }
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             convert_usage(stdout);
             return LOWP_EXIT_OK;
@@ -124,34 +185,20 @@ int lowp_cmd_convert(int argc, char **argv)
                       saturate == LOWP_SAT_ON ? " --saturate" : saturate == LOWP_SAT_OFF ? " --no-saturate" : "",
                       why);
 
-    size_t len;
-    unsigned char *buf = lowp_read_all(in_path, &len);
-    if (text) {
-        FILE *out = lowp_out_open(out_path, 0);
-        convert_text(&c, buf, len, out);
-        lowp_out_commit(out);
-        free(buf);
-        return LOWP_EXIT_OK;
-    }
-    if (len % 4 != 0)
-        lowp_cli_fail("input is %zu bytes, not a multiple of 4 (raw little-endian binary32 expected)", len);
-    size_t n = len / 4;
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    uint16_t *codes = malloc((n ? n : 1) * sizeof *codes);
-    if (x == NULL || codes == NULL)
-        lowp_cli_fail("out of memory for %zu values", n);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b = (uint32_t)buf[4 * i] | (uint32_t)buf[4 * i + 1] << 8 |
-                     (uint32_t)buf[4 * i + 2] << 16 | (uint32_t)buf[4 * i + 3] << 24;
-        memcpy(&x[i], &b, sizeof b);
-    }
-    lowp_encode_f32_u16(&c, x, codes, n);
-    FILE *out = lowp_out_open(out_path, 1);
-    for (size_t i = 0; i < n; i++)
-        write_code(out, f, codes[i]);
+    lowp_out_check("--out", out_path);
+    lowp_cli_check_not_input("--out", out_path, "--in", in_path);
+    int use_stdin = in_path == NULL || strcmp(in_path, "-") == 0;
+    const char *in_name = use_stdin ? "standard input" : in_path;
+    FILE *in = use_stdin ? stdin : fopen(in_path, "rb");
+    if (in == NULL)
+        lowp_cli_fail("cannot read '%s': %s", in_path, strerror(errno));
+    FILE *out = lowp_out_open(out_path, !text);
+    if (text)
+        convert_text(&c, in, in_name, out);
+    else
+        convert_binary(&c, in, in_name, out);
     lowp_out_commit(out);
-    free(buf);
-    free(x);
-    free(codes);
+    if (!use_stdin)
+        fclose(in);
     return LOWP_EXIT_OK;
 }

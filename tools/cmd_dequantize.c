@@ -24,13 +24,6 @@ static void dequantize_usage(FILE *f)
           f);
 }
 
-static const char *need_value(int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc)
-        lowp_cli_fail("option %s needs a value", argv[*i]);
-    return argv[++*i];
-}
-
 static const char *need_meta(const lowp_tensor_file *f, const char *path, const char *key)
 {
     const char *v = lowp_tensor_file_meta(f, key);
@@ -126,11 +119,11 @@ int lowp_cmd_dequantize(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--in") == 0)
-            in_path = need_value(argc, argv, &i);
+            in_path = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--out") == 0)
-            out_path = need_value(argc, argv, &i);
+            out_path = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--dtype") == 0)
-            dtype = need_value(argc, argv, &i);
+            dtype = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             dequantize_usage(stdout);
             return LOWP_EXIT_OK;
@@ -139,6 +132,7 @@ int lowp_cmd_dequantize(int argc, char **argv)
     }
     if (in_path == NULL || out_path == NULL)
         lowp_cli_fail("dequantize: --in and --out are required");
+    lowp_cli_check_not_input("--out", out_path, "--in", in_path);
     int f64;
     if (strcmp(dtype, "f32") == 0)
         f64 = 0;

@@ -91,10 +91,12 @@ int lowp_cmd_diff(int argc, char **argv)
     uint64_t seed = LOWP_DEFAULT_SEED;
     size_t nrandom = 100000;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--random") == 0 && i + 1 < argc)
-            nrandom = strtoull(argv[++i], NULL, 0);
+        if (strcmp(argv[i], "--seed") == 0)
+            seed = lowp_cli_parse_seed("--seed", lowp_cli_option_value(argc, argv, &i));
+        else if (strcmp(argv[i], "--random") == 0)
+            /* at most 2^28 random inputs (1 GiB of binary32 held at once) */
+            nrandom = (size_t)lowp_cli_parse_u64("--random", lowp_cli_option_value(argc, argv, &i), 0,
+                                                 (uint64_t)1 << 28);
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             puts("usage: lowp diff FORMAT [--seed S] [--random N]\n"
                  "prints a Markdown table of the input classes on which the profiles disagree");

@@ -81,19 +81,19 @@ static int gpu_conform(int argc, char **argv)
         } else if (!strcmp(a, "--emulator-only"))
             o.emulator_only = 1;
         else if (!strcmp(a, "--cases"))
-            o.cases_per_format = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+            o.cases_per_format = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--broad"))
-            o.broad_cases = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 1);
+            o.broad_cases = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 1);
         else if (!strcmp(a, "--long"))
-            o.long_configs = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 1);
+            o.long_configs = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 1);
         else if (!strcmp(a, "--max-ctx"))
-            o.max_ctx = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+            o.max_ctx = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--formats"))
-            o.formats = lowp_cli_need_value(argc, argv, &i);
+            o.formats = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(a, "--seed"))
-            o.seed = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 1);
+            o.seed = lowp_cli_parse_seed(a, lowp_cli_option_value(argc, argv, &i));
         else if (!strcmp(a, "--report"))
-            report = lowp_cli_need_value(argc, argv, &i);
+            report = lowp_cli_option_value(argc, argv, &i);
         else {
             lowp_cli_fail("lowp gpu conform: unknown option '%s' (see lowp gpu --help)", a);
         }
@@ -150,37 +150,40 @@ static int gpu_bench(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--formats"))
-            o.formats = lowp_cli_need_value(argc, argv, &i);
-        else if (!strcmp(a, "--batch"))
-            o.batches = lowp_cli_need_value(argc, argv, &i);
-        else if (!strcmp(a, "--ctx"))
-            o.contexts = lowp_cli_need_value(argc, argv, &i);
+            o.formats = lowp_cli_option_value(argc, argv, &i);
+        else if (!strcmp(a, "--batch") || !strcmp(a, "--ctx")) {
+            /* checked here, before any GPU is looked for; the bench reads at most 16 each */
+            const char *v = lowp_cli_option_value(argc, argv, &i);
+            uint64_t items[16];
+            lowp_cli_parse_list(a, v, 1, 16, 1, (uint64_t)1 << 40, items);
+            *(a[2] == 'b' ? &o.batches : &o.contexts) = v;
+        }
         else if (!strcmp(a, "--q-heads"))
-            o.q_heads = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+            o.q_heads = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--kv-heads"))
-            o.kv_heads = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+            o.kv_heads = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--head-dim"))
-            o.head_dim = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+            o.head_dim = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--page-size"))
-            o.page_size = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+            o.page_size = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--layout")) {
-            const char *v = lowp_cli_need_value(argc, argv, &i);
+            const char *v = lowp_cli_option_value(argc, argv, &i);
             lowp_kv_layout lay;
             if (lowp_kv_layout_parse(v, &lay))
                 lowp_cli_fail("--layout: '%s' is neither nhd nor hnd", v);
             o.hnd = lay == LOWP_KV_HND;
         } else if (!strcmp(a, "--reps"))
-            o.reps = (int)lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+            o.reps = (int)lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 0);
         else if (!strcmp(a, "--max-gb"))
-            o.max_gb = lowp_cli_parse_positive(a, lowp_cli_need_value(argc, argv, &i));
+            o.max_gb = lowp_cli_parse_positive(a, lowp_cli_option_value(argc, argv, &i));
         else if (!strcmp(a, "--settle-ms-per-gb"))
-            o.settle_ms_per_gb = lowp_cli_parse_nonnegative(a, lowp_cli_need_value(argc, argv, &i));
+            o.settle_ms_per_gb = lowp_cli_parse_nonnegative(a, lowp_cli_option_value(argc, argv, &i));
         else if (!strcmp(a, "--chunk")) {
-            o.chunk = lowp_cli_parse_count(a, lowp_cli_need_value(argc, argv, &i), 0);
+            o.chunk = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 0);
             if (o.chunk % 16)
                 lowp_cli_fail("--chunk %zu: a multiple of 16 tokens", o.chunk);
         } else if (!strcmp(a, "--csv"))
-            csv_path = lowp_cli_need_value(argc, argv, &i);
+            csv_path = lowp_cli_option_value(argc, argv, &i);
         else {
             lowp_cli_fail("lowp gpu bench: unknown option '%s' (see lowp gpu --help)", a);
         }
@@ -221,35 +224,35 @@ static int gpu_attn(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "--q"))
-            a.q = lowp_cli_need_value(argc, argv, &i);
+            a.q = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(s, "--k"))
-            a.k = lowp_cli_need_value(argc, argv, &i);
+            a.k = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(s, "--v"))
-            a.v = lowp_cli_need_value(argc, argv, &i);
+            a.v = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(s, "--out"))
-            a.out = lowp_cli_need_value(argc, argv, &i);
+            a.out = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(s, "--kv-format"))
-            a.format = lowp_cli_need_value(argc, argv, &i);
+            a.format = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(s, "--recipe"))
-            a.recipe = lowp_cli_need_value(argc, argv, &i);
+            a.recipe = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(s, "--layout"))
-            a.layout = lowp_cli_need_value(argc, argv, &i);
+            a.layout = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(s, "--k-sf-order"))
-            a.k_sf = lowp_cli_need_value(argc, argv, &i);
+            a.k_sf = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(s, "--v-sf-order"))
-            a.v_sf = lowp_cli_need_value(argc, argv, &i);
+            a.v_sf = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(s, "--k-scale")) {
-            a.k_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
+            a.k_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
             a.k_scale_set = 1;
         } else if (!strcmp(s, "--v-scale")) {
-            a.v_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
+            a.v_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
             a.v_scale_set = 1;
         } else if (!strcmp(s, "--sm-scale"))
-            a.sm_scale = lowp_cli_parse_positive(s, lowp_cli_need_value(argc, argv, &i));
+            a.sm_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
         else if (!strcmp(s, "--page-size"))
-            a.page_size = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 0);
+            a.page_size = lowp_cli_parse_count(s, lowp_cli_option_value(argc, argv, &i), 0);
         else if (!strcmp(s, "--chunk"))
-            a.chunk = lowp_cli_parse_count(s, lowp_cli_need_value(argc, argv, &i), 0);
+            a.chunk = lowp_cli_parse_count(s, lowp_cli_option_value(argc, argv, &i), 0);
         else if (!strcmp(s, "--emulate"))
             a.emulate = 1;
         else {
@@ -280,6 +283,9 @@ static int gpu_attn(int argc, char **argv)
             lowp_cli_fail("--k-scale / --v-scale: %s has no global scale (only 1 is accepted)",
                           a.format);
     lowp_cli_check_writable("--out", a.out);
+    lowp_cli_check_not_input("--out", a.out, "--q", a.q);
+    lowp_cli_check_not_input("--out", a.out, "--k", a.k);
+    lowp_cli_check_not_input("--out", a.out, "--v", a.v);
     size_t qd[3], kd[3], vd[3];
     float *q = lowp_cli_load_f32_3("--q", a.q, qd, "[1, num_q_heads, qk_dim]");
     float *k = lowp_cli_load_f32_3("--k", a.k, kd, "[ctx, num_kv_heads, qk_dim]");
@@ -430,7 +436,7 @@ static int gpu_attn(int argc, char **argv)
     }
     for (size_t i = 0; i < NQ * Dv; i++)
         o32[i] = lowp_f32_from_bf16(ob[i]);
-    lowp_cli_write_npy_f32_3(a.out, o32, 1, NQ, Dv);
+    lowp_cli_write_f32_3(a.out, o32, 1, NQ, Dv);
     printf("lowp gpu attn: %s\n  cache %s %s, %zu tokens, %zu KV heads x %zu, dims %zu/%zu, page "
            "size %zu, %s; K scale %.9g, V scale %.9g; split %zu tokens\n  wrote %s (BF16 output "
            "as float32 [1, %zu, %zu])\n",

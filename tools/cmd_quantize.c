@@ -69,13 +69,6 @@ static void quantize_usage(FILE *f)
           f);
 }
 
-static const char *need_value(int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc)
-        lowp_cli_fail("option %s needs a value", argv[*i]);
-    return argv[++*i];
-}
-
 static void set_meta(lowp_tensor_file *f, const char *key, const char *value)
 {
     char why[256];
@@ -123,19 +116,19 @@ int lowp_cmd_quantize(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--format") == 0)
-            format = need_value(argc, argv, &i);
+            format = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--recipe") == 0)
-            recipe = need_value(argc, argv, &i);
+            recipe = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--axis") == 0)
-            axis_s = need_value(argc, argv, &i);
+            axis_s = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--global-scale") == 0)
-            gs_s = need_value(argc, argv, &i);
+            gs_s = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--in") == 0)
-            in_path = need_value(argc, argv, &i);
+            in_path = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--tensor") == 0)
-            tensor = need_value(argc, argv, &i);
+            tensor = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--out") == 0)
-            out_path = need_value(argc, argv, &i);
+            out_path = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--scale-up") == 0)
             scale_up = 1;
         else if (strcmp(a, "--pad") == 0)
@@ -150,6 +143,7 @@ int lowp_cmd_quantize(int argc, char **argv)
         lowp_cli_fail("quantize: --format is required (nvfp4 mxfp4 mxfp8 fp8_e4m3 fp8_e5m2 bf16)");
     if (in_path == NULL || out_path == NULL)
         lowp_cli_fail("quantize: --in and --out are required");
+    lowp_cli_check_not_input("--out", out_path, "--in", in_path);
     lowp_block_format f;
     if (lowp_block_format_parse(format, &f))
         lowp_cli_fail("unknown block format '%s' (nvfp4 mxfp4 mxfp8 fp8_e4m3 fp8_e5m2 bf16)", format);
@@ -188,13 +182,8 @@ int lowp_cmd_quantize(int argc, char **argv)
         lowp_cli_fail("'%s' holds a 0-d array (a scalar): there is no axis to block", in_path);
 
     long axis = -1;
-    if (axis_s != NULL) {
-        char *end;
-        errno = 0;
-        axis = strtol(axis_s, &end, 10);
-        if (end == axis_s || *end != '\0' || errno != 0)
-            lowp_cli_fail("--axis '%s' is not an integer", axis_s);
-    }
+    if (axis_s != NULL)
+        axis = (long)lowp_cli_parse_i64("--axis", axis_s, -LOWP_TENSOR_MAX_DIMS, LOWP_TENSOR_MAX_DIMS - 1);
     if (axis < -(long)x.ndim || axis >= (long)x.ndim)
         lowp_cli_fail("--axis %ld is out of range for a %d-dimensional tensor", axis, x.ndim);
     int a = (int)(axis < 0 ? axis + x.ndim : axis);

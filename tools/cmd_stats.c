@@ -33,7 +33,8 @@ static void stats_usage(FILE *f)
     fputs(lowp_cli_input_usage(), f);
     fputs("  output: a text table on stdout, one row per (format, recipe); --csv / --json write\n"
           "          every field (JSON adds the full block-scale code histogram); '-' is stdout\n"
-          "          and then replaces the table\n"
+          "          and then replaces the table. JSON has no Inf or NaN: a non-finite number\n"
+          "          (an infinite input's global scale or SQNR) is written as null\n"
           "  columns: global_scale (decode side), SQNR_dB, rel_L2, RMSE, max_abs, cosine, ulp_mean /\n"
           "          ulp_max (error in bf16 ulps of the reference's binade), sat / flushed / nan (element\n"
           "          counts), sc_zero / sc_sub (zero and subnormal E4M3 block scales), blk_p50..blk_max\n"
@@ -76,6 +77,11 @@ int lowp_cmd_stats(int argc, char **argv)
     }
     if (csv != NULL && json != NULL && strcmp(csv, "-") == 0 && strcmp(json, "-") == 0)
         lowp_cli_fail("--csv - and --json - would both write to standard output");
+    lowp_out_check("--csv", csv);
+    lowp_out_check("--json", json);
+    lowp_cli_check_not_input("--csv", csv, "--in", lowp_cli_input_path());
+    lowp_cli_check_not_input("--json", json, "--in", lowp_cli_input_path());
+    lowp_cli_check_distinct_outputs("--csv", csv, "--json", json);
     size_t shape[3];
     char desc[512];
     float *x = lowp_cli_input_load(shape, desc, sizeof desc);

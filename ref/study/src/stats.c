@@ -746,7 +746,8 @@ int lowp_stats_write_json(FILE *f, const lowp_stats_row *rows, size_t n)
         json_str(f, "scale_rounding", w->rounding);
         fputs("\"global_scales\": [", f);
         for (size_t j = 0; j < w->n_gscales && w->gscales != NULL; j++)
-            fprintf(f, "%s%.9g", j ? ", " : "", (double)w->gscales[j]);
+            /* JSON has no Inf or NaN: a non-finite scale (an infinite amax) is null */
+            fprintf(f, isfinite(w->gscales[j]) ? "%s%.9g" : "%snull", j ? ", " : "", (double)w->gscales[j]);
         fputs("],\n   ", f);
         fprintf(f, "\"n\": %zu, \"compared\": %zu, \"nan_ref\": %zu, \"nan_rec\": %zu, \"inf_equal\": %zu, "
                    "\"inf_other\": %zu,\n   ",
