@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/test_attn_cli.sh LOWP: the `lowp attn` contract, adversarial cases from real bugs
-# (kernels.md section 6), the bad-input rules, and a quick `lowp attn-sweep`.
+# (ref/notes/kernels.md section 6), the bad-input rules, and a quick `lowp attn-sweep`.
 #
 # Inputs are written here by a small deterministic perl generator (xorshift32 + Box-Muller,
 # so no numpy is needed); every expectation is a property that must hold exactly:

@@ -3,13 +3,13 @@
  * Each expected value is derived in the comment next to it from the path's definition in
  * kvcache.h and the recipes in ref/recipes.md (binary32 RN arithmetic), never copied from
  * lowp's output. Facts used:
- *   - rcp~(x) equals RN(1/x) for x = 1, 2, 6 and powers of two (recipes.md; formats.md 5.7);
+ *   - rcp~(x) equals RN(1/x) for x = 1, 2, 6 and powers of two (recipes.md; ref/notes/formats.md 5.7);
  *     RN(1/6) = 0x3E2AAAAB = 0.16666667163...
  *   - E4M3 grid: step 2^(e-3) in [2^e, 2^(e+1)); max 448 = 1.75 * 2^8; the next step,
  *     480, is the NaN code 0x7F, so under torch's non-saturating cast (e4m3, torch, rn)
  *     every |x| > 464 (past the 448/480 midpoint) is NaN and 464 itself rounds to even, 448
- *     (profiles.md). kernels.md 1.5 states the NaN threshold as 480 ("values >= 480"), which
- *     is the c10 bit test; RNE already sends (464, 480) to the same code.
+ *     (profiles.md). The c10 cast tests magnitudes >= 480 for that code (ref/notes/kernels.md
+ *     1.5); RNE already sends (464, 480) to the same code.
  *   - BF16 has 8 significant bits; its subnormals are multiples of 2^-133.
  */
 #include <check.h>
@@ -89,7 +89,7 @@ static void expect_val(double got, double want, int line)
 /* ---- extend ------------------------------------------------------------------------- */
 
 /* NVFP4 prefix whose dequantized values reach 768: exact/decode keep them, the FP8
- * workspace turns everything past 464 into NaN (kernels.md 1.5). Token 1 is the current
+ * workspace turns everything past 464 into NaN (ref/notes/kernels.md 1.5). Token 1 is the current
  * chunk: cast unquantized. */
 START_TEST(test_extend_workspace_nan_past_464)
 {
@@ -440,7 +440,7 @@ START_TEST(test_decode_bf16_product_rounds_for_mxfp8_extremes)
 }
 END_TEST
 
-/* ---- FP8 KV (seed 002) ------------------------------------------------------------------ */
+/* ---- FP8 KV (ref/notes/seeds.md 2) ----------------------------------------------------- */
 
 START_TEST(test_fp8kv_scales_on_scores_and_output)
 {

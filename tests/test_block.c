@@ -3,13 +3,13 @@
  * Every expected byte below is worked out from the recipe definitions in ref/recipes.md,
  * step by step in binary32 round-to-nearest-even, with the arithmetic written in the
  * comment next to it; never copied from lowp's output. Other sources used:
- *   - shared/research/formats.md: §1.6 (E2M1 ties), §2 (E4M3), §3.1 (E8M0 RP-sat table),
+ *   - ref/notes/formats.md: §1.6 (E2M1 ties), §2 (E4M3), §3.1 (E8M0 RP-sat table),
  *     §4.4 (OCP floor vs RCEIL), §5.7 (rcp.approx.ftz(6), (448), (2688) equal RN), §5.8
  *     (the three vectors where TRT-LLM fast and exact give different codes);
  *   - ref/profiles.md (the element codecs: (e2m1, cuda) NaN -> 0x7, (e4m3, cuda, sat) NaN
  *     -> 0x7F, Inf -> 0x7E, (bf16, cuda) NaN -> 0x7FFF, ...).
  * rcp~(a) values other than those of §5.7 come from the measured sm_90 table
- * (shared/research/measured/rcp_approx_ftz_f32_sm90_mismatch.u32.xz) applied by hand to
+ * (ref/block/data/rcp_approx_ftz_f32_sm90_mismatch.u32.xz) applied by hand to
  * RN(1/a); the comment says so where it matters (§5.8).
  *
  * Notation in comments: RN(1/6) = 0x3E2AAAAB = 0.16666667163; RN(1/448) = 0x3B124925;
@@ -466,7 +466,7 @@ END_TEST
 START_TEST(test_nvfp4_inf_modelopt_torch_cast_gives_nan_scale)
 {
     /* Same block, g = 1. amax_nan = Inf; s = Inf/6 = Inf; max(Inf, 2^-9) = Inf;
-     * e4m3_torch(+Inf) = 0x7F (torch 2.11 does not saturate: Inf -> NaN, formats.md §2.4).
+     * e4m3_torch(+Inf) = 0x7F (torch 2.11 does not saturate: Inf -> NaN, ref/notes/formats.md §2.4).
      * d = NaN*1 = NaN; every x/d = NaN -> 0x7. Scale NaN: 16 elements decode to NaN. */
     const float x[] = {INFINITY, 1, -3, 448, 2240, -2688, 0, -0.0f, -INFINITY};
     static const uint16_t w[] = {0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7};
@@ -730,7 +730,7 @@ END_TEST
 START_TEST(test_nvfp4_e2m1_ties_after_scaling_round_to_even)
 {
     /* Block amax 6, S = 1 / g = 1: scale 0x38 and factor 1 in every recipe (see the NaN
-     * test); the elements land exactly on the E2M1 midpoints (formats.md §1.6, RNE):
+     * test); the elements land exactly on the E2M1 midpoints (ref/notes/formats.md §1.6, RNE):
      * 0.25 -> 0, 0.75 -> 1.0, 1.25 -> 1.0, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4, both signs.
      * modelopt: x/1, sign from x < 0: -0.25 -> 0x8 as well.
      * Second block, amax 12: trtllm sf = 12*rcp~(6) = 2*(1+2^-25) -> 2.0 -> 0x40;
@@ -768,7 +768,7 @@ START_TEST(test_nvfp4_e2m1_ties_after_scaling_round_to_even)
 END_TEST
 
 /* ---------------------------------------------------------------------------------- */
-/* NVFP4: formats.md §5.8, TRT-LLM fast vs exact                                        */
+/* NVFP4: ref/notes/formats.md §5.8, TRT-LLM fast vs exact                              */
 
 START_TEST(test_nvfp4_formats_5_8_vectors_trtllm_vs_exact)
 {
@@ -794,7 +794,7 @@ START_TEST(test_nvfp4_formats_5_8_vectors_trtllm_vs_exact)
      *      o = rcp~(0x422501E4) = 0x3CC695C6 (= RN); x*o = 0.74999994 -> 0x1.
      *    exact: 1/S = 0x3E5C0284; 192*(1/S) = 0x422501E3; o = RN(1/that) = 0x3CC695C7;
      *      x*o = 0.75 exactly -> tie -> 1.0 -> 0x2.
-     * The outScales agree with formats.md §5.8's table (0x3c86e5a3/a2, 0x3c28a0dc/db,
+     * The outScales agree with ref/notes/formats.md §5.8's table (0x3c86e5a3/a2, 0x3c28a0dc/db,
      * 0x3cc695c6/c7). */
     static const uint32_t gamax[3] = {0x43D48C1Eu, 0x441CF392u, 0x441061A7u};
     static const uint32_t bamax[3] = {0x43B195D8u, 0x44152797u, 0x437683CDu};
@@ -826,12 +826,12 @@ START_TEST(test_nvfp4_formats_5_8_vectors_trtllm_vs_exact)
          * *0x3C28A0DB = 6.1406 (exact) -> 0x7, saturated */
         size_t sat = v == 1 ? 1 : 0;
         qcase c[2] = {
-            {"formats.md 5.8", LOWP_NVFP4, LOWP_RECIPE_TRTLLM, gs, 0, x, 3, wfast[v], 0x0,
+            {"ref/notes/formats.md 5.8", LOWP_NVFP4, LOWP_RECIPE_TRTLLM, gs, 0, x, 3, wfast[v], 0x0,
              scale[v], -1,
              COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 0, .saturated = sat,
                     .flushed = 0, .nan_out = 0, .scale_zero = 0, .scale_subnormal = 0,
                     .scale_nan = 0)},
-            {"formats.md 5.8", LOWP_NVFP4, LOWP_RECIPE_EXACT, gs, 0, x, 3, wexact[v], 0x0,
+            {"ref/notes/formats.md 5.8", LOWP_NVFP4, LOWP_RECIPE_EXACT, gs, 0, x, 3, wexact[v], 0x0,
              scale[v], -1,
              COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 0, .saturated = sat,
                     .flushed = fl, .nan_out = 0, .scale_zero = 0, .scale_subnormal = 0,
@@ -845,7 +845,7 @@ END_TEST
 
 START_TEST(test_rcp_approx_ftz_anchors)
 {
-    /* formats.md §5.7: rcp.approx.ftz(6), (448), (2688) equal RN; the §5.8 steps above need
+    /* ref/notes/formats.md §5.7: rcp.approx.ftz(6), (448), (2688) equal RN; the §5.8 steps above need
      * rcp~(0x40CA5874) = 0x3E21F0DA (= RN), rcp~(0x4094F055) = 0x3E5C0285 (RN 0x3E5C0284 plus
      * one ulp), rcp~(0x4272E947) = 0x3C86E5A3 (RN 0x3C86E5A2 plus one), rcp~(0x42C25222) =
      * 0x3C28A0DC (RN 0x3C28A0DB plus one). recipes.md: a
@@ -1133,7 +1133,7 @@ START_TEST(test_nvfp4_scale_up_flag_exact_and_modelopt)
 END_TEST
 
 /* ---------------------------------------------------------------------------------- */
-/* MX: OCP floor vs RCEIL (formats.md §4.4) and TRT-LLM                                 */
+/* MX: OCP floor vs RCEIL (ref/notes/formats.md §4.4) and TRT-LLM                       */
 
 START_TEST(test_mxfp4_ocp_floor_vs_rceil_table_4_4)
 {
@@ -1219,7 +1219,7 @@ END_TEST
 START_TEST(test_mx_ocp_amax_prevfloat_pow2_exact_exponent)
 {
     /* floor(log2 m) from the exponent bits: for m = prevfloat(2^k) it is k-1 (an fp32 log2f
-     * would round up to k, formats.md §4.1).
+     * would round up to k, ref/notes/formats.md §4.1).
      * MXFP4 m = 0x40FFFFFF (7.9999995): e = 2-2 = 0 -> 0x7F (not 0x80);
      *   {m, 1} -> 0x7 (saturated), 0x2.  RCEIL: m*RN(1/6) = 0x3FAAAAAA -> up 2 -> 0x80;
      *   {3.9999998 -> 0x6, 0.5 -> 0x1}.
@@ -2023,7 +2023,7 @@ enum {
     FZ_DENORMAL,   /* binary32 subnormals, with zeros */
     FZ_TINY,       /* 2^U(-149, -90): scales underflow to E4M3 subnormal or zero */
     FZ_NEAR_MAX,   /* 2^U(100, 128): scale and element overflow, x * factor to Inf */
-    FZ_VEC58,      /* the three formats.md 5.8 blocks {bamax, x, -x, 0...}, scaled */
+    FZ_VEC58,      /* the three ref/notes/formats.md 5.8 blocks {bamax, x, -x, 0...}, scaled */
     FZ_SPECIAL,    /* Gaussian with NaN (either sign, payloads, signalling) or Inf */
     FZ_RAWBITS,    /* random binary32 bit patterns */
     FZ_KINDS
@@ -2261,7 +2261,7 @@ START_TEST(test_nvfp4_mxfp4_fused_kernel_equals_generic)
               bu.sf != NULL);
     uint64_t st = 0x6c6f7770u;
     fz_pool(&st, x0, GROUPS);
-    /* NVFP4 global scales: from tensor amaxes (425.09467 is formats.md 5.8's, where trtllm
+    /* NVFP4 global scales: from tensor amaxes (425.09467 is ref/notes/formats.md 5.8's, where trtllm
      * and exact disagree; 0 and Inf trip the guards), 1 (the ties above), 6 and 1/6, and
      * decode scales at the ends of the range (the kernel refuses some; both must agree).
      * MX has no global scale: {1, 1}, and the pool times powers of two instead. */

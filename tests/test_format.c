@@ -1,7 +1,7 @@
 /* tests/test_format.c: unit tests of the fast codec (lowp/format.h).
  *
  * Every expected code below comes from the documents, never from lowp's output:
- *   - shared/research/formats.md (measured tables, cited by section: §1.1 ...),
+ *   - ref/notes/formats.md (measured tables, cited by section: §1.1 ...),
  *   - ref/profiles.md (the per-profile contract: support matrix, NaN, Inf, -0,
  *     binary64 input, E8M0 rules),
  *   - the format definitions in lowp/format.h (bit fields, bias), from which the
@@ -376,7 +376,7 @@ END_TEST
 /* ---------------------------------------------------------------------------------- */
 /* E2M1                                                                                 */
 
-/* formats.md §1.1: CUDA host emulation, RN / RZ, on special inputs; the same finite rows
+/* ref/notes/formats.md §1.1: CUDA host emulation, RN / RZ, on special inputs; the same finite rows
  * hold for ocp rn/rz and ml_dtypes rn (§1.1 "CUDA RN equals ml_dtypes on every non-NaN");
  * NaN columns from profiles.md (ocp 0x7|s, ml_dtypes +NaN 0x8, -NaN 0x0). */
 START_TEST(e2m1_special_inputs_rn_rz_s1_1)
@@ -407,11 +407,11 @@ START_TEST(e2m1_special_inputs_rn_rz_s1_1)
         {X(-0.25f), {0x8, 0x8, 0x8, 0x8, 0x8}},
         {X(-5.0f), {0xE, 0xE, 0xE, 0xE, 0xE}},
     };
-    ASSERT_NO_MISMATCH(RUN_TABLE("formats.md 1.1", LOWP_E2M1, cols, rows));
+    ASSERT_NO_MISMATCH(RUN_TABLE("ref/notes/formats.md 1.1", LOWP_E2M1, cols, rows));
 }
 END_TEST
 
-/* formats.md §1.3: ml_dtypes 0.6.0 measured list. */
+/* ref/notes/formats.md §1.3: ml_dtypes 0.6.0 measured list. */
 START_TEST(e2m1_ml_dtypes_measured_list_s1_3)
 {
     static const column cols[] = {{LOWP_PROFILE_ML_DTYPES, LOWP_RN, LOWP_SAT_DEFAULT}};
@@ -424,11 +424,11 @@ START_TEST(e2m1_ml_dtypes_measured_list_s1_3)
         {X(-INFINITY), {0xF}},   {NANBITS(0x7fc00000u), {0x8}}, {NANBITS(0xffc00000u), {0x0}},
         {X(-0.25f), {0x8}},      {X(-5.0f), {0xE}},
     };
-    ASSERT_NO_MISMATCH(RUN_TABLE("formats.md 1.3", LOWP_E2M1, cols, rows));
+    ASSERT_NO_MISMATCH(RUN_TABLE("ref/notes/formats.md 1.3", LOWP_E2M1, cols, rows));
 }
 END_TEST
 
-/* formats.md §1.6 tie table: RNE column for cuda/ml_dtypes/ocp rn, ties-away column for
+/* ref/notes/formats.md §1.6 tie table: RNE column for cuda/ml_dtypes/ocp rn, ties-away column for
  * ocp rna; both signs. */
 START_TEST(e2m1_tie_table_rne_and_ties_away_s1_6)
 {
@@ -454,7 +454,7 @@ START_TEST(e2m1_tie_table_rne_and_ties_away_s1_6)
 }
 END_TEST
 
-/* formats.md §8.4: nextafter on each side of every tie, 6.0, nextafter(6), 1e30 (saturates). */
+/* ref/notes/formats.md §8.4: nextafter on each side of every tie, 6.0, nextafter(6), 1e30 (saturates). */
 START_TEST(e2m1_tie_neighbours_and_saturation_s8_4)
 {
     static const float tie[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
@@ -490,7 +490,7 @@ END_TEST
 /* ---------------------------------------------------------------------------------- */
 /* E4M3                                                                                 */
 
-/* formats.md §2.1-2.4 and §8.2: the overflow band 448 / 464 / nextafter(464) / 479.99997 /
+/* ref/notes/formats.md §2.1-2.4 and §8.2: the overflow band 448 / 464 / nextafter(464) / 479.99997 /
  * 480 / 500, Inf, NaN, and the subnormal ties 2^-10, nextafter(2^-10), 1.5*2^-9. */
 START_TEST(e4m3_overflow_band_and_subnormal_ties_s2)
 {
@@ -528,7 +528,7 @@ START_TEST(e4m3_overflow_band_and_subnormal_ties_s2)
         {X(0.0f), {0x00, 0x00, 0x00, 0x00, 0x00, 0x00}},
         {X(1.0f), {0x38, 0x38, 0x38, 0x38, 0x38, 0x38}},
     };
-    ASSERT_NO_MISMATCH(RUN_TABLE("formats.md 2.1-2.4", LOWP_E4M3, cols, rows));
+    ASSERT_NO_MISMATCH(RUN_TABLE("ref/notes/formats.md 2.1-2.4", LOWP_E4M3, cols, rows));
 }
 END_TEST
 
@@ -578,7 +578,7 @@ END_TEST
 /* ---------------------------------------------------------------------------------- */
 /* E8M0                                                                                 */
 
-/* formats.md §3.1 (CUDA RZ/RP x sat/nosat), §3.3 (torch), §3.4 (ml_dtypes) and
+/* ref/notes/formats.md §3.1 (CUDA RZ/RP x sat/nosat), §3.3 (torch), §3.4 (ml_dtypes) and
  * profiles.md "E8M0" (ocp rn: zero and negatives NaN; the subnormal guard-bit rule of
  * torch/ml_dtypes; clip to 2^-127). */
 START_TEST(e8m0_cuda_rz_rp_torch_ml_dtypes_tables_s3)
@@ -621,7 +621,7 @@ START_TEST(e8m0_cuda_rz_rp_torch_ml_dtypes_tables_s3)
         {NANBITS(0xffc00000u), {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}},
         {NANBITS(0x7f800001u), {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}},
     };
-    ASSERT_NO_MISMATCH(RUN_TABLE("formats.md 3.1/3.3/3.4", LOWP_E8M0, cols, rows));
+    ASSERT_NO_MISMATCH(RUN_TABLE("ref/notes/formats.md 3.1/3.3/3.4", LOWP_E8M0, cols, rows));
 }
 END_TEST
 
@@ -986,7 +986,7 @@ START_TEST(negative_zero_every_codec)
                     bad += expect_f32(&c, "+0", 0.0f, wpos);
                     bad += expect_f64(&c, "-0", -0.0, wneg);
                     bad += expect_f64(&c, "+0", 0.0, wpos);
-                    /* tiny negatives that round to zero keep the sign (formats.md 8.1) */
+                    /* tiny negatives that round to zero keep the sign (ref/notes/formats.md 8.1) */
                     if (f != LOWP_E8M0 && (r == LOWP_RN || r == LOWP_RZ || r == LOWP_RNA)) {
                         bad += expect_f32(&c, "tiny negative", -0x1p-149f, wneg);
                         bad += expect_f64(&c, "tiny negative", -0x1p-1074, wneg);

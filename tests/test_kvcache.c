@@ -4,12 +4,12 @@
  *   - bytes: lowp_block_quantize on the same token row with the same recipe and global
  *     scale (the cache must place them unchanged), at byte offsets this file computes from
  *     the layouts stated in kvcache.h (NHD [page][slot][head], HND [page][head][slot]) and
- *     the TRT-LLM flat interleave (t/4)*4*S + s*4 + t%4 (kernels.md 2.2), independently
+ *     the TRT-LLM flat interleave (t/4)*4*S + s*4 + t%4 (ref/notes/kernels.md 2.2), independently
  *     of lowp_kvcache_scale_offset;
  *   - values: lowp_block_dequantize_f64 of those bytes;
- *   - interleave spot values from SGLang's unit test (kernels.md 1.8): S = 8,
+ *   - interleave spot values from SGLang's unit test (ref/notes/kernels.md 1.8): S = 8,
  *     (3,7) -> (3,7) and (1,4) -> (2,1).
- * Adversarial cases from kernels.md section 6: shuffled page indices (SGLang randperm
+ * Adversarial cases from ref/notes/kernels.md section 6: shuffled page indices (SGLang randperm
  * scatter), num_heads == page_size (vLLM #53681), a V-scale order mismatch between writer
  * and reader (vLLM #50085), head counts 12 and 20 (vLLM #51011), QK dim 192 vs VO dim 128
  * (FlashInfer #4976), non-unit K != V scales (FlashInfer #4979), page copies keeping scales
@@ -130,7 +130,7 @@ END_TEST
 START_TEST(test_interleave_spot_values_and_bijection)
 {
     size_t t2, s2;
-    /* SGLang nvfp4_v_scale_swizzle_indices test, S = 8 (kernels.md 1.8) */
+    /* SGLang nvfp4_v_scale_swizzle_indices test, S = 8 (ref/notes/kernels.md 1.8) */
     lowp_kv_sf_interleave(3, 7, 8, &t2, &s2);
     ck_assert_uint_eq(t2, 3);
     ck_assert_uint_eq(s2, 7);

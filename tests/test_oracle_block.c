@@ -1234,7 +1234,7 @@ static long block_c_on_set(const lowp_oracle_nvfp4_diff *d, tally *t, long *chec
     return bad;
 }
 
-/* The formats.md section 5.8 vectors: global amax, block amax, element, codes. */
+/* The ref/notes/formats.md section 5.8 vectors: global amax, block amax, element, codes. */
 static const uint32_t s58[3][5] = {
     {0x43d48c1eu, 0x43b195d8u, 0x4172e948u, 0x1, 0x0},
     {0x441cf392u, 0x44152797u, 0x41c25222u, 0x1, 0x0},
@@ -1308,13 +1308,13 @@ START_TEST(nvfp4_disagreement_set)
                               0) == 0);
     ck_assert(lowp_codec_init(&cv_e2m1, LOWP_E2M1, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_ON, NULL,
                               0) == 0);
-    /* S values: the three of formats.md 5.8 (S = 2688/gamax), then round and random ones. */
+    /* S values: the three of ref/notes/formats.md 5.8 (S = 2688/gamax), then round and random ones. */
     float Ss[16];
     const char *why[16];
     int nS = 0;
     for (int k = 0; k < 3; k++) {
         Ss[nS] = 2688.0f / ffrom(s58[k][0]);
-        why[nS++] = " [formats.md 5.8]";
+        why[nS++] = " [ref/notes/formats.md 5.8]";
     }
     Ss[nS] = 1.0f, why[nS++] = " [S = 1]";
     Ss[nS] = 6.0f, why[nS++] = " [gamax 448]";
@@ -1364,12 +1364,12 @@ START_TEST(nvfp4_disagreement_set)
             int ok = q == lowp_oracle_nvfp4_scale_code(1, Ss[k], m) &&
                      !in_runs(d.amax_runs, d.n_amax_runs, fbits(m)) && r != NULL &&
                      r->a == s58[k][3] && r->b == s58[k][4];
-            printf("  formats.md 5.8 vector %d (amax 0x%08" PRIx32 ", x 0x%08" PRIx32 "): %s\n",
+            printf("  ref/notes/formats.md 5.8 vector %d (amax 0x%08" PRIx32 ", x 0x%08" PRIx32 "): %s\n",
                    k + 1, s58[k][1], s58[k][2], ok ? "in the set, codes as the table" : "MISSING");
             if (!ok) {
                 bad++;
                 if (tally_show(&t))
-                    printf("disagreement: formats.md 5.8 vector %d is not in the set\n", k + 1);
+                    printf("disagreement: ref/notes/formats.md 5.8 vector %d is not in the set\n", k + 1);
             }
         }
         (void)bad;

@@ -5,7 +5,7 @@
  * decoded value; all 2^16 bf16 and all 2^16 f16 inputs widened to binary32; the structured
  * binary32 set of lowp_cases_f32 through the scalar and array encoders; that set widened to
  * binary64, plus binary64 values that are not binary32 values. The oracle itself is pinned
- * by hand-written expectations taken from shared/research/formats.md and ref/profiles.md.
+ * by hand-written expectations taken from ref/notes/formats.md and ref/profiles.md.
  *
  * One line per mismatch, at most MAX_REPORT per case set, then counting goes on; the last
  * line is the summary "oracle_mpfr: N cases, M mismatches". The seed (env LOWP_SEED,
@@ -362,7 +362,7 @@ typedef struct {
 #define PINF ((double)INFINITY)
 
 static const named NAMED[] = {
-    /* formats.md 1.1: CUDA host emulation, RN and RZ columns */
+    /* ref/notes/formats.md 1.1: CUDA host emulation, RN and RZ columns */
     V(E2M1, CUDA, RN, 1, 0.0, 0x0, "1.1"), V(E2M1, CUDA, RZ, 1, 0.0, 0x0, "1.1"),
     V(E2M1, CUDA, RN, 1, -0.0, 0x8, "1.1"), V(E2M1, CUDA, RZ, 1, -0.0, 0x8, "1.1"),
     V(E2M1, CUDA, RN, 1, 0.25, 0x0, "1.1"), V(E2M1, CUDA, RZ, 1, 0.25, 0x0, "1.1"),
@@ -380,7 +380,7 @@ static const named NAMED[] = {
     B(E2M1, CUDA, RN, 1, QNAN, 0x7, "1.1"), B(E2M1, CUDA, RN, 1, NQNAN, 0x7, "1.1"),
     B(E2M1, CUDA, RZ, 1, NQNAN, 0x7, "1.1"), B64(E2M1, CUDA, RN, 1, 0xFFF8000000000000u, 0x7, "1.1"),
     V(E2M1, CUDA, RN, 1, -0.25, 0x8, "1.1"), V(E2M1, CUDA, RN, 1, -5.0, 0xE, "1.1"),
-    /* formats.md 1.3: ml_dtypes 0.6.0 measured */
+    /* ref/notes/formats.md 1.3: ml_dtypes 0.6.0 measured */
     V(E2M1, MLD, RN, 1, 0.0, 0x0, "1.3"), V(E2M1, MLD, RN, 1, -0.0, 0x8, "1.3"),
     V(E2M1, MLD, RN, 1, 0.25, 0x0, "1.3"), B(E2M1, MLD, RN, 1, 0x3E800001u, 0x1, "1.3"),
     V(E2M1, MLD, RN, 1, 0.75, 0x2, "1.3"), V(E2M1, MLD, RN, 1, 1.25, 0x2, "1.3"),
@@ -390,7 +390,7 @@ static const named NAMED[] = {
     V(E2M1, MLD, RN, 1, PINF, 0x7, "1.3"), V(E2M1, MLD, RN, 1, -PINF, 0xF, "1.3"),
     B(E2M1, MLD, RN, 1, QNAN, 0x8, "1.3"), B(E2M1, MLD, RN, 1, NQNAN, 0x0, "1.3"),
     V(E2M1, MLD, RN, 1, -0.25, 0x8, "1.3"), V(E2M1, MLD, RN, 1, -5.0, 0xE, "1.3"),
-    /* formats.md 1.6: tie table, RNE and ties-away */
+    /* ref/notes/formats.md 1.6: tie table, RNE and ties-away */
     V(E2M1, OCP, RN, 1, 0.25, 0x0, "1.6"), V(E2M1, OCP, RNA, 1, 0.25, 0x1, "1.6"),
     V(E2M1, OCP, RN, 1, 0.75, 0x2, "1.6"), V(E2M1, OCP, RNA, 1, 0.75, 0x2, "1.6"),
     V(E2M1, OCP, RN, 1, 1.25, 0x2, "1.6"), V(E2M1, OCP, RNA, 1, 1.25, 0x3, "1.6"),
@@ -400,7 +400,7 @@ static const named NAMED[] = {
     V(E2M1, OCP, RN, 1, 5.0, 0x6, "1.6"), V(E2M1, OCP, RNA, 1, 5.0, 0x7, "1.6"),
     V(E2M1, OCP, RNA, 1, -2.5, 0xD, "1.6"), V(E2M1, OCP, RN, 1, 1e30f, 0x7, "8.4"),
     B(E2M1, OCP, RN, 1, QNAN, 0x7, "profiles"), B(E2M1, OCP, RN, 1, NQNAN, 0xF, "profiles"),
-    /* formats.md 2.1/2.2/8.2: E4M3 overflow band and subnormal ties */
+    /* ref/notes/formats.md 2.1/2.2/8.2: E4M3 overflow band and subnormal ties */
     V(E4M3, CUDA, RN, 1, 448.0, 0x7E, "2.1"), V(E4M3, CUDA, RN, 1, 464.0, 0x7E, "2.1"),
     B(E4M3, CUDA, RN, 1, 0x43E80001u, 0x7E, "2.1"), B(E4M3, CUDA, RN, 0, 0x43E80001u, 0x7F, "2.1"),
     V(E4M3, CUDA, RN, 0, 464.0, 0x7E, "2.1"), B(E4M3, CUDA, RN, 1, 0x43EFFFFFu, 0x7E, "8.2"),
@@ -413,7 +413,7 @@ static const named NAMED[] = {
     B64(E4M3, CUDA, RN, 1, 0x7FF8000000000000u, 0x7F, "2.1"),
     V(E4M3, CUDA, RN, 1, 0x1p-10, 0x00, "2.1"), B(E4M3, CUDA, RN, 1, 0x3A800001u, 0x01, "8.2"),
     V(E4M3, CUDA, RN, 1, 0x1.8p-9, 0x02, "2.1"), V(E4M3, CUDA, RN, 1, -0.0, 0x80, "8.1"),
-    /* formats.md 2.3/2.4: torch 2.11 and ml_dtypes, non-saturating */
+    /* ref/notes/formats.md 2.3/2.4: torch 2.11 and ml_dtypes, non-saturating */
     V(E4M3, TORCH, RN, 0, 448.0, 0x7E, "2.4"), V(E4M3, TORCH, RN, 0, 464.0, 0x7E, "2.4"),
     B(E4M3, TORCH, RN, 0, 0x43E80001u, 0x7F, "2.4"), V(E4M3, TORCH, RN, 0, 480.0, 0x7F, "2.4"),
     V(E4M3, TORCH, RN, 0, 500.0, 0x7F, "2.4"), V(E4M3, TORCH, RN, 0, 1e6, 0x7F, "2.4"),
@@ -438,7 +438,7 @@ static const named NAMED[] = {
     B64(E5M2, CUDA, RN, 1, 0x7FFC000000000000u, 0x7F, "profiles"),
     B64(E5M2, CUDA, RN, 0, 0xFFF4000000000000u, 0xFF, "profiles"),
     B64(E5M2, CUDA, RN, 0, 0x7FF0000000000001u, 0x7E, "profiles"),
-    /* formats.md 3.1: CUDA E8M0, columns RZ-sat RZ-nosat RP-sat RP-nosat */
+    /* ref/notes/formats.md 3.1: CUDA E8M0, columns RZ-sat RZ-nosat RP-sat RP-nosat */
 #define E8C(x, a, b, c, d)                                                                  \
     V(E8M0, CUDA, RZ, 1, x, a, "3.1"), V(E8M0, CUDA, RZ, 0, x, b, "3.1"),                   \
         V(E8M0, CUDA, RU, 1, x, c, "3.1"), V(E8M0, CUDA, RU, 0, x, d, "3.1")
@@ -451,7 +451,7 @@ static const named NAMED[] = {
     E8C(0x1.666666p127, 0xFE, 0xFE, 0xFE, 0xFF), E8C(FLT_MAX, 0xFE, 0xFE, 0xFE, 0xFF),
     E8C(PINF, 0xFE, 0xFF, 0xFE, 0xFF), E8C(-PINF, 0xFE, 0xFF, 0xFE, 0xFF),
     B(E8M0, CUDA, RZ, 1, QNAN, 0xFF, "3.1"), B(E8M0, CUDA, RU, 0, NQNAN, 0xFF, "3.1"),
-    /* formats.md 3.3: torch, nearest with 1.5 up, no saturation */
+    /* ref/notes/formats.md 3.3: torch, nearest with 1.5 up, no saturation */
     V(E8M0, TORCH, RN, 0, 0.0, 0x00, "3.3"), V(E8M0, TORCH, RN, 0, -0.0, 0x00, "3.3"),
     V(E8M0, TORCH, RN, 0, 1.4999999f, 0x7F, "3.3"), V(E8M0, TORCH, RN, 0, 1.5, 0x80, "3.3"),
     V(E8M0, TORCH, RN, 0, 1.75, 0x80, "3.3"), V(E8M0, TORCH, RN, 0, 2.0, 0x80, "3.3"),
@@ -467,7 +467,7 @@ static const named NAMED[] = {
     B(E8M0, TORCH, RN, 0, 0x00400000u, 0x00, "profiles"), B(E8M0, MLD, RN, 0, 0x00400001u, 0x01, "profiles"),
     B(E8M0, OCP, RN, 1, 0x00400001u, 0x00, "profiles"), B(E8M0, OCP, RN, 1, 0x005FFFFFu, 0x00, "profiles"),
     B(E8M0, OCP, RN, 1, 0x00600000u, 0x01, "profiles"), B(E8M0, OCP, RD, 1, 0x00600000u, 0x00, "profiles"),
-    /* formats.md 3.4: ml_dtypes, zero and negatives are NaN */
+    /* ref/notes/formats.md 3.4: ml_dtypes, zero and negatives are NaN */
     V(E8M0, MLD, RN, 0, 0.0, 0xFF, "3.4"), V(E8M0, MLD, RN, 0, -0.0, 0xFF, "3.4"),
     V(E8M0, MLD, RN, 0, -4.0, 0xFF, "3.4"), V(E8M0, MLD, RN, 0, -3.0, 0xFF, "3.4"),
     V(E8M0, MLD, RN, 0, 1.5, 0x80, "3.4"), V(E8M0, MLD, RN, 0, 0x1.8p-127, 0x01, "3.4"),

@@ -2,18 +2,18 @@
  * its embedded correction table (ref/block/data/rcp_approx_sm90.bin, format in
  * ref/block/src/rcp_approx.c).
  *
- * Expectations come from shared/research/formats.md section 5.7 (the H200 measurement:
+ * Expectations come from ref/notes/formats.md section 5.7 (the H200 measurement:
  * 1,108,522 mismatching mantissas, 733,799 at RN + 1 ulp and 374,723 at RN - 1 ulp; never
  * more than one ulp; exponent-invariant; 6, 448 and 2688 equal RN), from the PTX ISA's
  * table of rcp.approx.ftz special inputs (+-0 and subnormals -> +-Inf, +-Inf -> +-0,
  * subnormal results -> +-0, NaN -> canonical NaN 0x7FFFFFFF), and from exact arithmetic
- * here (RN(1/x) through binary64, see rn_rcp). The shared measured list itself is read,
- * when present, to compare every entry; that part is skipped, never failed, without it.
+ * here (RN(1/x) through binary64, see rn_rcp). The measured list itself
+ * (ref/block/data/rcp_approx_ftz_f32_sm90_mismatch.u32.xz, its path compiled in as
+ * LOWP_RCP_MISMATCH_XZ by tests/CMakeLists.txt) is read to compare every entry.
  *
  *   test_rcp_approx          quick: tables, specials, all 2^23 mantissas, samples
  *   test_rcp_approx --full   also every one of the 2^32 binary32 inputs against the rules
- *
- * The shared folder is $LOWP_SHARED_DIR, else <this file's directory>/../../shared. */
+ */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <math.h>
@@ -33,7 +33,9 @@
 #define WANT_ENTRIES 1108522u
 #define WANT_UP 733799u
 #define WANT_DOWN 374723u
-#define SHARED_XZ "research/measured/rcp_approx_ftz_f32_sm90_mismatch.u32.xz"
+#ifndef LOWP_RCP_MISMATCH_XZ
+#error "LOWP_RCP_MISMATCH_XZ (path of the measured mismatch list) is set by tests/CMakeLists.txt"
+#endif
 #define CANON_NAN 0x7FFFFFFFu
 
 static int g_full; /* --full: the 2^32 sweep runs */
@@ -214,25 +216,14 @@ START_TEST(decoder_rejects_damaged_tables)
 END_TEST
 
 /* ---------------------------------------------------------------------------------- */
-/* (b) the embedded table against the shared measured list                             */
+/* (b) the embedded table against the measured list                                    */
 
 START_TEST(embedded_table_equals_shared_measured_list)
 {
-    char path[4096];
-    const char *dir = getenv("LOWP_SHARED_DIR");
-    if (dir && *dir)
-        snprintf(path, sizeof path, "%s/%s", dir, SHARED_XZ);
-    else {
-        /* __FILE__ is this source's path as the build passed it (absolute under CMake). */
-        const char *src = __FILE__, *slash = strrchr(src, '/');
-        int dl = slash ? (int)(slash - src) : 1;
-        snprintf(path, sizeof path, "%.*s/../../shared/%s", dl, slash ? src : ".", SHARED_XZ);
-    }
+    const char *path = LOWP_RCP_MISMATCH_XZ;
+    /* The list is part of the repository: a missing file is a failure, not a skip. */
     FILE *probe = fopen(path, "rb");
-    if (!probe) {
-        fprintf(stderr, "  skip: no shared measured list at %s (set LOWP_SHARED_DIR)\n", path);
-        return;
-    }
+    ck_assert_msg(probe != NULL, "cannot open the measured list %s", path);
     fclose(probe);
     if (system("xz --version >/dev/null 2>&1") != 0) {
         fprintf(stderr, "  skip: xz is not installed; cannot read %s\n", path);
@@ -248,7 +239,7 @@ START_TEST(embedded_table_equals_shared_measured_list)
     size_t got = 0;
     unsigned char b4[4];
     while (got < NMANT && fread(b4, 1, 4, p) == 4)
-        m[got++] = le32(b4); /* the list is little-endian u32 (formats.md 5.7) */
+        m[got++] = le32(b4); /* the list is little-endian u32 (ref/notes/formats.md 5.7) */
     ck_assert_int_eq(pclose(p), 0);
 
     size_t n;

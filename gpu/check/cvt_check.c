@@ -302,13 +302,13 @@ static int run_check(check *ck, int quick, int threads)
     }
     if (ck->kind == K_DECODE) {
         setnote(ck, "expected: lowp_decode_f32 written as %s by lowp's cuda codec, so NaN codes expect the "
-                    "canonical 0x7FFF (formats.md 2.2 measured this for e4m3 on sm_90)%s",
+                    "canonical 0x7FFF (ref/notes/formats.md 2.2 measured this for e4m3 on sm_90)%s",
                 ck->format == LOWP_E8M0 ? "bf16" : "f16",
                 ck->format == LOWP_E4M3 ? "" : "; unmeasured for this format before");
         if (ck->format != LOWP_E4M3 && r->mismatches && r->mismatches == r->nan_input_mismatches &&
             r->gpu_nan_cpu_not == 0 && r->cpu_nan_gpu_not == 0) {
             /* NaN-ness agrees everywhere; only the NaN bits differ from canonical, which
-             * formats.md measured for e4m3 alone */
+             * ref/notes/formats.md 2.2 records for e4m3 alone */
             addnote(ck, "; the %llu differences are NaN codes decoded to NaNs other than 0x7FFF: "
                         "informational (NaN-ness agrees; canonical NaN was measured for e4m3 only)",
                     (unsigned long long)r->mismatches);
@@ -318,9 +318,9 @@ static int run_check(check *ck, int quick, int threads)
         setnote(ck, "expected: lowp cuda codec applied to the binary16 value (exact in binary32)");
         if (r->mismatches && r->mismatches == r->nan_input_mismatches) {
             /* lowp has no binary16 entry point; its cuda profile is the binary32 one (NaN ->
-             * 0x7F either sign). formats.md 2.2 found the f16x2 form sign-preserving. */
+             * 0x7F either sign). ref/notes/formats.md 2.2 found the f16x2 form sign-preserving. */
             addnote(ck, "; all %llu differences are on NaN inputs: informational, lowp has no binary16 entry "
-                        "point (its binary32 rule gives 0x7F for either sign; formats.md 2.2 found the f16x2 "
+                        "point (its binary32 rule gives 0x7F for either sign; ref/notes/formats.md 2.2 found the f16x2 "
                         "form matching the sign-preserving double path)",
                     (unsigned long long)r->mismatches);
             return 4;

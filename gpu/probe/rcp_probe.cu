@@ -18,10 +18,10 @@
  *     different table; 2: usage or file error; 3: CUDA error; 77: no GPU (one line).
  *
  *   lowp_gpu_rcp_probe --encode-u32 IN.u32 OUT.bin
- *     CPU only: converts a mismatch list in the shared measured form (little-endian u32,
+ *     CPU only: converts a mismatch list in the measured list's form (little-endian u32,
  *     sorted: bits 0-22 = m, bit 31 = +1 ulp) to lowp's table format and compares it with
  *     the embedded table. This is how ref/block/data/rcp_approx_sm90.bin was bootstrapped from
- *     shared/research/measured/rcp_approx_ftz_f32_sm90_mismatch.u32.xz (xz -dc first).
+ *     ref/block/data/rcp_approx_ftz_f32_sm90_mismatch.u32.xz (xz -dc first).
  *
  * Built for sm_90 only (gpu/probe/rcp.cmake): the table is the H200's. On another GPU
  * the program still runs (PTX JIT) and reports what differs; it never edits ref/block/data. To
@@ -170,8 +170,9 @@ static int input_class(uint32_t x)
         return C_ZERO;
     if (a < 0x00800000u)
         return C_SUB;
-    /* 1/x is below 2^-126 for biased E = 253 with m != 0 and for E = 254 (formats.md 5.7
-     * model; the sweep tests it rather than assumes it: the class only labels rows). */
+    /* 1/x is below 2^-126 for biased E = 253 with m != 0 and for E = 254
+     * (ref/notes/formats.md 5.7 model; the sweep tests it rather than assumes it: the
+     * class only labels rows). */
     uint32_t E = a >> 23;
     return (E == 254 || (E == 253 && (a & (NMANT - 1)))) ? C_FLUSH : C_NORMAL;
 }

@@ -490,7 +490,7 @@ static void bv_build_nvfp4(bv_file *F)
         float gamax = lowp_vec_f32_from_bits(bv_s58[k][0]);
         bv_group *g =
             bv_group_add(F, GS_AMAX, gamax, 0,
-                         "tensor amax 0x%08" PRIx32 " (shared/research/formats.md 5.8, vector %d)",
+                         "tensor amax 0x%08" PRIx32 " (ref/notes/formats.md 5.8, vector %d)",
                          bv_s58[k][0], k + 1);
         for (int i = 0; i < n; i++)
             x[i] = 0.0f;
@@ -498,7 +498,7 @@ static void bv_build_nvfp4(bv_file *F)
         x[1] = lowp_vec_f32_from_bits(bv_s58[k][2]);
         x[2] = -x[1];
         bv_test_add(g, x, n,
-                    "formats.md 5.8 vector %d: block amax 0x%08" PRIx32 ", element 0x%08" PRIx32
+                    "ref/notes/formats.md 5.8 vector %d: block amax 0x%08" PRIx32 ", element 0x%08" PRIx32
                     " lands on an E2M1 tie under exact, one ulp off under trtllm",
                     k + 1, bv_s58[k][1], bv_s58[k][2]);
         if (k == 0)
@@ -542,13 +542,13 @@ static void bv_build_mx(bv_file *F)
     float x[BV_MAX], mx = bv_max_elem(F->f);
     bv_group *g = bv_group_add(F, GS_NONE, 1.0f, 0, "no global scale");
     bv_block_edges(F, g, 1.0f, 1);
-    /* Scale selection: OCP floor vs RCEIL (formats.md 4.4), powers of two, extremes. */
+    /* Scale selection: OCP floor vs RCEIL (ref/notes/formats.md 4.4), powers of two, extremes. */
     static const float a4[] = {3.0f, 6.0f, 6.5f, 7.0f}, a8[] = {448.0f, 480.0f, 500.0f};
     const float *a = F->f == LOWP_MXFP4 ? a4 : a8;
     int na = F->f == LOWP_MXFP4 ? 4 : 3;
     for (int k = 0; k < na; k++) {
         bv_gauss_block(&F->rng, x, n, a[k]);
-        bv_test_add(g, x, n, "block amax %g (formats.md 4.4: OCP floor vs RCEIL)", (double)a[k]);
+        bv_test_add(g, x, n, "block amax %g (ref/notes/formats.md 4.4: OCP floor vs RCEIL)", (double)a[k]);
     }
     float p[] = {mx,
                  nextafterf(mx, INFINITY),

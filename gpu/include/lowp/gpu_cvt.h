@@ -133,7 +133,7 @@ int lowp_gpu_sweep_f32(lowp_gpu_sweep *s);
 int lowp_gpu_sweep_f16(lowp_gpu_sweep *s);
 /* Every code of f through lowp_gpu_decode_u8, compared with lowp_decode_f32 written as
  * binary16 (bfloat16 for E8M0) by lowp's CUDA codec (rn): exact for every non-NaN code,
- * and NaN codes expect the canonical NaN 0x7FFF that the hardware gives (formats.md
+ * and NaN codes expect the canonical NaN 0x7FFF that the hardware gives (ref/notes/formats.md
  * 2.2). round/saturate/profile/begin/end ignored. */
 int lowp_gpu_sweep_decode(lowp_gpu_sweep *s);
 

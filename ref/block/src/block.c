@@ -4,7 +4,7 @@
  * round-to-nearest-even and no contraction (the library is built with -ffp-contract=off,
  * and ISO C11 evaluates float expressions in float: FLT_EVAL_METHOD == 0 on x86-64).
  *
- * Sources followed (quoted in ../shared/research/formats.md sections 4 and 5):
+ * Sources followed (restated in ref/notes/formats.md sections 4 and 5):
  *   trtllm NVFP4  TensorRT-LLM cpp/tensorrt_llm/kernels/quantization.cuh cvt_warp_fp16_to_fp4
  *                 (FlashInfer csrc/nv_internal/.../quantization_utils.cuh, default fast math)
  *   exact NVFP4   the same kernel with TRTLLM_/FLASHINFER_DISABLE_FP4_QUANT_FAST_MATH=1, which

@@ -10,7 +10,7 @@
  *       r = RN(1 / 1.m) + c(m) ulp, with c(m) in {-1, 0, +1} from the measured table,
  *       result = +-r * 2^(127-E), and +-0 when that is below 2^-126 (flush to zero).
  *     The scaling by 2^(127-E) is exact, so the error is exponent-invariant (measured: 0
- *     violations over E = 1..254, shared/research/formats.md section 5.7). A normal input
+ *     violations over E = 1..254, ref/notes/formats.md section 5.7). A normal input
  *     never overflows: 1/x <= 2^126 for x >= 2^-126.
  *
  * Why a table and not a formula. The 2^23 measured mantissas were analysed (a bounded

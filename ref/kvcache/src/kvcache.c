@@ -105,7 +105,7 @@ lowp_kv_config lowp_kv_config_default(lowp_block_format f, size_t num_pages, siz
     lowp_kv_config c;
     memset(&c, 0, sizeof c);
     c.format = f;
-    /* SGLang ships NVFP4 KV through FlashInfer nvfp4_kv_quantize (kernels.md 1.4) */
+    /* SGLang ships NVFP4 KV through FlashInfer nvfp4_kv_quantize (ref/notes/kernels.md 1.4) */
     c.recipe = f == LOWP_NVFP4 ? LOWP_RECIPE_SGLANG_KV : lowp_recipe_default(f);
     c.quant_flags = 0;
     c.layout = LOWP_KV_NHD;
@@ -399,7 +399,7 @@ int lowp_kvcache_create(const lowp_kv_config *cfg, lowp_kvcache **out, char *why
                                 c->code_bytes[w], which_names[w]);
         }
         for (size_t h = 0; h < cfg->num_heads; h++)
-            c->gs[w][h] = 1.0f; /* uncalibrated default everywhere (kernels.md 0.5) */
+            c->gs[w][h] = 1.0f; /* uncalibrated default everywhere (ref/notes/kernels.md 0.5) */
         if (c->rb[w] > max_rb)
             max_rb = c->rb[w];
         if (c->S[w] > max_S)

@@ -5,9 +5,9 @@
  *   decode   SGLang/TRT-LLM NVFP4 decode: E2M1 and E4M3 -> BF16, product in BF16 (exact
  *            for NVFP4), global scales as bmm1/bmm2 scales, Q in BF16 (lmsys 2026-09-16)
  *   extend   SGLang FP8 workspace: prefix = torch_e4m3(bf16(fp32(fp32(e * sf) * g))),
- *            current chunk = torch_e4m3(bf16(x)) (kernels.md 1.5), Q in BF16
- *   prefill  every token as the current chunk above (seed 000 path 1), Q in BF16
- *   fp8kv    FP8 cache read as BF16 tiles, k_scale on scores, v_scale on the output (seed 002)
+ *            current chunk = torch_e4m3(bf16(x)) (ref/notes/kernels.md 1.5), Q in BF16
+ *   prefill  every token as the current chunk above (ref/notes/seeds.md 1.1), Q in BF16
+ *   fp8kv    FP8 cache read as BF16 tiles, k_scale on scores, v_scale on the output (ref/notes/seeds.md 2)
  *
  * Cached tokens are quantized with the same lowp_block_quantize call lowp_kvcache_write
  * makes (recipe, flags, lowp_global_scale_from_dec of the head's scale), so the bytes are
@@ -199,7 +199,7 @@ static int run_side(const lowp_kv_path_args *a, const path_codecs *pc, const flo
             double *o = out + row * d;
             if (t >= n_cached) {
                 /* current chunk / prefill: the BF16 projection output cast into the FP8
-                 * workspace by torch .to(float8_e4m3fn), no scale (kernels.md 1.5) */
+                 * workspace by torch .to(float8_e4m3fn), no scale (ref/notes/kernels.md 1.5) */
                 lowp_encode_f32_u16(&pc->bf16, x + row * d, u16, d);
                 for (size_t i = 0; i < d; i++)
                     o[i] = pc->ws_of_bf16[u16[i]];
@@ -372,7 +372,7 @@ int lowp_kv_path_run(const lowp_kv_path_args *a, int fold, double *q_eff, double
     r.q_scale = qt == LOWP_KV_Q_FP8 ? (double)q_scale : 1.0;
     size_t nq = a->q_len * a->num_q_heads * cfg.qk_dim;
     if (q_eff && a->q) {
-        float inv = 1.0f / q_scale; /* TRT-LLM multiplies by the reciprocal (kernels.md 2.1) */
+        float inv = 1.0f / q_scale; /* TRT-LLM multiplies by the reciprocal (ref/notes/kernels.md 2.1) */
         for (size_t i = 0; i < nq; i++) {
             float x = a->q[i];
             switch (qt) {

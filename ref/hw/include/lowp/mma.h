@@ -5,7 +5,7 @@
  *
  * The arithmetic (MMA-Sim's "truncated fused dot-add", microsoft/MMA-Sim
  * mmasim/simulator/arithmetic.py fused_sum / nv_fused_dot_add, and its later revision
- * mmasim/arithmetic/fdpa.py t_fdpa; see shared/research/conformance-and-style.md 4.3):
+ * mmasim/arithmetic/fdpa.py t_fdpa; the MMA-Sim paper is arXiv 2511.10909):
  *
  *   d = sum_{i<k} a_i * b_i + c, evaluated in steps of `group` products:
  *   1. Decompose every operand x as x = s * 2^e: e = max(unbiased exponent, -126), so a

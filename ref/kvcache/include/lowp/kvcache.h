@@ -1,7 +1,7 @@
 /* lowp/kvcache.h: a paged KV cache as production systems store it, and the data paths
  * that turn it into the K/V/Q an attention kernel actually consumes.
  *
- * Sources (quoted in ../shared/research/kernels.md, section numbers below):
+ * Sources (restated in ref/notes/kernels.md, section numbers below):
  *   - FlashInfer docs/tutorials/kv_layout.rst: NHD/HND pages, CSR page table (3.1);
  *   - SGLang NVFP4KVCacheMethod / _store_nvfp4_kv_kernel: packed E2M1 (low nibble = even
  *     element), E4M3 block scales per 16 elements of head_dim, V scales 4-token
@@ -27,7 +27,7 @@
  * (E4M3 for NVFP4, E8M0 for MX). Within a page and head, the [page_size][S] scale tile is
  * stored either linearly (scale (t, s) at tile position (t, s)) or, for NVFP4 only, in the
  * TRT-LLM / SGLang 4-token interleaved order (needs page_size % 4 == 0 and S % 4 == 0,
- * i.e. dim % 64 == 0; SGLang raises on either, kernels.md 1.2):
+ * i.e. dim % 64 == 0; SGLang raises on either, ref/notes/kernels.md 1.2):
  *
  *   (t, s) -> (t', s') = ((t/4)*4 + s/(S/4), (s % (S/4))*4 + t%4)
  *   flat:     t'*S + s' = (t/4)*4*S + s*4 + t%4                    (TRT-LLM, 2.2)
@@ -37,7 +37,7 @@
  *
  * Global scales are decode-side (x ~= element * block scale * g), one per tensor or one
  * per KV head, separately for K and V: the NVFP4 global scale and the FP8 k_scale/v_scale.
- * They default to 1.0, the uncalibrated value every system ships (kernels.md 0.5, 1.3).
+ * They default to 1.0, the uncalibrated value every system ships (ref/notes/kernels.md 0.5, 1.3).
  * MX and BF16 have none (1.0). A scale must be finite and > 0: a missing or zero scale is
  * an error, never silently something else (TRT-LLM #16916).
  *
@@ -138,7 +138,7 @@ typedef struct lowp_kv_view {
 
 lowp_kv_view lowp_kv_view_of(const lowp_kv_config *cfg);
 
-/* ---- Page table (FlashInfer CSR, kernels.md 3.1) -------------------------------------
+/* ---- Page table (FlashInfer CSR, ref/notes/kernels.md 3.1) ---------------------------
  * Sequence b owns pages indices[indptr[b] .. indptr[b+1]-1], in order; its length is
  * page_size*(n_b - 1) + last_page_len[b] when n_b > 0 pages, and 0 when n_b == 0 (then
  * last_page_len[b] must be 0). int32 as FlashInfer requires. Pages may be shared between
@@ -161,7 +161,7 @@ int lowp_kv_locate(const lowp_kv_page_table *pt, size_t page_size, size_t b, siz
 
 /* ---- Scale interleave (pure functions of the documented formula) --------------------- */
 /* (t, s) in a [page_size][S] tile -> interleaved tile position; S % 4 == 0, t < page_size
- * with page_size % 4 == 0. Spot values (SGLang unit test, kernels.md 1.8), S = 8:
+ * with page_size % 4 == 0. Spot values (SGLang unit test, ref/notes/kernels.md 1.8), S = 8:
  * (3,7)->(3,7), (1,4)->(2,1). The inverse maps back. */
 void lowp_kv_sf_interleave(size_t t, size_t s, size_t S, size_t *t_out, size_t *s_out);
 void lowp_kv_sf_deinterleave(size_t t, size_t s, size_t S, size_t *t_out, size_t *s_out);
@@ -268,9 +268,9 @@ size_t lowp_kvcache_scale_offset(const lowp_kvcache *c, lowp_kv_which w, size_t 
  * EXACT    every token from the cache, dequantized exactly; k_eff = element * block scale
  *          (binary64), k_scale/v_scale = the global scales; Q exact (binary32 as given).
  *          The format's cost alone.
- * DECODE   SGLang/TRT-LLM GenMHA NVFP4 decode (lmsys blog 2026-09-16, seed 000: packed
+ * DECODE   SGLang/TRT-LLM GenMHA NVFP4 decode (lmsys blog 2026-09-16, ref/notes/seeds.md 1.3: packed
  *          E2M1 -> BF16 by cvt.rn.bf16x2.e2m1x2, E4M3 block scale -> BF16, packed BF16
- *          multiply, BF16 BMMs; global K/V scales as bmm1/bmm2 scales, kernels.md 1.3).
+ *          multiply, BF16 BMMs; global K/V scales as bmm1/bmm2 scales, ref/notes/kernels.md 1.3).
  *          k_eff = RN_bf16(bf16(element) * bf16(block scale)). For NVFP4 this is EXACT:
  *          E2M1 (<= 2 significant bits) and E4M3 (<= 4) are exact in BF16, their product
  *          has <= 6 significant bits and lies in [2^-10, 2688], inside BF16's normal range.
@@ -278,8 +278,8 @@ size_t lowp_kvcache_scale_offset(const lowp_kvcache *c, lowp_kv_which w, size_t 
  *          overflow only at the E8M0 extremes (MXFP8 below 2^-133 or above BF16 max).
  *          Every token comes from the cache (the new token is written before the
  *          attention reads it); chunk_start is ignored. Q: BF16 (RN).
- * EXTEND   SGLang chunked prefill / extend on the shared FP8 E4M3 workspace (kernels.md
- *          1.5, seed 000 path 2). NVFP4 caches only. Prefix tokens t < chunk_start:
+ * EXTEND   SGLang chunked prefill / extend on the shared FP8 E4M3 workspace (ref/notes/kernels.md
+ *          1.5, ref/notes/seeds.md 1.2). NVFP4 caches only. Prefix tokens t < chunk_start:
  *          dequantize_prev_kv = nvfp4_kv_dequantize in fp32, (element * block scale) *
  *          global scale, RN to BF16, then torch .to(float8_e4m3fn) with no scale
  *          (non-saturating: |x| > 464 rounds past 448 and becomes NaN 0x7F, so every
@@ -288,12 +288,12 @@ size_t lowp_kvcache_scale_offset(const lowp_kvcache *c, lowp_kv_which w, size_t 
  *          same way, never NVFP4-quantized. k_scale = v_scale = 1 (the global scale is
  *          already inside the workspace value). Q: BF16 by default — the article runs
  *          "BF16 Query with FP8 Key/Value" for initial prefill and says extend runs "the
- *          same as initial prefill" (seed 000, paths 1 and 2); LOWP_KV_Q_FP8 is available.
- * PREFILL  SGLang initial prefill (seed 000 path 1): attention on the unquantized FP8 K/V
+ *          same as initial prefill" (ref/notes/seeds.md 1.1, 1.2); LOWP_KV_Q_FP8 is available.
+ * PREFILL  SGLang initial prefill (ref/notes/seeds.md 1.1): attention on the unquantized FP8 K/V
  *          (RN_bf16 then torch e4m3, as the current chunk above) for every token; the
  *          cache is written in NVFP4 separately (lowp_kvcache_write) and not read.
  *          chunk_start must be 0. Q: BF16. Any cache format is accepted (not read).
- * FP8KV    FP8 E4M3 (or E5M2) cache in the QSA Triton kernel (seed 002): FP8 tiles
+ * FP8KV    FP8 E4M3 (or E5M2) cache in the QSA Triton kernel (ref/notes/seeds.md 2): FP8 tiles
  *          converted to Q's BF16 (exact), dot(Q, K_fp8) * k_scale,
  *          sum(P * V_fp8) * v_scale. k_eff = fp8 value, k_scale/v_scale = the decode-side
  *          scales. Q: BF16. Same values as DECODE on an FP8 cache, kept as its own name.
@@ -312,7 +312,7 @@ typedef enum lowp_kv_qtype {
     LOWP_KV_Q_F32 = 1,     /* Q as given (exact) */
     LOWP_KV_Q_BF16 = 2,    /* RN to BF16 (cuda rn) */
     LOWP_KV_Q_FP8 = 3      /* e4m3 (cuda rn satfinite) of RN_f32(q * RN_f32(1/q_scale)),
-                              TRT-LLM's multiply by the reciprocal (kernels.md 2.1);
+                              TRT-LLM's multiply by the reciprocal (ref/notes/kernels.md 2.1);
                               q_scale joins the score scale */
 } lowp_kv_qtype;
 

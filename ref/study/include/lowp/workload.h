@@ -37,7 +37,7 @@
  *               binary32): the same scores, outputs 2^-8 as large. A low-magnitude layer:
  *               NVFP4 block scales (block amax / 6, about 2^-9..2^-7 here) fall into the E4M3
  *               subnormals at global scale 1.0, and FP8 at scale 1.0 codes K and V in its
- *               subnormal range (local-inference-lab/b12x #86; kernels.md section 6 #5).
+ *               subnormal range (local-inference-lab/b12x #86; ref/notes/kernels.md section 6 #5).
  *
  * Whitened queries: for each KV head g and channel c, m_gc is the mean of the pre-RoPE
  * k[:, g, c] over the ctx tokens and r_gc the root mean square over the tokens and the
