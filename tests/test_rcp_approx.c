@@ -25,7 +25,7 @@
 #include "lowp/block.h"
 #include "lowp/cases.h"
 
-/* Internal interface of ref/src/rcp_approx.c (same prototypes there). */
+/* Internal interface of ref/block/src/rcp_approx.c (same prototypes there). */
 #include "rcp_table.h" /* ref/block/internal, named in tests/CMakeLists.txt */
 #include "lowp_test.h"
 

@@ -1,5 +1,5 @@
 /* ref/block/internal/rcp_table.h: the measured rcp.approx.ftz.f32 correction table (internal).
- * Shared by ref/src/rcp_approx.c, tests/test_rcp_approx.c and gpu/rcp_probe.cu, which
+ * Shared by ref/block/src/rcp_approx.c, tests/test_rcp_approx.c and gpu/probe/rcp_probe.cu, which
  * measures the table on the GPU and must write it in exactly this format. Host code only.
  * Not installed; the outside users reach it through the PRIVATE include directory
  * ref/block/internal named in their CMake targets (see internal/block_internal.h). */
