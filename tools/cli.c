@@ -380,6 +380,21 @@ void lowp_machine_description(char *buf, size_t len)
     snprintf(buf, len, "%s, %s, %ld cores", host, cpu, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+void lowp_cli_python(char *buf, size_t len)
+{
+    const char *env = getenv("LOWP_PYTHON");
+    if (env != NULL && env[0] != '\0') {
+        snprintf(buf, len, "%s", env);
+        return;
+    }
+#ifdef LOWP_SOURCE_DIR
+    snprintf(buf, len, "%s/.venv/bin/python", LOWP_SOURCE_DIR);
+    if (access(buf, X_OK) == 0)
+        return;
+#endif
+    snprintf(buf, len, "python3");
+}
+
 void lowp_source_commit(char *buf, size_t len)
 {
     snprintf(buf, len, "unknown");

@@ -96,6 +96,10 @@ int lowp_progress_wanted(void);
 
 /* "<hostname>, <CPU model>, <N> cores" for report headers. */
 void lowp_machine_description(char *buf, size_t len);
+/* The Python interpreter lowp's helpers run under: $LOWP_PYTHON if set, else the virtual
+ * environment tools/setup.sh made beside the source tree (.venv/bin/python, which has
+ * numpy and ml_dtypes), else "python3" from PATH. */
+void lowp_cli_python(char *buf, size_t len);
 /* Short git commit of the source tree lowp was built from, or "unknown". */
 void lowp_source_commit(char *buf, size_t len);
 

@@ -8,7 +8,7 @@
  * each profile, on one thread and on T threads (OpenMP), and in the same run by:
  *   - CUDA 13's host conversion functions (tools/oracle_cuda_host.cu), for the cuda row;
  *   - ml_dtypes `astype` (numpy float16 for f16) through python3, for the ml_dtypes row,
- *     when `import ml_dtypes` works. The inputs go to a temporary file; a short embedded
+ *     when `import ml_dtypes` works (the Python of lowp_cli_python). The inputs go to a temporary file; a short embedded
  *     script times astype with time.perf_counter and writes its codes back.
  * Every timing is the median of R runs after one warm-up, on buffers far above the caches
  * (N = 2^24 by default: 64 MiB of input). Speedups are the peer's time over lowp's at the
@@ -41,7 +41,13 @@ LOWP_COMMAND_DEFINE(bench, "benchmarks: convert (vs CUDA host, ml_dtypes), quant
 #define BENCH_MAX_REPS 101
 
 static const char *const bench_usage =
-    "usage: lowp bench convert [--n N] [--threads T] [--seed S] [--reps R]\n"
+    "usage: lowp bench convert  [--n N] [--threads T] [--seed S] [--reps R]\n"
+    "       lowp bench quantize [--n N] [--threads T] [--reps R] [--seed S] [--path P]\n"
+    "       lowp bench attn     [--format F] [--ctx N] [--batch B] ... (lowp bench attn --help)\n"
+    "  convert: encode throughput against CUDA's host functions and ml_dtypes (the Python of\n"
+    "  $LOWP_PYTHON, else .venv beside the source tree, else python3); quantize: block\n"
+    "  quantization against memcpy (lowp bench quantize --help); attn: the CPU paged decode.\n"
+    "convert options:\n"
     "  --n N        binary32 inputs per format (default 16777216 = 2^24, 64 MiB)\n"
     "  --threads T  threads for the parallel column (default: all cores)\n"
     "  --seed S     input seed (default 0x6c6f7770)\n"
@@ -264,6 +270,7 @@ typedef struct {
     int ok;
     char dir[1024];
     char script[1100], in[1100], out[1100];
+    char python[4096]; /* lowp_cli_python */
     char versions[128];
 } py_env;
 
@@ -313,7 +320,10 @@ static void py_on_signal(int sig)
 static void py_init(py_env *py)
 {
     memset(py, 0, sizeof *py);
-    if (system("python3 -c 'import ml_dtypes' >/dev/null 2>&1") != 0)
+    lowp_cli_python(py->python, sizeof py->python);
+    char probe[4352];
+    snprintf(probe, sizeof probe, "'%s' -c 'import ml_dtypes' >/dev/null 2>&1", py->python);
+    if (system(probe) != 0)
         return;
     const char *tmp = getenv("TMPDIR");
     snprintf(py->dir, sizeof py->dir, "%s/lowp-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -348,8 +358,8 @@ static void py_cleanup(py_env *py)
  * value on failure. The codes are read into out (n values of the format's width). */
 static double py_time(py_env *py, lowp_format f, int reps, void *out, size_t n, int narrow)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s' %s %d", py->script, py->in, py->out,
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' '%s' %s %d", py->python, py->script, py->in, py->out,
              ml_dtypes_name(f), reps);
     FILE *p = popen(cmd, "r");
     if (p == NULL)
@@ -457,8 +467,12 @@ static int bench_convert(int argc, char **argv)
     if (load >= 0.0)
         printf("load average %.2f on %d cores%s\n", load, cores,
                load > 0.5 * cores ? ": other work is running, timings will be noisy" : "");
-    printf("ml_dtypes peer: %s\n", py.ok ? "python3 ml_dtypes astype (single-threaded, allocates its output)"
-                                         : "unavailable ('python3 -c \"import ml_dtypes\"' failed)");
+    if (py.ok)
+        printf("ml_dtypes peer: %s: ml_dtypes astype (single-threaded, allocates its output)\n",
+               py.python);
+    else
+        printf("ml_dtypes peer: unavailable ('%s -c \"import ml_dtypes\"' failed; set LOWP_PYTHON)\n",
+               py.python);
     printf("ns/v = nanoseconds per value, Gv/s = 10^9 values per second; speedup = peer time / lowp "
            "time at the same thread count\n\n");
     printf("%-6s %-9s %-4s %-5s | %-14s | %-14s | %-10s %7s %7s | %-15s | %s\n", "", "", "", "",
@@ -554,7 +568,7 @@ int lowp_cmd_bench(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         if (argc < 2)
-            lowp_cli_fail("bench: which benchmark? (lowp bench convert [--n N] [--threads T] [--seed S])");
+            lowp_cli_fail("bench: which benchmark? (convert, quantize or attn; lowp bench --help)");
         fputs(bench_usage, stdout);
         return LOWP_EXIT_OK;
     }
