@@ -307,6 +307,39 @@ gen "$tmp/gq96.npy" 1,4,96 28 1
 gen "$tmp/gk96.npy" 20,2,96 29 1
 expect_error "gpu attn head dim 96"   "96"           $G --q "$tmp/gq96.npy" --k "$tmp/gk96.npy" --v "$tmp/gk96.npy" --kv-format bf16 $E
 
+# ---- built with CUDA: gpu conform's case plan, gpu attn without a GPU ------------------------
+# (a CPU-only build says "built without CUDA" for both, exit 2: checked, the rest skipped)
+if "$lowp" gpu conform --emulator-only --cases 1 --long 0 --broad 0 --formats bf16 > "$tmp/gc.txt" 2> "$tmp/gc.err"; then
+  ok
+  # --cases N is exactly N cases per format (the --long ones included), the same cases on
+  # 1 and 2 threads: the per-format lines agree but for the seconds
+  for spec in 1:0:0 7:0:3 50:1:20; do
+    IFS=: read -r n long broad <<EOT
+$spec
+EOT
+    for t in 1 2; do
+      OMP_NUM_THREADS=$t "$lowp" gpu conform --emulator-only --cases "$n" --long "$long" --broad "$broad" \
+        --max-ctx 300 --formats bf16,nvfp4 > "$tmp/gc_$t.txt" 2> "$tmp/gc_$t.err" || bad "gpu conform --cases $n, $t threads: exit $?"
+      sed -n 's/^\(gpu conform .*\), [0-9.]* s$/\1/p' "$tmp/gc_$t.txt" > "$tmp/gc_$t.cut"
+    done
+    [ "$(grep -c " $n cases " "$tmp/gc_1.cut")" -eq 2 ] && ok || bad "gpu conform --cases $n: $(cat "$tmp/gc_1.cut")"
+    grep -q "^lowp gpu conform: $((2 * n)) cases" "$tmp/gc_1.txt" && ok || bad "gpu conform --cases $n total: $(tail -n 1 "$tmp/gc_1.txt")"
+    same "gpu conform --cases $n, 1 vs 2 threads" "$tmp/gc_1.cut" "$tmp/gc_2.cut"
+  done
+  expect_error "gpu conform --formats ''" "--formats" "$lowp" gpu conform --emulator-only --formats ''
+  expect_error "gpu conform --formats ,"  "--formats" "$lowp" gpu conform --emulator-only --formats ,
+  # without a GPU, gpu attn finds that out first (no input read, nothing held: exit 77
+  # also under LeakSanitizer, whose leak exit would be 23)
+  if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi > /dev/null 2>&1; then
+    "$lowp" gpu attn --q "$tmp/none.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E > /dev/null 2> "$tmp/g77.err"
+    rc=$?
+    [ "$rc" -eq 77 ] && [ "$(wc -l < "$tmp/g77.err")" -eq 1 ] && ok || bad "gpu attn without a GPU: exit $rc ($(head -c 300 "$tmp/g77.err"))"
+    $G $GQ --kv-format nvfp4 $E > /dev/null 2>&1 && ok || bad "gpu attn --emulate without a GPU"
+  fi
+else
+  grep -q "built without CUDA" "$tmp/gc.err" && ok || bad "gpu conform --emulator-only: $(head -c 300 "$tmp/gc.err")"
+fi
+
 # ---- lowp attn-sweep (quick) -------------------------------------------------------------
 sweep=attn-sweep
 if "$lowp" $sweep --quick --workloads gaussian,small --csv "$tmp/s.csv" --md "$tmp/s.md" > "$tmp/s.txt" 2> "$tmp/s.err"; then

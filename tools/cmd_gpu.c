@@ -4,7 +4,9 @@
  *                    [--seed S] [--report FILE] [--emulator-only]
  *       every GPU decode case against its emulator bit for bit and against binary64
  *       attention within the derived bound (lowp/gpu_conform.h); --emulator-only runs the
- *       emulator against the bound on any machine. Exit 0 all pass, 1 a failure.
+ *       emulator against the bound on any machine. --cases N: exactly N cases per format
+ *       (the --long configurations' included), the same ones on any thread count. Exit 0
+ *       all pass, 1 a failure.
  *   lowp gpu attn --q Q --k K --v V --kv-format F --out O.npy [--emulate] [options]
  *       `lowp attn`'s decode on the GPU: K and V (rounded to BF16, the kernel's input type)
  *       are written into a paged cache by the quantize-on-write kernel, the query (rounded
@@ -102,8 +104,9 @@ static int gpu_conform(int argc, char **argv)
         lowp_cli_fail("--max-ctx must be at least 16");
     if (o.formats) {
         char buf[256];
+        size_t nf = 0;
         snprintf(buf, sizeof buf, "%s", o.formats);
-        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ","), nf++) {
             lowp_block_format f;
             lowp_kv_config c = lowp_kv_config_default(LOWP_NVFP4, 1, 16, 1, 64, 64);
             if (lowp_block_format_parse(t, &f))
@@ -113,6 +116,9 @@ static int gpu_conform(int argc, char **argv)
             if (lowp_gpu_decode_check(&c, 1, why, sizeof why))
                 lowp_cli_fail("--formats: %s", why);
         }
+        if (nf == 0)
+            lowp_cli_fail("--formats '%s': no format named (bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4)",
+                          o.formats);
     }
     FILE *rep = report ? lowp_out_open(report, 0) : NULL;
     lowp_gpu_conform_result r;
