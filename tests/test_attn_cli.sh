@@ -257,6 +257,89 @@ expect_error "missing input"          "--q"          $A --q "$tmp/none.npy" --k 
 expect_error "unwritable --baseline"  "--baseline"   $A $Q --kv-format nvfp4 $E --baseline "$tmp/no/such/dir/b.npy"
 expect_error "unwritable --out"       "--out"        $A $Q --kv-format nvfp4 --out "$tmp/no/such/dir/e.npy"
 
+# ---- lowp gpu attn --emulate (the CPU emulators of the GPU kernels; any machine) ------------
+# poke FILE INDEX BITS: set float32 element INDEX of an .npy to the bit pattern BITS (hex)
+poke() {
+  perl -e 'open(F, "+<", $ARGV[0]) or die; binmode F; read(F, my $h, 10); my $hl = unpack("v", substr($h, 8, 2));
+           seek(F, 10 + $hl + 4 * $ARGV[1], 0); print F pack("V", hex($ARGV[2])); close F' "$@"
+}
+G="$lowp gpu attn --emulate"
+gen "$tmp/gq.npy" 1,8,64 21 1
+GQ="--q $tmp/gq.npy --k $tmp/k.npy --v $tmp/v.npy"
+gpu_run() { # NAME ARGS...: lowp gpu attn --emulate must succeed
+  name=$1; shift
+  if $G "$@" > "$tmp/$name.txt" 2> "$tmp/$name.err"; then ok; return 0; fi
+  bad "gpu attn $name: exit $? ($(head -c 300 "$tmp/$name.err"))"; return 1
+}
+gpu_run g_base $GQ --kv-format nvfp4 --out "$tmp/g1.npy"
+gpu_run g_again $GQ --kv-format nvfp4 --out "$tmp/g2.npy"
+same "gpu attn --emulate is deterministic" "$tmp/g1.npy" "$tmp/g2.npy"
+head -c 128 "$tmp/g1.npy" | grep -q "'shape': (1, 8, 64)" && ok || bad "gpu attn output shape"
+# the shapes the BF16 check over-read on (head dim 256 with 50 tokens; 8 query heads on 1)
+gen "$tmp/gq256.npy" 1,2,256 22 1
+gen "$tmp/gk256.npy" 50,2,256 23 1
+gen "$tmp/gv256.npy" 50,2,256 24 1
+gpu_run g_256 --q "$tmp/gq256.npy" --k "$tmp/gk256.npy" --v "$tmp/gv256.npy" --kv-format bf16 --out "$tmp/g256.npy"
+gen "$tmp/gq128.npy" 1,8,128 25 1
+gen "$tmp/gk128.npy" 100,1,128 26 1
+gen "$tmp/gv128.npy" 100,1,128 27 1
+gpu_run g_128 --q "$tmp/gq128.npy" --k "$tmp/gk128.npy" --v "$tmp/gv128.npy" --kv-format fp8_e4m3 --out "$tmp/g128.npy"
+# Q, K and V are each checked, before rounding: NaN / Inf named as such; a finite binary32
+# value that rounds to Inf in BF16 (0x7f7f8000 = 0x1.ffp127, the midpoint to 2^128, ties to
+# even: up) refused as an overflow; the largest value below it (rounds to 0x1.fep127) taken.
+for c in qnan:gq:0:7fc00000:--q:0,0,0:NaN qinf:gq:7:ff800000:--q:0,0,7:infinite qovf:gq:3:7f7fffff:--q:0,0,3:overflows \
+         vovf:v:12799:7f7f8000:--v:99,1,63:overflows vnan:v:0:7fc00000:--v:0,0,0:NaN \
+         kovf:k:0:ff7fffff:--k:0,0,0:overflows kinf:k:12799:7f800000:--k:99,1,63:infinite; do
+  IFS=: read -r name file idx bits opt at what <<EOT
+$c
+EOT
+  cp "$tmp/$file.npy" "$tmp/p_$name.npy"
+  poke "$tmp/p_$name.npy" "$idx" "$bits"
+  case $file in gq) args="--q $tmp/p_$name.npy --k $tmp/k.npy --v $tmp/v.npy" ;;
+                k) args="--q $tmp/gq.npy --k $tmp/p_$name.npy --v $tmp/v.npy" ;;
+                v) args="--q $tmp/gq.npy --k $tmp/k.npy --v $tmp/p_$name.npy" ;; esac
+  expect_error "gpu attn $name" "^lowp: $opt.*element \\[$(echo "$at" | sed 's/,/, /g')\\] .*$what" $G $args --kv-format bf16 $E
+done
+cp "$tmp/v.npy" "$tmp/p_vmax.npy"
+poke "$tmp/p_vmax.npy" 12799 7f7f7fff
+gpu_run g_vmax --q "$tmp/gq.npy" --k "$tmp/k.npy" --v "$tmp/p_vmax.npy" --kv-format bf16 --v-scale 1 --out "$tmp/gmax.npy"
+gen "$tmp/gq96.npy" 1,4,96 28 1
+gen "$tmp/gk96.npy" 20,2,96 29 1
+expect_error "gpu attn head dim 96"   "96"           $G --q "$tmp/gq96.npy" --k "$tmp/gk96.npy" --v "$tmp/gk96.npy" --kv-format bf16 $E
+
+# ---- built with CUDA: gpu conform's case plan, gpu attn without a GPU ------------------------
+# (a CPU-only build says "built without CUDA" for both, exit 2: checked, the rest skipped)
+if "$lowp" gpu conform --emulator-only --cases 1 --long 0 --broad 0 --formats bf16 > "$tmp/gc.txt" 2> "$tmp/gc.err"; then
+  ok
+  # --cases N is exactly N cases per format (the --long ones included), the same cases on
+  # 1 and 2 threads: the per-format lines agree but for the seconds
+  for spec in 1:0:0 7:0:3 50:1:20; do
+    IFS=: read -r n long broad <<EOT
+$spec
+EOT
+    for t in 1 2; do
+      OMP_NUM_THREADS=$t "$lowp" gpu conform --emulator-only --cases "$n" --long "$long" --broad "$broad" \
+        --max-ctx 300 --formats bf16,nvfp4 > "$tmp/gc_$t.txt" 2> "$tmp/gc_$t.err" || bad "gpu conform --cases $n, $t threads: exit $?"
+      sed -n 's/^\(gpu conform .*\), [0-9.]* s$/\1/p' "$tmp/gc_$t.txt" > "$tmp/gc_$t.cut"
+    done
+    [ "$(grep -c " $n cases " "$tmp/gc_1.cut")" -eq 2 ] && ok || bad "gpu conform --cases $n: $(cat "$tmp/gc_1.cut")"
+    grep -q "^lowp gpu conform: $((2 * n)) cases" "$tmp/gc_1.txt" && ok || bad "gpu conform --cases $n total: $(tail -n 1 "$tmp/gc_1.txt")"
+    same "gpu conform --cases $n, 1 vs 2 threads" "$tmp/gc_1.cut" "$tmp/gc_2.cut"
+  done
+  expect_error "gpu conform --formats ''" "--formats" "$lowp" gpu conform --emulator-only --formats ''
+  expect_error "gpu conform --formats ,"  "--formats" "$lowp" gpu conform --emulator-only --formats ,
+  # without a GPU, gpu attn finds that out first (no input read, nothing held: exit 77
+  # also under LeakSanitizer, whose leak exit would be 23)
+  if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi > /dev/null 2>&1; then
+    "$lowp" gpu attn --q "$tmp/none.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E > /dev/null 2> "$tmp/g77.err"
+    rc=$?
+    [ "$rc" -eq 77 ] && [ "$(wc -l < "$tmp/g77.err")" -eq 1 ] && ok || bad "gpu attn without a GPU: exit $rc ($(head -c 300 "$tmp/g77.err"))"
+    $G $GQ --kv-format nvfp4 $E > /dev/null 2>&1 && ok || bad "gpu attn --emulate without a GPU"
+  fi
+else
+  grep -q "built without CUDA" "$tmp/gc.err" && ok || bad "gpu conform --emulator-only: $(head -c 300 "$tmp/gc.err")"
+fi
+
 # ---- lowp attn-sweep (quick) -------------------------------------------------------------
 sweep=attn-sweep
 if "$lowp" $sweep --quick --workloads gaussian,small --csv "$tmp/s.csv" --md "$tmp/s.md" > "$tmp/s.txt" 2> "$tmp/s.err"; then

@@ -382,9 +382,14 @@ static int file_exists(const char *path)
 }
 
 /* Run an external checker; its stdout lines are passed through (and into the report).
- * Returns its exit status, or -1 if it could not be started. */
-static int run_external(conform_run *run, const char *cmd)
+ * When first / last are not NULL, the first and the last line starting with prefix are
+ * kept there (each at most len bytes, newline dropped; "" if none). Returns its exit
+ * status, or -1 if it could not be started or did not exit normally. */
+static int run_external(conform_run *run, const char *cmd, const char *prefix, char *first, char *last,
+                        size_t len)
 {
+    if (first != NULL)
+        first[0] = last[0] = '\0';
     FILE *p = popen(cmd, "r");
     if (p == NULL)
         return -1;
@@ -393,71 +398,174 @@ static int run_external(conform_run *run, const char *cmd)
         fputs(line, stdout);
         if (run->fail_log != NULL)
             fputs(line, run->fail_log);
+        if (first != NULL && strncmp(line, prefix, strlen(prefix)) == 0) {
+            size_t n = strcspn(line, "\n");
+            n = n < len - 1 ? n : len - 1;
+            if (first[0] == '\0') {
+                memcpy(first, line, n);
+                first[n] = '\0';
+            }
+            memcpy(last, line, n);
+            last[n] = '\0';
+        }
     }
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* A mkstemp / mkdtemp template in $TMPDIR (else /tmp). */
+static void temp_name(char *buf, size_t len, const char *leaf)
+{
+    const char *d = getenv("TMPDIR");
+    snprintf(buf, len, "%s/%s", d != NULL && d[0] != '\0' ? d : "/tmp", leaf);
+}
+
+/* The first line of a file (at most len bytes, newline dropped; "" if none). */
+static void first_line(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    if (fgets(buf, (int)len, f) == NULL)
+        buf[0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    fclose(f);
+}
+
 static void run_mldtypes(conform_run *run, int full)
 {
-    char python[4096], script[4096], lib[4096], cmd[16384];
-    const char *env_py = getenv("LOWP_PYTHON");
+    char python[4096], script[4096], lib[4096], cmd[20480];
     snprintf(script, sizeof script, "%s/tests/interop_mldtypes.py", LOWP_SOURCE_DIR);
     snprintf(lib, sizeof lib, "%s/ref/liblowp.so", LOWP_BINARY_DIR);
-    if (env_py != NULL)
-        snprintf(python, sizeof python, "%s", env_py);
-    else {
-        snprintf(python, sizeof python, "%s/.venv/bin/python", LOWP_SOURCE_DIR);
-        if (!file_exists(python))
-            snprintf(python, sizeof python, "python3");
-    }
+    lowp_cli_python(python, sizeof python);
     case_set *s = new_set(run, "ml_dtypes", "ml_dtypes profile, every format", full ? "all binary32" : "binary32+64");
     if (!file_exists(script) || !file_exists(lib)) {
         s->skipped = 1;
         snprintf(s->note, sizeof s->note, "needs the source tree and build (%.100s)", !file_exists(script) ? script : lib);
         return;
     }
-    snprintf(cmd, sizeof cmd, "'%s' '%s' --lib '%s' --quick-summary%s 2>/dev/null", python, script, lib,
-             full ? " --full" : "");
+    /* The helper's stderr goes to a temporary file: on a failure that is not a comparison
+     * (Python or a module missing, liblowp.so not loadable, as in a sanitizer build where
+     * the ASan runtime is not first in the process), its first line is the reason. */
+    char errpath[4200];
+    temp_name(errpath, sizeof errpath, "lowp-conform-mldtypes-XXXXXX");
+    int efd = mkstemp(errpath);
+    if (efd < 0) {
+        s->skipped = 1;
+        snprintf(s->note, sizeof s->note, "cannot create a temporary file for the helper's stderr");
+        return;
+    }
+    close(efd);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --lib '%s' --quick-summary%s 2>'%s'", python, script, lib,
+             full ? " --full" : "", errpath);
     double t0 = now_s();
-    int rc = run_external(run, cmd);
+    char head[256], summary[256], err[256];
+    int rc = run_external(run, cmd, "interop_mldtypes: ", head, summary, sizeof summary);
     s->seconds = now_s() - t0;
-    if (rc == 77 || rc < 0 || rc == 127) {
+    first_line(errpath, err, sizeof err);
+    unlink(errpath);
+    /* A comparison ran iff the helper printed its "N passed, M failed" summary and did
+     * not say first that it cannot load the library (it then reports "0 passed, 1
+     * failed" too). Anything else is a setup failure, reported as a skip with its reason,
+     * never as a mismatch. */
+    size_t np = 0, nf = 0;
+    int compared = sscanf(summary, "interop_mldtypes: %zu passed, %zu failed", &np, &nf) == 2 &&
+                   strstr(head, "cannot load") == NULL;
+    if (rc == 77 || rc == 127) {
         s->skipped = 1;
         snprintf(s->note, sizeof s->note, "Python with numpy and ml_dtypes not found (%.100s)", python);
-    } else {
+    } else if ((rc == 0 && compared && nf == 0) || (rc == 1 && compared && nf > 0)) {
         s->cases = 1;
-        s->mismatches = rc != 0;
-        snprintf(s->note, sizeof s->note, "tests/interop_mldtypes.py exit %d", rc);
+        s->mismatches = nf;
+        snprintf(s->note, sizeof s->note, "tests/interop_mldtypes.py exit %d: %zu of %zu case sets failed", rc,
+                 nf, np + nf);
+    } else {
+        s->skipped = 1;
+        snprintf(s->note, sizeof s->note, "setup failed, nothing compared (helper exit %d): %.100s", rc,
+                 err[0] ? err : head[0] ? head : "no output");
     }
 }
 
-static void run_gpu(conform_run *run, const char *report_dir)
+/* The whole of a (small) text file, NUL-terminated, or NULL if it cannot be read; at most
+ * 4 MiB (the GPU cvt report is a few KiB). */
+static char *read_text(const char *path)
 {
-    char exe[4096], cmd[12288];
-    snprintf(exe, sizeof exe, "%s/gpu/lowp_gpu_cvt_check", LOWP_BINARY_DIR);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    while (b != NULL && n < ((size_t)4 << 20)) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (nb == NULL) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+        }
+        size_t got = fread(b + n, 1, cap - 1 - n, f);
+        if (got == 0)
+            break;
+        n += got;
+    }
+    fclose(f);
+    if (b != NULL)
+        b[n] = '\0';
+    return b;
+}
+
+/* The GPU cvt check (LOWP_GPU_CVT_CHECK, else the build's gpu/lowp_gpu_cvt_check) writes
+ * a Markdown report of its own. It writes it into a private temporary folder, removed
+ * afterwards; the text is returned (NULL if none) to become the last section of the
+ * conform report when one is written. So --report D/x.md writes D/x.md and nothing
+ * beside it, and --no-report writes nothing. */
+static char *run_gpu(conform_run *run)
+{
+    char exe[4096], cmd[12288], dir[4096], path[4200], tmp[4300];
+    temp_name(dir, sizeof dir, "lowp-conform-gpu-XXXXXX");
+    const char *env_exe = getenv("LOWP_GPU_CVT_CHECK");
+    if (env_exe != NULL)
+        snprintf(exe, sizeof exe, "%s", env_exe);
+    else
+        snprintf(exe, sizeof exe, "%s/gpu/lowp_gpu_cvt_check", LOWP_BINARY_DIR);
     case_set *s = new_set(run, "gpu", "hardware cvt (E4M3/E5M2/BF16/F16)", "all binary32");
     if (!file_exists(exe)) {
         s->skipped = 1;
         snprintf(s->note, sizeof s->note, "GPU harness not built (no nvcc at build time)");
-        return;
+        return NULL;
     }
-    snprintf(cmd, sizeof cmd, "'%s' '%s/gpu-cvt.md' 2>&1", exe, report_dir);
+    if (mkdtemp(dir) == NULL) {
+        s->skipped = 1;
+        snprintf(s->note, sizeof s->note, "cannot create a temporary folder for its report");
+        return NULL;
+    }
+    snprintf(path, sizeof path, "%s/gpu-cvt.md", dir);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' 2>&1", exe, path);
     double t0 = now_s();
-    int rc = run_external(run, cmd);
+    int rc = run_external(run, cmd, NULL, NULL, NULL, 0);
     s->seconds = now_s() - t0;
+    char *text = read_text(path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path); /* the helper's own temporary, if it stopped */
+    unlink(path);
+    unlink(tmp);
+    rmdir(dir);
     if (rc == 77) {
         s->skipped = 1;
         snprintf(s->note, sizeof s->note, "no GPU on this machine");
     } else {
         s->cases = 1;
         s->mismatches = rc != 0;
-        snprintf(s->note, sizeof s->note, "lowp_gpu_cvt_check exit %d; report %.80s/gpu-cvt.md", rc, report_dir);
+        snprintf(s->note, sizeof s->note, "lowp_gpu_cvt_check exit %d%s", rc,
+                 text != NULL ? "; its report is the last section" : "; it wrote no report");
     }
+    return text;
 }
 
 static void write_report(const conform_run *run, const char *path, int full, uint64_t seed, double seconds,
-                         const char *fail_text)
+                         const char *fail_text, const char *gpu_text)
 {
     char machine[512], commit[64], date[64];
     lowp_machine_description(machine, sizeof machine);
@@ -488,12 +596,49 @@ static void write_report(const conform_run *run, const char *path, int full, uin
     }
     if (failed > 0)
         fprintf(f, "\n## Failures (at most %d lines per case set)\n\n```\n%s```\n", MAX_FAIL_LINES, fail_text);
+    if (gpu_text != NULL)
+        fprintf(f, "\n## The GPU cvt check's report (lowp_gpu_cvt_check)\n\n%s", gpu_text);
     lowp_out_commit(f);
+}
+
+/* --only: a comma-separated list of oracle names, each one of ORACLES; returned as given
+ * (a refused list ends the program with exit 2). */
+static const char *const ORACLES[] = {"decode", "mpfr", "cuda-host", "ml_dtypes", "gpu"};
+static const char *oracle_list(const char *list)
+{
+    const char *p = list;
+    do {
+        size_t len = strcspn(p, ","), k;
+        for (k = 0; k < sizeof ORACLES / sizeof *ORACLES; k++)
+            if (strlen(ORACLES[k]) == len && strncmp(p, ORACLES[k], len) == 0)
+                break;
+        if (k == sizeof ORACLES / sizeof *ORACLES)
+            lowp_cli_fail("conform: --only '%s': '%.*s' is not an oracle (decode, mpfr, cuda-host, ml_dtypes, "
+                          "gpu)", list, (int)len, p);
+        p += len;
+    } while (*p++ == ',');
+    return list;
+}
+
+/* Whether oracle name is in the --only list (every oracle when there is none). */
+static int oracle_wanted(const char *only, const char *name)
+{
+    if (only == NULL)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = only; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
 }
 
 int lowp_cmd_conform(int argc, char **argv)
 {
     int full = 0, want_report = 1;
+    const char *only = NULL;
     uint64_t seed = LOWP_DEFAULT_SEED;
     const char *report = "reports/conform.md";
     const char *env_seed = getenv("LOWP_SEED");
@@ -512,12 +657,19 @@ int lowp_cmd_conform(int argc, char **argv)
         } else if (strcmp(argv[i], "--no-report") == 0) {
             lowp_cli_flag_once("--no-report", &report_flag);
             want_report = 0;
+        } else if (strcmp(argv[i], "--only") == 0) {
+            if (only != NULL)
+                lowp_cli_fail("conform: --only given twice");
+            only = oracle_list(lowp_cli_option_value(argc, argv, &i));
         }
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            puts("usage: lowp conform [--full] [--seed S] [--report FILE | --no-report]\n"
+            puts("usage: lowp conform [--full] [--seed S] [--report FILE | --no-report] [--only ORACLES]\n"
                  "checks the CPU model against every oracle on this machine (MPFR, CUDA's host\n"
                  "functions, ml_dtypes, the GPU's cvt instructions); --full sweeps all 2^32 binary32\n"
-                 "inputs against CUDA's host functions and ml_dtypes. Report: reports/conform.md");
+                 "inputs against CUDA's host functions and ml_dtypes. Report: reports/conform.md (the GPU\n"
+                 "check's own report is its last section; nothing else is written). --only runs the\n"
+                 "named oracles (decode,mpfr,cuda-host,ml_dtypes,gpu). Helpers: LOWP_PYTHON (ml_dtypes),\n"
+                 "LOWP_GPU_CVT_CHECK (the GPU cvt check program).");
             return LOWP_EXIT_OK;
         } else
             lowp_cli_fail("conform: unknown argument '%s' (see lowp conform --help)", argv[i]);
@@ -540,17 +692,24 @@ int lowp_cmd_conform(int argc, char **argv)
            (unsigned long long)seed, omp_get_max_threads());
     fflush(stdout);
     double t0 = now_s();
-    run_decode(&run);
-    run_mpfr(&run, seed);
+    if (oracle_wanted(only, "decode"))
+        run_decode(&run);
+    if (oracle_wanted(only, "mpfr"))
+        run_mpfr(&run, seed);
+    if (oracle_wanted(only, "cuda-host")) {
 #ifdef LOWP_HAVE_CUDA_HOST
-    run_cuda_host(&run, seed, full);
+        run_cuda_host(&run, seed, full);
 #else
-    case_set *s = new_set(&run, "cuda-host", "CUDA host functions", "-");
-    s->skipped = 1;
-    snprintf(s->note, sizeof s->note, "not built: no nvcc at build time");
+        case_set *s = new_set(&run, "cuda-host", "CUDA host functions", "-");
+        s->skipped = 1;
+        snprintf(s->note, sizeof s->note, "not built: no nvcc at build time");
 #endif
-    run_mldtypes(&run, full);
-    run_gpu(&run, want_report ? report_dir : "/tmp");
+    }
+    char *gpu_text = NULL;
+    if (oracle_wanted(only, "ml_dtypes"))
+        run_mldtypes(&run, full);
+    if (oracle_wanted(only, "gpu"))
+        gpu_text = run_gpu(&run);
     double seconds = now_s() - t0;
     fclose(run.fail_log);
     run.fail_log = NULL;
@@ -569,11 +728,12 @@ int lowp_cmd_conform(int argc, char **argv)
             passed++;
     }
     if (want_report)
-        write_report(&run, report, full, seed, seconds, fail_text ? fail_text : "");
+        write_report(&run, report, full, seed, seconds, fail_text ? fail_text : "", gpu_text);
     printf("conform: %zu inputs compared in %.1f s%s%s\n", cases, seconds, want_report ? "; report " : "",
            want_report ? report : "");
     printf("conform: %zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
     free(fail_text);
+    free(gpu_text);
     free(run.sets);
     return failed ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
 }

@@ -8,6 +8,7 @@
  * value rounded once), drops the padding and moves the blocked axis back: Z has the
  * input's shape and axis order. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,12 +213,46 @@ int lowp_cmd_dequantize(int argc, char **argv)
                              pd + 1, pshape)->data;
         expected++;
     }
+    /* Values quantize never writes are refused, not decoded: a global scale that is not
+     * positive and finite (NaN, Inf, 0, -0, negative) and an E4M3 block scale with the
+     * sign bit set (quantize's are e4m3 of a non-negative value: 0x00..0x7F, 0x7F the NaN
+     * of a NaN block). Every E8M0 code is one quantize may write (0xFF for a NaN block). */
     float g = 1.0f;
     if (lowp_block_has_global_scale(f)) {
         size_t one = 1;
         memcpy(&g, need_tensor(&in, in_path, "global_scale", LOWP_DT_F32, 1, &one)->data, sizeof g);
+        if (!(g > 0.0f) || !isfinite(g))
+            lowp_cli_fail("'%s': the global_scale tensor holds %g, not a positive finite value", in_path,
+                          (double)g);
         expected++;
     }
+    if (f == LOWP_NVFP4)
+        for (size_t i = 0; i < rows * (Lp / bs); i++)
+            if (scales[i] & 0x80)
+                lowp_cli_fail("'%s': block scale %zu is E4M3 code 0x%02x, negative (quantize writes "
+                              "non-negative scales)", in_path, i, scales[i]);
+    /* Metadata quantize writes about these tensors must agree with them where present:
+     * the global scale ("%.9g", so it reads back to the same binary32 value), the element
+     * count (rows x padded_axis_size) and the padding count (rows x (padded - shape)). */
+    const char *gm = lowp_tensor_file_meta(&in, "global_scale");
+    if (gm != NULL && !lowp_block_has_global_scale(f))
+        lowp_cli_fail("'%s': metadata global_scale '%.40s', but %s has no global scale", in_path, gm,
+                      lowp_block_format_name(f));
+    if (gm != NULL) {
+        char *end;
+        float gv = strtof(gm, &end);
+        if (end == gm || *end != '\0' || memcmp(&gv, &g, sizeof g) != 0)
+            lowp_cli_fail("'%s': metadata global_scale '%.40s' disagrees with the global_scale tensor's "
+                          "%.9g", in_path, gm, (double)g);
+    }
+    if (lowp_tensor_file_meta(&in, "count_elements") != NULL &&
+        meta_size(&in, in_path, "count_elements") != n)
+        lowp_cli_fail("'%s': metadata count_elements %zu disagrees with the %zu elements of the codes", in_path,
+                      meta_size(&in, in_path, "count_elements"), n);
+    if (lowp_tensor_file_meta(&in, "count_padding") != NULL &&
+        meta_size(&in, in_path, "count_padding") != rows * (Lp - L))
+        lowp_cli_fail("'%s': metadata count_padding %zu disagrees with %zu rows padded from %zu to %zu", in_path,
+                      meta_size(&in, in_path, "count_padding"), rows, L, Lp);
     if (in.n_tensors != expected)
         lowp_cli_fail("'%s' holds %zu tensors; the %s layout has %zu", in_path, in.n_tensors,
                       lowp_block_format_name(f), expected);

@@ -4,7 +4,9 @@
  *                    [--seed S] [--report FILE] [--emulator-only]
  *       every GPU decode case against its emulator bit for bit and against binary64
  *       attention within the derived bound (lowp/gpu_conform.h); --emulator-only runs the
- *       emulator against the bound on any machine. Exit 0 all pass, 1 a failure.
+ *       emulator against the bound on any machine. --cases N: exactly N cases per format
+ *       (the --long configurations' included), the same ones on any thread count. Exit 0
+ *       all pass, 1 a failure.
  *   lowp gpu attn --q Q --k K --v V --kv-format F --out O.npy [--emulate] [options]
  *       `lowp attn`'s decode on the GPU: K and V (rounded to BF16, the kernel's input type)
  *       are written into a paged cache by the quantize-on-write kernel, the query (rounded
@@ -102,8 +104,9 @@ static int gpu_conform(int argc, char **argv)
         lowp_cli_fail("--max-ctx must be at least 16");
     if (o.formats) {
         char buf[256];
+        size_t nf = 0;
         snprintf(buf, sizeof buf, "%s", o.formats);
-        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ","), nf++) {
             lowp_block_format f;
             lowp_kv_config c = lowp_kv_config_default(LOWP_NVFP4, 1, 16, 1, 64, 64);
             if (lowp_block_format_parse(t, &f))
@@ -113,6 +116,9 @@ static int gpu_conform(int argc, char **argv)
             if (lowp_gpu_decode_check(&c, 1, why, sizeof why))
                 lowp_cli_fail("--formats: %s", why);
         }
+        if (nf == 0)
+            lowp_cli_fail("--formats '%s': no format named (bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4)",
+                          o.formats);
     }
     FILE *rep = report ? lowp_out_open(report, 0) : NULL;
     lowp_gpu_conform_result r;
@@ -218,6 +224,28 @@ typedef struct gattn {
     size_t page_size, chunk;
 } gattn;
 
+/* The values of x, a [d0, d1, d2] array (option opt), as a BF16 kernel input: each
+ * finite, and rounding to a finite BF16 value (round to nearest even: |x| < 0x1.ffp127,
+ * the midpoint between the largest finite BF16 0x1.fep127 and 2^128). The first bad
+ * element is refused with one line naming it, as the loader names a non-finite one;
+ * nothing is rounded or written here. */
+static void bf16_input_check(const char *opt, const float *x, const size_t d[3])
+{
+    size_t n = d[0] * d[1] * d[2];
+    for (size_t i = 0; i < n; i++) {
+        int fin = isfinite(x[i]);
+        if (fin && isfinite(lowp_f32_from_bf16(lowp_bf16_from_f32(x[i]))))
+            continue;
+        size_t i2 = i % d[2], i1 = i / d[2] % d[1], i0 = i / d[2] / d[1];
+        if (!fin)
+            lowp_cli_fail("%s: element [%zu, %zu, %zu] is %s (inputs must be finite)", opt, i0,
+                          i1, i2, isnan(x[i]) ? "NaN" : "infinite");
+        lowp_cli_fail("%s: element [%zu, %zu, %zu] = %.9g overflows BF16 (the kernels' input "
+                      "type; its largest finite value is %.9g)", opt, i0, i1, i2, (double)x[i],
+                      (double)lowp_f32_from_bf16(0x7F7F));
+    }
+}
+
 static int gpu_attn(int argc, char **argv)
 {
     gattn a = {.layout = "nhd", .k_sf = "linear", .v_sf = "linear", .page_size = 16};
@@ -265,6 +293,16 @@ static int gpu_attn(int argc, char **argv)
 #ifndef LOWP_HAVE_GPU
     if (!a.emulate)
         no_cuda("attn (without --emulate)");
+#else
+    /* Whether there is a device is known before any input is read or any memory is
+     * taken: the exit-77 path has nothing to free. */
+    if (!a.emulate) {
+        int ndev = 0;
+        if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+            fprintf(stderr, "lowp gpu attn: no CUDA device (--emulate runs the CPU emulators)\n");
+            return 77;
+        }
+    }
 #endif
     char why[512];
     lowp_block_format f;
@@ -315,14 +353,20 @@ static int gpu_attn(int argc, char **argv)
     if (lowp_gpu_decode_check(&cfg, NQ, why, sizeof why))
         lowp_cli_fail("%s", why);
 
-    /* the kernels' input types: BF16 queries, K and V */
+    /* the kernels' input types: BF16 queries, K and V. Every input is checked before any
+     * is rounded (Q has NQ * Dq values, K ctx * H * Dq, V ctx * H * Dv). */
     size_t nq = NQ * Dq, nk = ctx * H * Dq, nv = ctx * H * Dv;
+    bf16_input_check("--q", q, qd);
+    bf16_input_check("--k", k, kd);
+    bf16_input_check("--v", v, vd);
     uint16_t *qb = malloc(nq * sizeof *qb), *kb = malloc(nk * sizeof *kb),
              *vb = malloc(nv * sizeof *vb);
     uint16_t *ob = malloc(NQ * Dv * sizeof *ob);
     float *o32 = malloc(NQ * Dv * sizeof *o32);
     if (!qb || !kb || !vb || !ob || !o32)
         lowp_cli_fail("out of memory");
+    /* K and V keep their BF16 values too: the emulated quantize-on-write and the global
+     * scales' amax see what the kernel sees */
     for (size_t i = 0; i < nq; i++)
         qb[i] = lowp_bf16_from_f32(q[i]);
     for (size_t i = 0; i < nk; i++) {
@@ -333,10 +377,6 @@ static int gpu_attn(int argc, char **argv)
         vb[i] = lowp_bf16_from_f32(v[i]);
         v[i] = lowp_f32_from_bf16(vb[i]);
     }
-    for (size_t i = 0; i < nk + nv; i++)
-        if (!isfinite(i < nk ? k[i] : v[i]))
-            lowp_cli_fail("--%s: a value overflows BF16 (the kernels' input type)",
-                          i < nk ? "k" : "v");
     float kg = a.k_scale_set ? (float)a.k_scale
                              : lowp_sweep_global_scale(f, recipe, LOWP_SWEEP_SCALE_CALIBRATED,
                                                        lowp_calib_amax(k, nk)).dec;
@@ -376,11 +416,6 @@ static int gpu_attn(int argc, char **argv)
     } else {
 #ifdef LOWP_HAVE_GPU
         engine = "GPU kernels (lowp_gpu_kv_write, lowp_gpu_decode)";
-        int ndev = 0;
-        if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-            fprintf(stderr, "lowp gpu attn: no CUDA device (--emulate runs the CPU emulators)\n");
-            return 77;
-        }
         lowp_gpu_kvcache *gc;
         if (lowp_gpu_kvcache_create(&cfg, &gc, why, sizeof why) ||
             lowp_gpu_kvcache_set_global_scales(gc, &kg, &vg, 1, why, sizeof why))

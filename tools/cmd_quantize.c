@@ -31,8 +31,11 @@
  * scale_histogram ({"0xCC": n, ...} over the block scale codes, when there are scales).
  *
  * The global scale is lowp_recipe_global_scale(F, R, amax) unless --global-scale G gives
- * the decode-side value (lowp_global_scale_from_dec). NaN and Inf inputs go through the
- * recipe like any value; they are counted in the metadata and a note on stderr says so. */
+ * the decode-side value (lowp_global_scale_from_dec). NaN and Inf inputs are refused where
+ * the global scale would come from their amax (nvfp4 trtllm / exact / modelopt, fp8 exact,
+ * without --global-scale); elsewhere they go through the recipe like any value, are
+ * counted in the metadata and a note on stderr says so (ref/recipes.md states the choice
+ * per recipe). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -207,13 +210,29 @@ int lowp_cmd_quantize(int argc, char **argv)
 
     const float *xs = (const float *)(const void *)x.data;
     float amax = 0.0f; /* NaN-propagating, like torch.amax(x.abs()) */
+    size_t n_nonfinite = 0, first_nonfinite = 0;
     for (size_t i = 0; i < x.count; i++) {
         float v = fabsf(xs[i]);
+        if (!isfinite(v) && n_nonfinite++ == 0)
+            first_nonfinite = i;
         if (isnan(v) || isnan(amax))
             amax = NAN;
         else if (v > amax)
             amax = v;
     }
+    /* A global scale taken from a NaN or Inf amax (nvfp4 trtllm, exact, modelopt; fp8
+     * exact) is NaN, 0, Inf or the uncalibrated 1.0, and every finite element decodes to
+     * garbage or saturates: refused (ref/recipes.md, "NaN and Inf inputs"). Recipes
+     * without one (nvfp4 sglang-kv, mx, bf16) and a given --global-scale take such inputs
+     * through the recipe's block rules, counted in the metadata. */
+    int scale_from_amax = gs_s == NULL && lowp_block_has_global_scale(f) &&
+                          !(f == LOWP_NVFP4 && r == LOWP_RECIPE_SGLANG_KV);
+    if (scale_from_amax && n_nonfinite > 0)
+        lowp_cli_fail("--in '%s': %zu NaN or Inf inputs (the first is element %zu, %g): the %s %s "
+                      "global scale comes from the tensor amax, which they make %s; pass "
+                      "--global-scale G or clean the input",
+                      in_path, n_nonfinite, first_nonfinite, (double)xs[first_nonfinite],
+                      lowp_block_format_name(f), lowp_recipe_name(r), isnan(amax) ? "NaN" : "Inf");
     lowp_global_scale gs = gs_s != NULL ? lowp_global_scale_from_dec(f, r, g_given)
                                         : lowp_recipe_global_scale(f, r, amax);
 

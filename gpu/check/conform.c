@@ -106,11 +106,11 @@ static const size_t BULK_DIMS[] = {64, 64, 128};
 static const size_t BULK_HEADS[] = {1, 2, 3, 4};
 static const size_t BULK_GROUPS[] = {1, 2, 3, 4, 5, 6};
 
-/* Draw a configuration; long_ctx > 0 makes a long-context one (batch 1-2); bulk makes a
- * small one (heads <= 4 x 6, dims 64/128, lengths <= 128): the same kinds of content,
+/* Draw a configuration of at most max_batch (>= 1) sequences; long_ctx > 0 makes a
+ * long-context one (batch 1-2); bulk makes a small one (heads <= 4 x 6, dims 64/128, lengths <= 128): the same kinds of content,
  * layouts, pages and edge values at a fraction of the emulator's cost. */
 static int config_draw(config *c, lowp_block_format f, rng *r, size_t long_ctx, int bulk,
-                       char *why, size_t wl)
+                       size_t max_batch, char *why, size_t wl)
 {
     memset(c, 0, sizeof *c);
     size_t ps = rpick(r, PAGES, sizeof PAGES / sizeof *PAGES);
@@ -133,6 +133,10 @@ static int config_draw(config *c, lowp_block_format f, rng *r, size_t long_ctx, 
         Dv = 128;
         B = 1 + rbelow(r, 2);
     }
+    /* the last configuration of a format holds only the cases still wanted (>= 1); the
+     * random draws above do not depend on the cap, so neither do the other choices */
+    if (B > max_batch)
+        B = max_batch;
     c->mode = long_ctx ? C_RANDOM : (content)(rbelow(r, 20) < 8 ? C_QUANT
                                               : rbelow(r, 12) < 9 ? C_RANDOM : C_ADVERSARIAL);
     c->batch = B;
@@ -636,6 +640,11 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
     }
     static const lowp_block_format all[] = {LOWP_BF16_PASS, LOWP_FP8_E4M3, LOWP_FP8_E5M2,
                                             LOWP_NVFP4, LOWP_MXFP4};
+    size_t nsel = 0;
+    for (size_t fi = 0; fi < 5; fi++)
+        nsel += o->formats == NULL || strstr(o->formats, lowp_block_format_name(all[fi])) != NULL;
+    if (nsel == 0)
+        return lowp_why_set(why, wl, "formats '%s' names none of bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4", o->formats);
     fmt_stat fs[5];
     memset(fs, 0, sizeof fs);
     int nt = o->threads > 0 ? o->threads : omp_get_max_threads();
@@ -653,31 +662,73 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
             continue;
         uint64_t fseed = o->seed ^ (UINT64_C(0x100000001B3) * (fi + 1));
         double t0 = now_s();
-        /* long contexts first, one at a time, the emulator on every thread */
-        for (size_t li = 0; li < o->long_configs && rc == 0; li++) {
+        /* The plan, drawn in order and so independent of the thread count: the long
+         * configurations first, then short ones, until exactly cases_per_format cases
+         * (the last configuration's batch is cut to what is still wanted). A short
+         * configuration is broad until broad_cases cases are planned, small (bulk)
+         * after. Configuration i is drawn from its own seed, so the cases depend on the
+         * seed and the counts only. */
+        size_t planned = 0, nplan = 0, cap_plan = 0;
+        size_t *plan_batch = NULL;
+        unsigned char *plan_bulk = NULL;
+        for (size_t li = 0; li < o->long_configs && planned < o->cases_per_format && rc == 0; li++) {
             rng r = {fseed ^ (UINT64_C(0xA0761D6478BD642F) * (li + 1))};
             config c;
-            rc = config_draw(&c, f, &r, o->max_ctx, 0, why, wl);
+            rc = config_draw(&c, f, &r, o->max_ctx, 0, o->cases_per_format - planned, why, wl);
+            planned += c.batch;
+            fs[fi].broad_cases += c.batch;
+            fs[fi].broad_configs++;
+            config_free(&c);
+        }
+        size_t n_long = fs[fi].broad_configs;
+        for (size_t i = 0; planned < o->cases_per_format && rc == 0; i++) {
+            if (nplan == cap_plan) {
+                cap_plan = cap_plan ? 2 * cap_plan : 256;
+                size_t *nb = realloc(plan_batch, cap_plan * sizeof *nb);
+                unsigned char *nk = nb ? realloc(plan_bulk, cap_plan) : NULL;
+                if (nb)
+                    plan_batch = nb;
+                if (nk)
+                    plan_bulk = nk;
+                if (!nb || !nk) {
+                    rc = lowp_why_set(why, wl, "out of memory planning %zu cases", o->cases_per_format);
+                    break;
+                }
+            }
+            int bulk = planned >= o->broad_cases;
+            rng r = {fseed + UINT64_C(0x9E3779B97F4A7C15) * (i + 1)};
+            config c;
+            rc = config_draw(&c, f, &r, 0, bulk, o->cases_per_format - planned, why, wl);
+            plan_batch[nplan] = c.batch;
+            plan_bulk[nplan++] = (unsigned char)bulk;
+            planned += c.batch;
+            if (!bulk) {
+                fs[fi].broad_cases += c.batch;
+                fs[fi].broad_configs++;
+            }
+            config_free(&c);
+        }
+        /* long contexts, one at a time, the emulator on every thread */
+        for (size_t li = 0; li < n_long && rc == 0; li++) {
+            rng r = {fseed ^ (UINT64_C(0xA0761D6478BD642F) * (li + 1))};
+            config c;
+            rc = config_draw(&c, f, &r, o->max_ctx, 0, o->cases_per_format - fs[fi].cases, why,
+                             wl);
             if (rc == 0)
                 rc = run_config(&c, &r, o, &fs[fi], &wks[0], nt, why, wl);
             config_free(&c);
         }
-        /* then rounds of short configurations, one per thread at a time; configuration i
-         * is drawn from its own seed, so the cases do not depend on the thread count */
-        size_t next = 0;
-        const size_t per_round = 16 * (size_t)nt;
-        while (fs[fi].cases < o->cases_per_format && rc == 0) {
-            /* the broad configurations first, then the small (bulk) ones */
-            int bulk = fs[fi].cases >= o->broad_cases;
+        /* then the short configurations of the plan, one per thread at a time */
+        if (rc == 0) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-            for (size_t i = next; i < next + per_round; i++) {
+            for (size_t i = 0; i < nplan; i++) {
                 int me = omp_get_thread_num(), lrc;
                 char lwhy[512] = "";
                 fmt_stat ls;
                 memset(&ls, 0, sizeof ls);
                 rng r = {fseed + UINT64_C(0x9E3779B97F4A7C15) * (i + 1)};
                 config c;
-                lrc = config_draw(&c, f, &r, 0, bulk, lwhy, sizeof lwhy);
+                lrc = config_draw(&c, f, &r, 0, plan_bulk[i], plan_batch[i], lwhy, sizeof lwhy);
                 if (lrc == 0)
                     lrc = run_config(&c, &r, o, &ls, &wks[me], 1, lwhy, sizeof lwhy);
                 config_free(&c);
@@ -708,12 +759,12 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
                         g->ref.worst = ls.ref.worst;
                 }
             }
-            next += per_round;
-            if (!bulk) {
-                fs[fi].broad_cases = fs[fi].cases;
-                fs[fi].broad_configs = fs[fi].configs;
-            }
         }
+        free(plan_batch);
+        free(plan_bulk);
+        if (rc == 0 && fs[fi].cases != o->cases_per_format)
+            rc = lowp_why_set(why, wl, "internal error: %zu cases of %s ran, %zu were planned", fs[fi].cases,
+                      lowp_block_format_name(f), o->cases_per_format);
         fs[fi].seconds = now_s() - t0;
         if (log)
             fprintf(log, "gpu conform %-9s %7zu cases %5zu configs: %zu mismatched cases, "

@@ -35,7 +35,9 @@ extern "C" {
 #endif
 
 typedef struct lowp_gpu_conform_opts {
-    size_t cases_per_format; /* at least this many cases for each format */
+    size_t cases_per_format; /* exactly this many cases for each format, the long
+                              * configurations' included; the same cases on any
+                              * number of threads */
     size_t broad_cases;      /* of them, from the broad configurations (the rest small) */
     size_t long_configs;     /* configurations per format with contexts up to max_ctx */
     size_t max_ctx;          /* longest context of the long configurations */
