@@ -110,27 +110,13 @@ int lowp_bench_quantize(int argc, char **argv)
     int best = lowp_block_fast_isa_supported();
     /* the x86-64 vector extensions this CPU (and OS) runs; __builtin_cpu_supports takes
      * only string literals */
-    char isa[128] = "";
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-#define LOWP_ISA_FEATURE(name)                                                                    \
-    if (__builtin_cpu_supports(name))                                                          \
-        snprintf(isa + strlen(isa), sizeof isa - strlen(isa), "%s%s", isa[0] ? " " : "", name)
-    LOWP_ISA_FEATURE("sse4.2");
-    LOWP_ISA_FEATURE("avx");
-    LOWP_ISA_FEATURE("avx2");
-    LOWP_ISA_FEATURE("fma");
-    LOWP_ISA_FEATURE("avx512f");
-    LOWP_ISA_FEATURE("avx512bw");
-    LOWP_ISA_FEATURE("avx512dq");
-    LOWP_ISA_FEATURE("avx512vl");
-#undef LOWP_ISA_FEATURE
-#endif
+    char isa[160];
+    lowp_cli_cpu_isa(isa, sizeof isa);
     printf("lowp bench quantize: %zu binary32 values (%.0f MiB), Gaussian, seed 0x%llx, median of %d\n"
            "machine: %s\n"
            "ISA: %s; fused NVFP4/MXFP4 kernel: %s\n\n",
            n, (double)n * 4 / 1048576.0, (unsigned long long)seed, reps, machine,
-           isa[0] ? isa : "(none of the x86-64 vector extensions)", lowp_block_fast_isa_name(best));
+           isa, lowp_block_fast_isa_name(best));
     quant_job j = {LOWP_NVFP4, LOWP_RECIPE_EXACT, {1, 1}, x, n, codes, scales, copy};
     double mem_gbs[2];
     int tcount[2] = {1, threads};

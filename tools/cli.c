@@ -380,6 +380,31 @@ void lowp_machine_description(char *buf, size_t len)
     snprintf(buf, len, "%s, %s, %ld cores", host, cpu, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+void lowp_cli_cpu_isa(char *buf, size_t len)
+{
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    /* __builtin_cpu_supports takes a string literal, hence the macro */
+#define LOWP_ISA_FEATURE(name)                                                                    \
+    if (__builtin_cpu_supports(name) && strlen(buf) + sizeof name + 1 < len)                        \
+    snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? " " : "", name)
+    LOWP_ISA_FEATURE("sse4.2");
+    LOWP_ISA_FEATURE("avx");
+    LOWP_ISA_FEATURE("avx2");
+    LOWP_ISA_FEATURE("fma");
+    LOWP_ISA_FEATURE("avx512f");
+    LOWP_ISA_FEATURE("avx512bw");
+    LOWP_ISA_FEATURE("avx512dq");
+    LOWP_ISA_FEATURE("avx512vl");
+#undef LOWP_ISA_FEATURE
+#endif
+    if (buf[0] == '\0')
+        snprintf(buf, len, "(none of the x86-64 vector extensions)");
+}
+
 void lowp_cli_python(char *buf, size_t len)
 {
     const char *env = getenv("LOWP_PYTHON");

@@ -100,6 +100,9 @@ void lowp_machine_description(char *buf, size_t len);
  * environment tools/setup.sh made beside the source tree (.venv/bin/python, which has
  * numpy and ml_dtypes), else "python3" from PATH. */
 void lowp_cli_python(char *buf, size_t len);
+/* The x86-64 vector extensions this CPU has ("sse4.2 avx avx2 fma avx512f ..."), or a
+ * phrase saying it has none of them; benchmarks print it beside their numbers. */
+void lowp_cli_cpu_isa(char *buf, size_t len);
 /* Short git commit of the source tree lowp was built from, or "unknown". */
 void lowp_source_commit(char *buf, size_t len);
 

@@ -445,6 +445,9 @@ static int bench_convert(int argc, char **argv)
     lowp_machine_description(machine, sizeof machine);
     lowp_source_commit(commit, sizeof commit);
     printf("machine: %s; lowp commit %s\n", machine, commit);
+    char isa[160];
+    lowp_cli_cpu_isa(isa, sizeof isa);
+    printf("ISA: %s; array encoders: %s\n", isa, lowp_encode_isa());
     printf("seed 0x%llx, median of %d runs after 1 warm-up, 1 thread and %d threads (OpenMP)\n",
            seed, reps, threads);
 #ifdef LOWP_HAVE_CUDA_HOST

@@ -104,6 +104,12 @@ static int isa_level(void)
 #endif
 }
 
+const char *lowp_encode_isa(void)
+{
+    static const char *const names[] = {"baseline", "avx2", "avx512"};
+    return names[isa_level()];
+}
+
 static void encode_chunk_u8(const lowp_codec *c, const float *in, uint8_t *out, size_t n)
 {
     kernels_u8[isa_level()][c->format][c->round](c, in, out, n);

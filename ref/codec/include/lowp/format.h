@@ -109,6 +109,9 @@ uint16_t lowp_encode_f64(const lowp_codec *c, double x);
  * Vectorized; OpenMP-parallel above a size threshold when threads > 1. */
 void lowp_encode_f32_u8(const lowp_codec *c, const float *in, uint8_t *out, size_t n);
 void lowp_encode_f32_u16(const lowp_codec *c, const float *in, uint16_t *out, size_t n);
+/* Which compilation of the array encoders this CPU runs (chosen once, by CPUID): "avx512"
+ * (F, BW, VL), "avx2" or "baseline". Every one gives the same codes; benchmarks print it. */
+const char *lowp_encode_isa(void);
 
 /* Exact decode. NaN codes decode to a quiet NaN carrying the code's sign. */
 float lowp_decode_f32(lowp_format f, uint16_t code);
