@@ -40,6 +40,7 @@
 # and unpacks them with dpkg -x into $TMPDIR/lowp-deps (TMPDIR: /tmp when unset).
 # Prepare it here with:
 #     mkdir -p .deb && (cd .deb && apt-get download libmpfr-dev libmpfr6 libgmp-dev libgmp10 \
+#                                      libjansson-dev libjansson4 \
 #                                      pkgconf pkgconf-bin libpkgconf3)
 # (pkg-config itself may be missing there too; the runtime libraries are carried so the
 # unpacked .so links resolve). If CMake still fails, the script falls back to a direct
@@ -114,7 +115,7 @@ if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
     [ -f "$pc" ] && sed -i "s|^prefix=.*|prefix=$P/usr|; s|^libdir=/usr|libdir=$P/usr|; s|^includedir=/usr|includedir=$P/usr|" "$pc"
   done
   # a dev .so link whose runtime library was not carried: point it at the system's
-  for so in "$LIBD"/libmpfr.so "$LIBD"/libgmp.so; do
+  for so in "$LIBD"/libmpfr.so "$LIBD"/libgmp.so "$LIBD"/libjansson.so; do
     if [ -L "$so" ] && [ ! -e "$so" ]; then
       base=$(basename "$so")
       sys=$(ls /usr/lib/*-linux-gnu/"$base".[0-9]* /lib/*-linux-gnu/"$base".[0-9]* 2>/dev/null | head -1)
