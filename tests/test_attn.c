@@ -66,51 +66,9 @@ static int reported;
  * Helpers
  * ------------------------------------------------------------------------------------- */
 
-static double urand(uint64_t *s) /* [0, 1) */
-{
-    return (double)(lowp_splitmix64(s) >> 11) * 0x1p-53;
-}
-
 static size_t urange(uint64_t *s, size_t n) /* [0, n) */
 {
-    return (size_t)(urand(s) * (double)n);
-}
-
-static double gauss(uint64_t *s)
-{
-    double u = urand(s), v = urand(s);
-    if (u < 0x1p-60)
-        u = 0x1p-60;
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
-static uint64_t stream(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t s = seed ^ (a * UINT64_C(0x9E3779B97F4A7C15)) ^ (b * UINT64_C(0xD1B54A32D192ED03)) ^
-                 (c * UINT64_C(0x8CB92BA72F3D8DD7));
-    (void)lowp_splitmix64(&s);
-    return s;
-}
-
-static uint64_t dbits(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static uint32_t fbits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    return (size_t)(lowp_test_urand(s) * (double)n);
 }
 
 /* Half an ulp of a binary64 value, rounded up to 2^-1074 in the subnormal range (where
@@ -126,12 +84,14 @@ static double half_ulp(double x)
 /* Same value, or both NaN (the NaN payload is not specified). */
 static int same64(double a, double b)
 {
-    return (isnan(a) && isnan(b)) || dbits(a) == dbits(b) || (a == 0.0 && b == 0.0);
+    return (isnan(a) && isnan(b)) || lowp_test_f64_bits(a) == lowp_test_f64_bits(b) ||
+           (a == 0.0 && b == 0.0);
 }
 
 static int same32(float a, float b)
 {
-    return (isnan(a) && isnan(b)) || fbits(a) == fbits(b) || (a == 0.0f && b == 0.0f);
+    return (isnan(a) && isnan(b)) || lowp_test_f32_bits(a) == lowp_test_f32_bits(b) ||
+           (a == 0.0f && b == 0.0f);
 }
 
 /* A line for the report, at most MAX_REPORT per process (then a note). */
@@ -201,7 +161,7 @@ static void case_free(acase *c)
  * context length (rows * keys * (qk_dim/16 + 2 vo_dim)). */
 static void gen_case(size_t idx, acase *c)
 {
-    uint64_t st = stream(1, idx, 0);
+    uint64_t st = lowp_test_stream(seed, 1, idx, 0);
     memset(c, 0, sizeof *c);
     c->kind = (int)(idx % K_COUNT);
     const size_t *dm = DIMS[urange(&st, sizeof DIMS / sizeof DIMS[0])];
@@ -244,7 +204,9 @@ static void gen_case(size_t idx, acase *c)
     case 1: sm = 1.0; break;
     case 2: sm = 3.5; break;
     case 3: sm = -0.7; break;
-    case 4: sm = (0.5 + urand(&st)) / sqrt((double)D); break;
+    case 4:
+        sm = (0.5 + lowp_test_urand(&st)) / sqrt((double)D);
+        break;
     default: sm = 0.0; break;
     }
     c->s = (lowp_attn_shape){q_len, nq, nkv, D, E, ctx, q_offset, sm};
@@ -263,11 +225,11 @@ static void gen_case(size_t idx, acase *c)
         sv = MAG[urange(&st, 5)];
     }
     for (size_t x = 0; x < c->nq; x++)
-        c->q[x] = sq * gauss(&st);
+        c->q[x] = sq * lowp_test_gauss(&st);
     for (size_t x = 0; x < c->nk; x++)
-        c->k[x] = sk * gauss(&st);
+        c->k[x] = sk * lowp_test_gauss(&st);
     for (size_t x = 0; x < c->nv; x++)
-        c->v[x] = sv * gauss(&st);
+        c->v[x] = sv * lowp_test_gauss(&st);
     switch (c->kind) {
     case K_ONEHOT: /* score gaps of thousands: the softmax is one-hot up to exp(-1000) */
         for (size_t x = 0; x < c->nq; x++)
@@ -287,7 +249,8 @@ static void gen_case(size_t idx, acase *c)
         size_t jn = urange(&st, q_offset + 1);
         for (size_t g = 0; g < nkv; g++)
             for (size_t d = 0; d < D; d++)
-                c->k[(jn * nkv + g) * D + d] = 3.0 * c->q[(g * r) * D + d] + 0.1 * gauss(&st);
+                c->k[(jn * nkv + g) * D + d] =
+                    3.0 * c->q[(g * r) * D + d] + 0.1 * lowp_test_gauss(&st);
         break;
     }
     case K_VOUTLIER:
@@ -414,7 +377,7 @@ static void check_case(size_t idx, case_result *res)
         const char *why_bad = "";
         if (!isfinite(o)) {
             res->specials++;
-            ok = isnan(o) ? isnan(r) : dbits(o) == dbits(r);
+            ok = isnan(o) ? isnan(r) : lowp_test_f64_bits(o) == lowp_test_f64_bits(r);
             if (ok && !(b == INFINITY)) {
                 ok = 0;
                 why_bad = " (bound finite for a non-finite exact output)";
@@ -431,14 +394,16 @@ static void check_case(size_t idx, case_result *res)
         if (!ok) {
             res->bad++;
             if (shown++ < 3)
-                cr_add(res, "attn ref [%s]: out(i=%zu,h=%zu,e=%zu) got 0x%016" PRIx64
-                            " (%.17g) expected 0x%016" PRIx64 " (%.17g) |diff| %.3g bound %.3g%s\n",
-                       c.label, i, h, e, dbits(r), r, dbits(o), o, fabs(r - o), b, why_bad);
+                cr_add(res,
+                       "attn ref [%s]: out(i=%zu,h=%zu,e=%zu) got 0x%016" PRIx64
+                       " (%.17g) expected 0x%016" PRIx64 " (%.17g) |diff| %.3g bound %.3g%s\n",
+                       c.label, i, h, e, lowp_test_f64_bits(r), r, lowp_test_f64_bits(o), o,
+                       fabs(r - o), b, why_bad);
         }
     }
     /* the single-output bound is the bulk one */
     for (int t = 0; t < 3; t++) {
-        uint64_t st = stream(2, idx, (uint64_t)t);
+        uint64_t st = lowp_test_stream(seed, 2, idx, (uint64_t)t);
         size_t x = urange(&st, c.no), e = x % E, h = (x / E) % nqh, i = x / E / nqh;
         double b1 = lowp_attn_ref_bound(&c.s, c.q, c.k, c.v, i, h, e);
         if (!same64(b1, bnd[x])) {
@@ -462,7 +427,8 @@ static void check_case(size_t idx, case_result *res)
                            "attn oracle [%s]: output %zu: prec 128 gives 0x%016" PRIx64
                            " / 0x%08" PRIx32 ", prec 256 gives 0x%016" PRIx64 " / 0x%08" PRIx32
                            "\n",
-                           c.label, x, dbits(o64[x]), fbits(o32[x]), dbits(p64[x]), fbits(p32[x]));
+                           c.label, x, lowp_test_f64_bits(o64[x]), lowp_test_f32_bits(o32[x]),
+                           lowp_test_f64_bits(p64[x]), lowp_test_f32_bits(p32[x]));
                     break;
                 }
         }
@@ -481,7 +447,7 @@ START_TEST(ref_within_bound_of_oracle)
 {
     size_t n = full ? FULL_CASES : QUICK_CASES;
     case_result *res = xmalloc(n * sizeof *res);
-    double t0 = now();
+    double t0 = lowp_test_now();
     int progress = full && isatty(STDERR_FILENO);
     size_t done = 0;
     /* one case per thread: the functions inside then run on one thread each */
@@ -518,8 +484,9 @@ START_TEST(ref_within_bound_of_oracle)
     }
     printf("ref vs oracle: %zu cases (contexts up to %zu, %zu over one chunk), %llu outputs (%llu "
            "non-finite, %llu rational, %llu Ziv retries), %llu failures; largest |ref - oracle| / "
-           "bound %.3g (case %zu); %.1f s\n", n, max_ctx, merged, outputs, specials, rational,
-           retries, bad, worst, worst_case, now() - t0);
+           "bound %.3g (case %zu); %.1f s\n",
+           n, max_ctx, merged, outputs, specials, rational, retries, bad, worst, worst_case,
+           lowp_test_now() - t0);
     total_cases += n;
     total_outputs += outputs;
     total_bad += bad;
@@ -636,7 +603,7 @@ static int naive_row(const lowp_attn_shape *s, const double *q, const double *k,
 /* Values spread over binary64's whole range in one row. */
 static double wild(uint64_t *st, int mode)
 {
-    double x = gauss(st);
+    double x = lowp_test_gauss(st);
     switch (mode) {
     case 0: return x;
     case 1: return ldexp(x, (int)urange(st, 1200) - 600);
@@ -648,17 +615,24 @@ static double wild(uint64_t *st, int mode)
 START_TEST(oracle_matches_plain_mpfr)
 {
     size_t ncases = full ? 400 : 60, outputs = 0, bad = 0, skipped = 0;
-    double t0 = now();
+    double t0 = lowp_test_now();
 #pragma omp parallel for schedule(dynamic, 1) reduction(+ : outputs, bad, skipped)
     for (long ci = 0; ci < (long)ncases; ci++) {
-        uint64_t st = stream(3, (uint64_t)ci, 0);
+        uint64_t st = lowp_test_stream(seed, 3, (uint64_t)ci, 0);
         size_t D = 1 + urange(&st, 12), E = 1 + urange(&st, 3), ctx = 1 + urange(&st, 10);
         size_t q_len = 1 + urange(&st, 2 < ctx ? 2 : ctx);
         int mq = (int)urange(&st, 4), mk = (int)urange(&st, 4), mv = (int)urange(&st, 3);
         if (mq == 3 && mk == 3)
             mk = 0;
-        lowp_attn_shape s = {q_len, 2, 1, D, E, ctx, ctx - q_len,
-                             urange(&st, 2) ? 0.0 : ldexp(gauss(&st), (int)urange(&st, 10) - 5)};
+        lowp_attn_shape s = {
+            q_len,
+            2,
+            1,
+            D,
+            E,
+            ctx,
+            ctx - q_len,
+            urange(&st, 2) ? 0.0 : ldexp(lowp_test_gauss(&st), (int)urange(&st, 10) - 5)};
         double *q = xmalloc(q_len * 2 * D * sizeof(double)), *k = xmalloc(ctx * D * sizeof(double));
         double *v = xmalloc(ctx * E * sizeof(double)),
                *o64 = xmalloc(q_len * 2 * E * sizeof(double));
@@ -692,8 +666,9 @@ START_TEST(oracle_matches_plain_mpfr)
                                 "%zu "
                                 "modes %d%d%d) out(i=%zu,h=%zu,e=%zu): oracle 0x%016" PRIx64
                                 " / 0x%08" PRIx32 ", plain 0x%016" PRIx64 " / 0x%08" PRIx32 "\n",
-                                ci, D, E, ctx, q_len, mq, mk, mv, i, h, e, dbits(o64[x]),
-                                fbits(o32[x]), dbits(n64[e]), fbits(n32[e]));
+                                ci, D, E, ctx, q_len, mq, mk, mv, i, h, e,
+                                lowp_test_f64_bits(o64[x]), lowp_test_f32_bits(o32[x]),
+                                lowp_test_f64_bits(n64[e]), lowp_test_f32_bits(n32[e]));
                         }
                     }
                 }
@@ -706,7 +681,7 @@ START_TEST(oracle_matches_plain_mpfr)
     }
     printf("oracle vs plain MPFR (3000 bits): %zu cases, %zu outputs, %zu mismatches (%zu outputs "
            "not compared: a plain weight underflowed next to a midpoint), %.1f s\n",
-           ncases, outputs, bad, skipped, now() - t0);
+           ncases, outputs, bad, skipped, lowp_test_now() - t0);
     total_cases += ncases;
     total_outputs += outputs;
     total_bad += bad;
@@ -902,18 +877,18 @@ END_TEST
  * reference with chunks is compared with the oracle on rows cut to 4100 keys. */
 START_TEST(ref_merges_chunks)
 {
-    uint64_t st = stream(4, 0, 0);
+    uint64_t st = lowp_test_stream(seed, 4, 0, 0);
     size_t ctx = 4100, D = 64, E = 16;
     lowp_attn_shape s = {1, 2, 1, D, E, ctx, ctx - 1, 0.0};
     double *q = xmalloc(2 * D * sizeof(double)), *k = xmalloc(ctx * D * sizeof(double));
     double *v = xmalloc(ctx * E * sizeof(double)), *o = xmalloc(2 * E * sizeof(double));
     double *r = xmalloc(2 * E * sizeof(double)), *b = xmalloc(2 * E * sizeof(double));
     for (size_t x = 0; x < 2 * D; x++)
-        q[x] = 2 * gauss(&st);
+        q[x] = 2 * lowp_test_gauss(&st);
     for (size_t x = 0; x < ctx * D; x++)
-        k[x] = gauss(&st);
+        k[x] = lowp_test_gauss(&st);
     for (size_t x = 0; x < ctx * E; x++)
-        v[x] = gauss(&st);
+        v[x] = lowp_test_gauss(&st);
     /* the largest scores in the middle chunk: every chunk is rescaled */
     for (size_t d = 0; d < D; d++)
         k[3000 * D + d] = q[d];
@@ -989,8 +964,8 @@ static void pcache_build(const pcase *pc, uint64_t st, pcache *out)
         size_t ng = pc->gran == LOWP_KV_SCALE_HEAD ? pc->H : 1;
         float gk[64], gv[64];
         for (size_t h = 0; h < ng; h++) {
-            gk[h] = (float)ldexp(1.0 + urand(&st), (int)urange(&st, 5) - 3);
-            gv[h] = (float)ldexp(1.0 + urand(&st), (int)urange(&st, 5) - 3);
+            gk[h] = (float)ldexp(1.0 + lowp_test_urand(&st), (int)urange(&st, 5) - 3);
+            gv[h] = (float)ldexp(1.0 + lowp_test_urand(&st), (int)urange(&st, 5) - 3);
         }
         ck_assert_msg(lowp_kvcache_set_global_scales(out->c, gk, gv, ng, why, sizeof why) == 0,
                       "%s", why);
@@ -1020,9 +995,9 @@ static void pcache_build(const pcase *pc, uint64_t st, pcache *out)
     for (size_t b = 0; b < pc->batch; b++)
         for (size_t t = 0; t < pc->lens[b]; t++) {
             for (size_t x = 0; x < pc->H * pc->D; x++)
-                kf[x] = (float)(gauss(&st) * (x % 17 == 3 ? 8.0 : 1.0));
+                kf[x] = (float)(lowp_test_gauss(&st) * (x % 17 == 3 ? 8.0 : 1.0));
             for (size_t x = 0; x < pc->H * pc->E; x++)
-                vf[x] = (float)gauss(&st);
+                vf[x] = (float)lowp_test_gauss(&st);
             if (pc->poison && b == 0 && t == pc->lens[0] / 2)
                 continue;
             ck_assert_msg(lowp_kvcache_write_pos(out->c, &out->pt, b, t, kf, vf, NULL, NULL, why,
@@ -1033,7 +1008,7 @@ static void pcache_build(const pcase *pc, uint64_t st, pcache *out)
     out->nq = pc->H * pc->r;
     out->q = xmalloc(pc->batch * out->nq * pc->D * sizeof(double));
     for (size_t x = 0; x < pc->batch * out->nq * pc->D; x++)
-        out->q[x] = gauss(&st);
+        out->q[x] = lowp_test_gauss(&st);
 }
 
 /* One paged configuration: decode (threads 1 and 2) against the dense reference on the
@@ -1041,7 +1016,7 @@ static void pcache_build(const pcase *pc, uint64_t st, pcache *out)
 static unsigned long long paged_check(const pcase *pc, size_t idx, int with_oracle, double *secs)
 {
     pcache pk;
-    pcache_build(pc, stream(5, idx, 0), &pk);
+    pcache_build(pc, lowp_test_stream(seed, 5, idx, 0), &pk);
     const size_t nq = pk.nq, E = pc->E, D = pc->D, H = pc->H;
     char why[256], label[200];
     snprintf(label, sizeof label, "paged %zu %s %s v-scales %s %s-scales page %zu kv_heads %zu "
@@ -1054,11 +1029,11 @@ static unsigned long long paged_check(const pcase *pc, size_t idx, int with_orac
     double *out2 = xmalloc(pc->batch * nq * E * sizeof(double));
     double *bnd = xmalloc(pc->batch * nq * E * sizeof(double));
     lowp_attn_paged_args a = {pk.c, &view, &pk.pt, nq, 0.0, pk.q, 1};
-    double t0 = now();
+    double t0 = lowp_test_now();
     ck_assert_msg(lowp_attn_paged_decode(&a, out1, NULL, why, sizeof why) == 0, "%s: %s", label,
                   why);
     if (secs)
-        *secs = now() - t0;
+        *secs = lowp_test_now() - t0;
     a.threads = 2;
     ck_assert_msg(lowp_attn_paged_decode(&a, out2, bnd, why, sizeof why) == 0, "%s: %s", label,
                   why);
@@ -1067,7 +1042,7 @@ static unsigned long long paged_check(const pcase *pc, size_t idx, int with_orac
         if (!same64(out1[x], out2[x])) {
             bad++;
             say("attn [%s]: output %zu: 1 thread 0x%016" PRIx64 ", 2 threads 0x%016" PRIx64 "\n",
-                label, x, dbits(out1[x]), dbits(out2[x]));
+                label, x, lowp_test_f64_bits(out1[x]), lowp_test_f64_bits(out2[x]));
             break;
         }
     for (size_t b = 0; b < pc->batch; b++) {
@@ -1090,7 +1065,8 @@ static unsigned long long paged_check(const pcase *pc, size_t idx, int with_orac
                 say("attn [%s]: seq %zu out(h=%zu,e=%zu): paged 0x%016" PRIx64
                     " (%.17g) bound %.3g, "
                     "dense reference 0x%016" PRIx64 " (%.17g) bound %.3g\n",
-                    label, b, x / E, x % E, dbits(pb[x]), pb[x], bp[x], dbits(rd[x]), rd[x], bd[x]);
+                    label, b, x / E, x % E, lowp_test_f64_bits(pb[x]), pb[x], bp[x],
+                    lowp_test_f64_bits(rd[x]), rd[x], bd[x]);
             }
             if (pc->poison && b == 0 && !isnan(pb[x])) {
                 bad++;
@@ -1106,8 +1082,9 @@ static unsigned long long paged_check(const pcase *pc, size_t idx, int with_orac
                     !(fabs(pb[x] - o[x]) <= bp[x] + half_ulp(o[x]))) {
                     bad++;
                     say("attn [%s]: seq %zu out(h=%zu,e=%zu) got 0x%016" PRIx64 " (%.17g) expected "
-                        "0x%016" PRIx64 " (%.17g) |diff| %.3g bound %.3g\n", label, b, x / E, x % E,
-                        dbits(pb[x]), pb[x], dbits(o[x]), o[x], fabs(pb[x] - o[x]), bp[x]);
+                        "0x%016" PRIx64 " (%.17g) |diff| %.3g bound %.3g\n",
+                        label, b, x / E, x % E, lowp_test_f64_bits(pb[x]), pb[x],
+                        lowp_test_f64_bits(o[x]), o[x], fabs(pb[x] - o[x]), bp[x]);
                 }
             free(o);
         }
@@ -1131,11 +1108,11 @@ START_TEST(paged_equals_dense_reference)
                                           LOWP_MXFP4, LOWP_MXFP8};
     unsigned long long bad = 0;
     size_t n = 0;
-    double t0 = now();
+    double t0 = lowp_test_now();
     size_t reps = full ? 6 : 2;
     for (size_t fi = 0; fi < sizeof F / sizeof F[0]; fi++)
         for (size_t rep = 0; rep < reps; rep++) {
-            uint64_t st = stream(6, fi, rep);
+            uint64_t st = lowp_test_stream(seed, 6, fi, rep);
             pcase pc;
             memset(&pc, 0, sizeof pc);
             pc.f = F[fi];
@@ -1167,7 +1144,7 @@ START_TEST(paged_equals_dense_reference)
         printf("paged: 128K-token NVFP4 decode (2 KV heads x 4, d 128), 1 thread: %.3f s\n", secs);
     }
     printf("paged decode vs dense reference: %zu caches, %llu failures, %.1f s\n", n, bad,
-           now() - t0);
+           lowp_test_now() - t0);
     total_bad += bad;
     ck_assert_msg(bad == 0, "the paged decode differs from the dense reference");
 }
@@ -1188,7 +1165,7 @@ START_TEST(paged_refusals)
                 {5, 3, 0, 0},
                 0};
     pcache pk;
-    pcache_build(&pc, stream(7, 0, 0), &pk);
+    pcache_build(&pc, lowp_test_stream(seed, 7, 0, 0), &pk);
     lowp_kv_view view = lowp_kvcache_view(pk.c);
     double out[2 * 4 * 64];
     char why[256];
@@ -1232,7 +1209,8 @@ START_TEST(bench_runs)
     ck_assert_msg(lowp_attn_bench_decode(&o, &r1, why, sizeof why) == 0, "%s", why);
     o.threads = 2;
     ck_assert_msg(lowp_attn_bench_decode(&o, &r2, why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(dbits(r1.checksum) == dbits(r2.checksum) && isfinite(r1.checksum),
+    ck_assert_msg(lowp_test_f64_bits(r1.checksum) == lowp_test_f64_bits(r2.checksum) &&
+                      isfinite(r1.checksum),
                   "bench checksum %.17g (1 thread) vs %.17g (2 threads)", r1.checksum, r2.checksum);
     ck_assert(r1.pairs_per_s > 0 && r2.threads == 2);
     o.reps = 0;
@@ -1270,9 +1248,9 @@ int main(int argc, char **argv)
     printf("attn: %s tier, seed 0x%016" PRIx64 " (LOWP_SEED overrides), %d threads\n",
            full ? "full" : "quick", seed, omp_get_max_threads());
     fflush(stdout);
-    double t0 = now();
+    double t0 = lowp_test_now();
     const int failed = lowp_test_run(attn_suite(), LOWP_TEST_NOFORK, NULL);
     printf("attn: %llu cases, %llu outputs, %llu failures, %.1f s\n", total_cases, total_outputs,
-           total_bad, now() - t0);
+           total_bad, lowp_test_now() - t0);
     return (failed || total_bad) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -77,27 +77,6 @@ static const char *kind_name[NKINDS] = {"uniform", "narrow",  "window", "c-domin
  * Helpers
  * ------------------------------------------------------------------------------------- */
 
-static uint32_t fbits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static float bitsf(uint32_t b)
-{
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void say(const char *fmt, ...)
 {
     int k;
@@ -165,7 +144,7 @@ static void ows_clear(ows *o)
 
 static float bf16_value(uint16_t h)
 {
-    return bitsf((uint32_t)h << 16);
+    return lowp_test_f32_from_bits((uint32_t)h << 16);
 }
 
 /* MMA-Sim's alignment exponent of a nonzero finite x: floor(log2|x|), at least -126. */
@@ -182,14 +161,14 @@ static uint32_t oracle_round(ows *o)
     if (mpfr_cmpabs(o->s, o->w) >= 0)
         return mpfr_signbit(o->s) ? 0xFF800000u : 0x7F800000u;
     const float r = mpfr_get_flt(o->s, MPFR_RNDZ);
-    return r == 0.0f ? 0u : fbits(r); /* the zero-sign rule: +0, whatever the sign */
+    return r == 0.0f ? 0u : lowp_test_f32_bits(r); /* the zero-sign rule: +0, whatever the sign */
 }
 
 /* One fused step of n products and C under P. */
 static uint32_t oracle_step(ows *o, const uint16_t *a, const uint16_t *b, size_t n,
                             uint32_t cb, const lowp_mma_params *P)
 {
-    const float c = bitsf(cb);
+    const float c = lowp_test_f32_from_bits(cb);
     int special = !isfinite(c);
     for (size_t i = 0; i < n; i++)
         special |= !isfinite(bf16_value(a[i])) || !isfinite(bf16_value(b[i]));
@@ -303,7 +282,7 @@ static uint32_t oracle(ows *o, const uint16_t *a, const uint16_t *b, size_t k, u
 static uint32_t model(const uint16_t *a, const uint16_t *b, size_t k, uint32_t c,
                       const lowp_mma_params *P)
 {
-    return fbits(lowp_mma_dot_add_bf16(a, b, k, bitsf(c), P));
+    return lowp_test_f32_bits(lowp_mma_dot_add_bf16(a, b, k, lowp_test_f32_from_bits(c), P));
 }
 
 static void print_case(const char *what, const uint16_t *a, const uint16_t *b, uint32_t c,
@@ -423,7 +402,7 @@ static void gen_case(uint64_t *s, int kind, uint16_t *a, uint16_t *b, uint32_t *
             b[i] = rbf(s, -2, 2);
         }
         const float d = (float)-approx_dot(a, b);
-        uint32_t cb = fbits(d);
+        uint32_t cb = lowp_test_f32_bits(d);
         if (d != 0.0f)
             cb = (uint32_t)((int64_t)cb + irange(s, -3, 3));
         *c = cb;
@@ -621,11 +600,11 @@ static unsigned long long run_random(const char *tag, uint64_t tagv, size_t ncas
 START_TEST(random_default_params)
 {
     unsigned long long pk[NKINDS] = {0};
-    const double t0 = now();
+    const double t0 = lowp_test_now();
     const unsigned long long bad =
         run_random("random-default", 1, RANDOM_DEFAULT, &lowp_mma_sm90_bf16, 1, pk);
     printf("mma: %d random cases, lowp_mma_sm90_bf16 vs oracle: %llu mismatches (%.1f s)\n",
-           RANDOM_DEFAULT, bad, now() - t0);
+           RANDOM_DEFAULT, bad, lowp_test_now() - t0);
     for (int k = 0; k < NKINDS; k++)
         if (pk[k])
             printf("mma:   kind %s: %llu\n", kind_name[k], pk[k]);
@@ -642,11 +621,11 @@ START_TEST(random_all_candidates)
     ck_assert_uint_eq(nc, 200);
     unsigned long long pk[NKINDS] = {0};
     const size_t ncase = nc * RANDOM_PER_CAND;
-    const double t0 = now();
+    const double t0 = lowp_test_now();
     const unsigned long long bad = run_random("random-candidates", 2, ncase, cand, nc, pk);
     printf("mma: %zu random cases over %zu candidate parameter sets vs oracle: %llu "
            "mismatches (%.1f s)\n",
-           ncase, nc, bad, now() - t0);
+           ncase, nc, bad, lowp_test_now() - t0);
     total_checked += ncase;
     total_bad += bad;
     ck_assert_uint_eq(bad, 0);
@@ -688,11 +667,11 @@ START_TEST(sensitivity_and_batch)
             for (int j = 0; j < 7; j++)
                 d[j] += model(a, b, 16, c, &alt[j]) != base;
             if (i % 16 == 0) {
-                lowp_mma_dot_add_bf16_multi(a, b, 16, bitsf(c), cand, nc, out);
+                lowp_mma_dot_add_bf16_multi(a, b, 16, lowp_test_f32_from_bits(c), cand, nc, out);
                 for (size_t j = 0; j < nc; j++)
-                    if (fbits(out[j]) != model(a, b, 16, c, &cand[j])) {
+                    if (lowp_test_f32_bits(out[j]) != model(a, b, 16, c, &cand[j])) {
                         batch_bad++;
-                        print_case("batch", a, b, c, &cand[j], fbits(out[j]),
+                        print_case("batch", a, b, c, &cand[j], lowp_test_f32_bits(out[j]),
                                    model(a, b, 16, c, &cand[j]));
                     }
             }
@@ -720,16 +699,18 @@ START_TEST(api_edges)
     const lowp_mma_params *D = &lowp_mma_sm90_bf16;
     uint16_t a[32] = {0}, b[32] = {0};
     /* k = 0 returns C unchanged, payload included. */
-    ck_assert_uint_eq(fbits(lowp_mma_dot_add_bf16(a, b, 0, bitsf(0x7FC00123u), D)), 0x7FC00123u);
+    ck_assert_uint_eq(
+        lowp_test_f32_bits(lowp_mma_dot_add_bf16(a, b, 0, lowp_test_f32_from_bits(0x7FC00123u), D)),
+        0x7FC00123u);
     /* Bad parameters -> canonical NaN. */
     lowp_mma_params bp = *D;
     bp.n_frac = LOWP_MMA_MAX_NFRAC + 1;
     for (int i = 0; i < 16; i++)
         a[i] = b[i] = 0x3F80;
-    ck_assert_uint_eq(fbits(lowp_mma_dot_add_bf16(a, b, 16, 0.0f, &bp)), 0x7FFFFFFFu);
+    ck_assert_uint_eq(lowp_test_f32_bits(lowp_mma_dot_add_bf16(a, b, 16, 0.0f, &bp)), 0x7FFFFFFFu);
     bp = *D;
     bp.zero_mode = 7;
-    ck_assert_uint_eq(fbits(lowp_mma_dot_add_bf16(a, b, 16, 0.0f, &bp)), 0x7FFFFFFFu);
+    ck_assert_uint_eq(lowp_test_f32_bits(lowp_mma_dot_add_bf16(a, b, 16, 0.0f, &bp)), 0x7FFFFFFFu);
     /* k = 32: two chained k16 steps, in k order, equal to two calls; also vs the oracle. */
     ows o;
     ows_init(&o);
@@ -761,8 +742,8 @@ static const char *fast_kind_name[NFKINDS - NKINDS] = {
 static uint32_t general(const uint16_t *a, const uint16_t *b, size_t k, uint32_t c)
 {
     float out;
-    lowp_mma_dot_add_bf16_multi(a, b, k, bitsf(c), &lowp_mma_sm90_bf16, 1, &out);
-    return fbits(out);
+    lowp_mma_dot_add_bf16_multi(a, b, k, lowp_test_f32_from_bits(c), &lowp_mma_sm90_bf16, 1, &out);
+    return lowp_test_f32_bits(out);
 }
 
 /* Any bf16 pattern, NaN and Inf 1 in 16 times as often as uniform bits give them. */
@@ -867,7 +848,7 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
                 a[i] = lowp_splitmix64(s) % 4
                            ? lowp_bf16_from_f32((float)exp(-fabs(4 * gauss(s))))
                            : 0;
-        *c = r0 % 5 == 0 ? 0u : fbits((float)(sk * 4 * gauss(s)));
+        *c = r0 % 5 == 0 ? 0u : lowp_test_f32_bits((float)(sk * 4 * gauss(s)));
         break;
     }
     case 4: { /* massive cancellation: +x*y, -x*y' (y' = y or a neighbour), C ~ -sum */
@@ -886,7 +867,7 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
             break;
         case 1: {
             const float d = (float)-approx_dot(a, b);
-            *c = d == 0.0f ? 0u : (uint32_t)((int64_t)fbits(d) + irange(s, -2, 2));
+            *c = d == 0.0f ? 0u : (uint32_t)((int64_t)lowp_test_f32_bits(d) + irange(s, -2, 2));
             break;
         }
         default:
@@ -1018,7 +999,7 @@ START_TEST(fast_vs_general)
     memset(seen_a, 0, sizeof seen_a);
     memset(seen_b, 0, sizeof seen_b);
     unsigned long long bad = 0, cls[R_NCLASS] = {0}, kbad[NFKINDS] = {0};
-    const double t0 = now();
+    const double t0 = lowp_test_now();
 #pragma omp parallel reduction(+ : bad)
     {
         unsigned long long cl[R_NCLASS] = {0}, kb[NFKINDS] = {0};
@@ -1072,7 +1053,7 @@ START_TEST(fast_vs_general)
         miss_b += !seen_b[j];
     }
     printf("mma: %d random cases, fast path vs general path: %llu mismatches (%.1f s)\n",
-           FAST_CASES, bad, now() - t0);
+           FAST_CASES, bad, lowp_test_now() - t0);
     for (int j = 0; j < NFKINDS; j++)
         if (kbad[j])
             printf("mma:   kind %s: %llu\n",
@@ -1108,7 +1089,7 @@ START_TEST(fast_timing)
     uint32_t h[2];
     for (int path = 0; path < 2; path++) {
         uint32_t acc = 0, hh = 0;
-        const double t0 = now();
+        const double t0 = lowp_test_now();
         for (int n = 0; n < CALLS; n++) {
             if (n % 8 == 0) {
                 hh = hh * 31u + acc;
@@ -1117,7 +1098,7 @@ START_TEST(fast_timing)
             const uint16_t *x = q[n % NV], *y = kv[(n * 7 + n / NV) % NV];
             acc = path ? general(x, y, 16, acc) : model(x, y, 16, acc, &lowp_mma_sm90_bf16);
         }
-        ns[path] = 1e9 * (now() - t0) / CALLS;
+        ns[path] = 1e9 * (lowp_test_now() - t0) / CALLS;
         h[path] = hh * 31u + acc;
     }
     printf("mma: k = 16 decode data, one thread: fast path %.1f ns/call, general path %.1f "
@@ -1159,9 +1140,9 @@ int main(int argc, char **argv)
     printf("mma: seed 0x%016" PRIx64 " (LOWP_SEED overrides), %d threads; default %s\n", seed,
            omp_get_max_threads(), lowp_mma_params_str(&lowp_mma_sm90_bf16, ps, sizeof ps));
     fflush(stdout);
-    const double t0 = now();
+    const double t0 = lowp_test_now();
     const int failed = lowp_test_run(mma_suite(), LOWP_TEST_NOFORK, NULL);
     printf("mma: %llu cases checked, %llu failures, %.1f s\n", total_checked, total_bad,
-           now() - t0);
+           lowp_test_now() - t0);
     return (failed || total_bad) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -67,13 +67,6 @@ static unsigned long long total_cases, total_bad;
  * Helpers
  * ------------------------------------------------------------------------------------- */
 
-static uint32_t fbits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
 static float ffrom(uint32_t b)
 {
     float x;
@@ -84,34 +77,12 @@ static float ffrom(uint32_t b)
 /* Equal as a global-scale field: same bits, or both NaN (recipes.md fixes no payload). */
 static int same_scale_value(float a, float b)
 {
-    return fbits(a) == fbits(b) || (isnan(a) && isnan(b));
-}
-
-static double urand(uint64_t *s) /* [0, 1) */
-{
-    return (double)(lowp_splitmix64(s) >> 11) * 0x1p-53;
+    return lowp_test_f32_bits(a) == lowp_test_f32_bits(b) || (isnan(a) && isnan(b));
 }
 
 static unsigned urange(uint64_t *s, unsigned n) /* [0, n) */
 {
-    return (unsigned)(urand(s) * n);
-}
-
-static double gauss(uint64_t *s)
-{
-    double u = urand(s), v = urand(s);
-    if (u < 0x1p-60)
-        u = 0x1p-60;
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
-/* A seed for (case set, batch): independent streams, reproducible from LOWP_SEED. */
-static uint64_t stream(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t s = seed ^ (a * UINT64_C(0x9E3779B97F4A7C15)) ^ (b * UINT64_C(0xD1B54A32D192ED03)) ^
-                 (c * UINT64_C(0x8CB92BA72F3D8DD7));
-    (void)lowp_splitmix64(&s);
-    return s;
+    return (unsigned)(lowp_test_urand(s) * n);
 }
 
 static int code_digits(lowp_block_format f)
@@ -243,7 +214,7 @@ static const float special_dec[] = {0.0f,      INFINITY,  NAN,      1.0f,       
 
 static float random_magnitude(uint64_t *s, int lo, int hi)
 {
-    return (float)ldexp(1.0 + urand(s), lo + (int)urange(s, (unsigned)(hi - lo + 1)));
+    return (float)ldexp(1.0 + lowp_test_urand(s), lo + (int)urange(s, (unsigned)(hi - lo + 1)));
 }
 
 static float elem_max(lowp_block_format f)
@@ -264,26 +235,26 @@ static gscale pick_gscale(const combo *c, uint64_t *s)
         if (urange(s, 4) == 0)
             amax = random_magnitude(s, -149, 127);
         g.gs = lowp_oracle_recipe_global_scale(c->f, c->r, amax);
-        snprintf(g.desc, sizeof g.desc, "amax 0x%08" PRIx32, fbits(amax));
+        snprintf(g.desc, sizeof g.desc, "amax 0x%08" PRIx32, lowp_test_f32_bits(amax));
         g.tensor_amax = amax;
     } else if (k < 70) {
         amax = special_amax[urange(s, sizeof special_amax / sizeof special_amax[0])];
         g.gs = lowp_oracle_recipe_global_scale(c->f, c->r, amax);
-        snprintf(g.desc, sizeof g.desc, "amax 0x%08" PRIx32, fbits(amax));
+        snprintf(g.desc, sizeof g.desc, "amax 0x%08" PRIx32, lowp_test_f32_bits(amax));
         g.tensor_amax = isfinite(amax) && amax > 0 ? amax : random_magnitude(s, -20, 20);
     } else if (k < 90) {
         float dec = random_magnitude(s, -40, 20);
         if (urange(s, 4) == 0)
             dec = random_magnitude(s, -149, 127);
         g.gs = lowp_oracle_global_scale_from_dec(c->f, c->r, dec);
-        snprintf(g.desc, sizeof g.desc, "dec 0x%08" PRIx32, fbits(dec));
+        snprintf(g.desc, sizeof g.desc, "dec 0x%08" PRIx32, lowp_test_f32_bits(dec));
         g.tensor_amax = dec * (c->f == LOWP_NVFP4 ? 2688.0f : elem_max(c->f));
         if (!isfinite(g.tensor_amax) || g.tensor_amax == 0.0f)
             g.tensor_amax = random_magnitude(s, -20, 20);
     } else {
         float dec = special_dec[urange(s, sizeof special_dec / sizeof special_dec[0])];
         g.gs = lowp_oracle_global_scale_from_dec(c->f, c->r, dec);
-        snprintf(g.desc, sizeof g.desc, "dec 0x%08" PRIx32, fbits(dec));
+        snprintf(g.desc, sizeof g.desc, "dec 0x%08" PRIx32, lowp_test_f32_bits(dec));
         g.tensor_amax = random_magnitude(s, -30, 30);
     }
     return g;
@@ -312,7 +283,7 @@ static float special_value(uint64_t *s)
 static void gen_gauss(float *x, size_t bs, float mag, uint64_t *s)
 {
     for (size_t i = 0; i < bs; i++)
-        x[i] = (float)(gauss(s) * (double)mag / 3.0);
+        x[i] = (float)(lowp_test_gauss(s) * (double)mag / 3.0);
 }
 
 /* Magnitude of a block relative to the tensor amax A: mostly A / 2^(0..4), sometimes
@@ -320,7 +291,7 @@ static void gen_gauss(float *x, size_t bs, float mag, uint64_t *s)
 static float block_mag(float A, uint64_t *s)
 {
     unsigned k = urange(s, 8);
-    double m = (double)A * ldexp(1.0 + urand(s), -(int)urange(s, k == 0 ? 30 : 5));
+    double m = (double)A * ldexp(1.0 + lowp_test_urand(s), -(int)urange(s, k == 0 ? 30 : 5));
     return (float)(m > FLT_MAX ? FLT_MAX : m);
 }
 
@@ -464,10 +435,10 @@ static void print_block(const combo *c, const gscale *g, const char *kind, long 
     flockfile(stdout);
     printf("%s [%s]: %s (dec 0x%08" PRIx32 " enc 0x%08" PRIx32 ") batch %ld block %zu: "
            "scale got 0x%02x expected 0x%02x, codes got %s expected %s; input",
-           lab, kind, g->desc, fbits(g->gs.dec), fbits(g->gs.enc), batch, blk, got_q, want_q, gbuf,
-           wbuf);
+           lab, kind, g->desc, lowp_test_f32_bits(g->gs.dec), lowp_test_f32_bits(g->gs.enc), batch,
+           blk, got_q, want_q, gbuf, wbuf);
     for (size_t i = 0; i < bs; i++)
-        printf(" %08" PRIx32, fbits(x[i]));
+        printf(" %08" PRIx32, lowp_test_f32_bits(x[i]));
     putchar('\n');
     funlockfile(stdout);
 }
@@ -537,10 +508,10 @@ static long compare_batch(const combo *c, const gscale *g, const float *x, const
                     flockfile(stdout);
                     printf("%s [%s]: %s (dec 0x%08" PRIx32 " enc 0x%08" PRIx32 ") batch %ld "
                            "block %ld: counts differ; input",
-                           lab, kind_name[kinds[b]], g->desc, fbits(g->gs.dec), fbits(g->gs.enc),
-                           batch, b);
+                           lab, kind_name[kinds[b]], g->desc, lowp_test_f32_bits(g->gs.dec),
+                           lowp_test_f32_bits(g->gs.enc), batch, b);
                     for (size_t i = 0; i < bs; i++)
-                        printf(" %08" PRIx32, fbits(xb[i]));
+                        printf(" %08" PRIx32, lowp_test_f32_bits(xb[i]));
                     putchar('\n');
                     print_counts("lowp_block_quantize", &k1);
                     print_counts("oracle", &k2);
@@ -576,7 +547,7 @@ static void run_case_set(const combo *c, int ci, long nblocks)
         int *kinds = malloc((size_t)per_batch * sizeof *kinds);
 #pragma omp for schedule(dynamic, 1)
         for (long b = 0; b < nbatch; b++) {
-            uint64_t s = stream((uint64_t)ci + 1, (uint64_t)b, 0x6f626c6b);
+            uint64_t s = lowp_test_stream(seed, (uint64_t)ci + 1, (uint64_t)b, 0x6f626c6b);
             long nb = b == nbatch - 1 ? nblocks - b * per_batch : per_batch;
             gscale g = pick_gscale(c, &s);
             for (long k = 0; k < nb; k++) {
@@ -642,7 +613,7 @@ END_TEST
 START_TEST(oracle_arithmetic_is_binary32)
 {
     tally t = {"oracle arithmetic", 0, 0};
-    uint64_t s = stream(99, 0, 0);
+    uint64_t s = lowp_test_stream(seed, 99, 0, 0);
     long n = full ? 4000000 : 200000;
     for (long i = 0; i < n; i++) {
         float a, b;
@@ -653,7 +624,7 @@ START_TEST(oracle_arithmetic_is_binary32)
         } else { /* near the subnormal and overflow ends */
             a = random_magnitude(&s, -149, 127);
             b = k == 1 ? random_magnitude(&s, -40, 40)
-                       : (float)ldexp(1.0 + urand(&s), k == 2 ? -100 : 100);
+                       : (float)ldexp(1.0 + lowp_test_urand(&s), k == 2 ? -100 : 100);
             if (urange(&s, 2))
                 a = -a;
         }
@@ -664,17 +635,19 @@ START_TEST(oracle_arithmetic_is_binary32)
         if (!same_scale_value(pm, om) && tally_show(&t))
             printf("oracle arithmetic: 0x%08" PRIx32 " * 0x%08" PRIx32 ": oracle 0x%08" PRIx32
                    " machine 0x%08" PRIx32 "\n",
-                   fbits(a), fbits(b), fbits(om), fbits(pm));
+                   lowp_test_f32_bits(a), lowp_test_f32_bits(b), lowp_test_f32_bits(om),
+                   lowp_test_f32_bits(pm));
         if (!same_scale_value(pd, od) && tally_show(&t))
             printf("oracle arithmetic: 0x%08" PRIx32 " / 0x%08" PRIx32 ": oracle 0x%08" PRIx32
                    " machine 0x%08" PRIx32 "\n",
-                   fbits(a), fbits(b), fbits(od), fbits(pd));
+                   lowp_test_f32_bits(a), lowp_test_f32_bits(b), lowp_test_f32_bits(od),
+                   lowp_test_f32_bits(pd));
     }
     /* Exact halfway underflow rounds to even (zero), and overflow gives Inf. */
     t.n += 3;
-    if (fbits(lowp_oracle_f32_mul(0x1p-75f, 0x1p-75f)) != 0 && tally_show(&t))
+    if (lowp_test_f32_bits(lowp_oracle_f32_mul(0x1p-75f, 0x1p-75f)) != 0 && tally_show(&t))
         printf("oracle arithmetic: 2^-150 does not round to +0\n");
-    if (fbits(lowp_oracle_f32_mul(0x1.8p-75f, 0x1p-75f)) != 1 && tally_show(&t))
+    if (lowp_test_f32_bits(lowp_oracle_f32_mul(0x1.8p-75f, 0x1p-75f)) != 1 && tally_show(&t))
         printf("oracle arithmetic: 1.5*2^-150 does not round to 2^-149\n");
     if (!isinf(lowp_oracle_f32_mul(0x1p64f, 0x1p64f)) && tally_show(&t))
         printf("oracle arithmetic: 2^128 does not overflow to Inf\n");
@@ -706,8 +679,9 @@ static void compare_gs(tally *t, const combo *c, const char *what, float in, low
         combo_label(c, lab, sizeof lab);
         printf("%s %s 0x%08" PRIx32 " (%.9g): got dec 0x%08" PRIx32 " enc 0x%08" PRIx32
                " expected dec 0x%08" PRIx32 " enc 0x%08" PRIx32 "%s\n",
-               lab, what, fbits(in), (double)in, fbits(got.dec), fbits(got.enc), fbits(want.dec),
-               fbits(want.enc), use_enc ? "" : " (enc not used by the recipe)");
+               lab, what, lowp_test_f32_bits(in), (double)in, lowp_test_f32_bits(got.dec),
+               lowp_test_f32_bits(got.enc), lowp_test_f32_bits(want.dec),
+               lowp_test_f32_bits(want.enc), use_enc ? "" : " (enc not used by the recipe)");
     }
 }
 
@@ -762,7 +736,7 @@ END_TEST
 static void grid_block(int k, float *x, size_t bs, uint64_t *s)
 {
     for (size_t i = 0; i < bs; i++)
-        x[i] = (float)(gauss(s) * (k < 6 ? ldexp(1.0, 8 * k - 20) : 1.0));
+        x[i] = (float)(lowp_test_gauss(s) * (k < 6 ? ldexp(1.0, 8 * k - 20) : 1.0));
     switch (k) {
     case 6:
         for (size_t i = 0; i < bs; i++)
@@ -806,9 +780,10 @@ START_TEST(special_scale_grid)
         float v = j < na ? special_amax[j] : special_dec[j - na];
         g.gs = j < na ? lowp_oracle_recipe_global_scale(c->f, c->r, v)
                       : lowp_oracle_global_scale_from_dec(c->f, c->r, v);
-        snprintf(g.desc, sizeof g.desc, "%s 0x%08" PRIx32, j < na ? "amax" : "dec", fbits(v));
+        snprintf(g.desc, sizeof g.desc, "%s 0x%08" PRIx32, j < na ? "amax" : "dec",
+                 lowp_test_f32_bits(v));
         g.tensor_amax = 1.0f;
-        uint64_t s = stream(1000 + (uint64_t)k, j, 0);
+        uint64_t s = lowp_test_stream(seed, 1000 + (uint64_t)k, j, 0);
         for (int b = 0; b < GRID_BLOCKS; b++) {
             grid_block(b, x + (size_t)b * bs, bs, &s);
             kinds[b] = K_STRUCT;
@@ -1016,7 +991,7 @@ static uint32_t clamp_bits(double v)
         return 0;
     if (v >= FLT_MAX)
         return 0x7F7FFFFFu;
-    return fbits((float)v);
+    return lowp_test_f32_bits((float)v);
 }
 
 /* Brute force over [lo, hi] of the amax set; returns mismatches. */
@@ -1032,7 +1007,7 @@ static long brute_amax(const lowp_oracle_nvfp4_diff *d, tally *t, uint64_t *scan
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 ": brute-force amax range [0x%08" PRIx32
                    ", 0x%08" PRIx32 "] does not reach codes 0 and 0x7e\n",
-                   fbits(S), lo, hi);
+                   lowp_test_f32_bits(S), lo, hi);
         bad++;
     }
     for (size_t i = 0; i < d->n_amax_runs; i++)
@@ -1040,7 +1015,7 @@ static long brute_amax(const lowp_oracle_nvfp4_diff *d, tally *t, uint64_t *scan
             bad++;
             if (tally_show(t))
                 printf("disagreement S=0x%08" PRIx32 ": amax run outside the scan range\n",
-                       fbits(S));
+                       lowp_test_f32_bits(S));
         }
     uint64_t count = 0;
 #pragma omp parallel for schedule(static) reduction(+ : count, bad)
@@ -1055,7 +1030,7 @@ static long brute_amax(const lowp_oracle_nvfp4_diff *d, tally *t, uint64_t *scan
             if (tally_show(t))
                 printf("disagreement S=0x%08" PRIx32 ": amax 0x%08" PRIx32 " scale codes "
                        "trtllm 0x%02x exact 0x%02x, enumeration says %s\n",
-                       fbits(S), (uint32_t)u, a, b, r ? "differ" : "equal");
+                       lowp_test_f32_bits(S), (uint32_t)u, a, b, r ? "differ" : "equal");
         }
     }
     if (count != d->amax_count) {
@@ -1063,7 +1038,7 @@ static long brute_amax(const lowp_oracle_nvfp4_diff *d, tally *t, uint64_t *scan
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 ": brute force counts %" PRIu64
                    " amax values, enumeration %" PRIu64 "\n",
-                   fbits(S), count, d->amax_count);
+                   lowp_test_f32_bits(S), count, d->amax_count);
     }
     *scanned += hi - lo + 1;
     return bad;
@@ -1077,11 +1052,13 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
     float S = d->S;
     float ot = nat_o(0, S, qd->q), oe = nat_o(1, S, qd->q);
     long bad = 0;
-    if (fbits(ot) != fbits(qd->o_trtllm) || fbits(oe) != fbits(qd->o_exact)) {
+    if (lowp_test_f32_bits(ot) != lowp_test_f32_bits(qd->o_trtllm) ||
+        lowp_test_f32_bits(oe) != lowp_test_f32_bits(qd->o_exact)) {
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 " q 0x%02x: factors native 0x%08" PRIx32
                    "/0x%08" PRIx32 ", oracle 0x%08" PRIx32 "/0x%08" PRIx32 "\n",
-                   fbits(S), qd->q, fbits(ot), fbits(oe), fbits(qd->o_trtllm), fbits(qd->o_exact));
+                   lowp_test_f32_bits(S), qd->q, lowp_test_f32_bits(ot), lowp_test_f32_bits(oe),
+                   lowp_test_f32_bits(qd->o_trtllm), lowp_test_f32_bits(qd->o_exact));
         return 1;
     }
     /* For finite positive o the code is 0 below 0.25 / o and 7 from 5 / o up, so the
@@ -1092,7 +1069,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
     if (!(omin > 0) || isnan(ot) || isnan(oe) || isinf(omin)) {
         printf("disagreement S=0x%08" PRIx32 " q 0x%02x: factors 0x%08" PRIx32 "/0x%08" PRIx32
                " not brute-forced\n",
-               fbits(S), qd->q, fbits(ot), fbits(oe));
+               lowp_test_f32_bits(S), qd->q, lowp_test_f32_bits(ot), lowp_test_f32_bits(oe));
         return 0;
     }
     uint32_t lo = isinf(omax) ? 0 : clamp_bits(0.2 / omax), hi = clamp_bits(6.0 / omin);
@@ -1102,7 +1079,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
                     lowp_encode_f32(&cv_e2m1, ffrom(lo) * oe) != 0))) {
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 " q 0x%02x: scan ends are not codes 0 and 7\n",
-                   fbits(S), qd->q);
+                   lowp_test_f32_bits(S), qd->q);
         return 1;
     }
     for (size_t i = 0; i < qd->n_runs; i++)
@@ -1111,7 +1088,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
             if (tally_show(t))
                 printf("disagreement S=0x%08" PRIx32 " q 0x%02x: run [0x%08" PRIx32 ", 0x%08" PRIx32
                        "] outside the scan\n",
-                       fbits(S), qd->q, qd->runs[i].lo, qd->runs[i].hi);
+                       lowp_test_f32_bits(S), qd->q, qd->runs[i].lo, qd->runs[i].hi);
         }
     uint64_t count = 0;
     int signs = full ? 2 : 1;
@@ -1132,7 +1109,8 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
                 if (tally_show(t))
                     printf("disagreement S=0x%08" PRIx32 " q 0x%02x: x 0x%08" PRIx32
                            " codes trtllm 0x%x exact 0x%x, enumeration says %s\n",
-                           fbits(S), qd->q, (uint32_t)u | sb, a, b, r ? "differ" : "equal");
+                           lowp_test_f32_bits(S), qd->q, (uint32_t)u | sb, a, b,
+                           r ? "differ" : "equal");
             }
         }
     }
@@ -1150,7 +1128,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
                     if (tally_show(t))
                         printf("disagreement S=0x%08" PRIx32 " q 0x%02x: -x 0x%08" PRIx32
                                " breaks the sign symmetry\n",
-                               fbits(S), qd->q, ends[k]);
+                               lowp_test_f32_bits(S), qd->q, ends[k]);
                 }
             }
         }
@@ -1160,7 +1138,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 " q 0x%02x: brute force counts %" PRIu64
                    " elements, enumeration %" PRIu64 "\n",
-                   fbits(S), qd->q, count, want);
+                   lowp_test_f32_bits(S), qd->q, count, want);
     }
     *scanned += (uint64_t)signs * (hi - lo + 1);
     return bad;
@@ -1191,7 +1169,8 @@ static long block_c_on_set(const lowp_oracle_nvfp4_diff *d, tally *t, long *chec
             if (tally_show(t)) {
                 printf("disagreement S=0x%08" PRIx32 ": block.c on amax 0x%08" PRIx32
                        " gives scales 0x%02x/0x%02x, the set says 0x%02x/0x%02x\n",
-                       fbits(d->S), fbits(x[0]), q1, q2, d->amax_runs[i].a, d->amax_runs[i].b);
+                       lowp_test_f32_bits(d->S), lowp_test_f32_bits(x[0]), q1, q2,
+                       d->amax_runs[i].a, d->amax_runs[i].b);
             }
         }
     for (size_t j = 0; j < d->n_q; j++) {
@@ -1226,8 +1205,9 @@ static long block_c_on_set(const lowp_oracle_nvfp4_diff *d, tally *t, long *chec
                     printf("disagreement S=0x%08" PRIx32 " q 0x%02x: block.c on amax 0x%08" PRIx32
                            " x 0x%08" PRIx32 " gives 0x%02x/0x%02x codes 0x%x/0x%x (-x 0x%x/0x%x), "
                            "the set says 0x%x/0x%x\n",
-                           fbits(d->S), qd->q, fbits(m), fbits(xv), q1, q2, a, b, na, nb,
-                           qd->runs[i].a, qd->runs[i].b);
+                           lowp_test_f32_bits(d->S), qd->q, lowp_test_f32_bits(m),
+                           lowp_test_f32_bits(xv), q1, q2, a, b, na, nb, qd->runs[i].a,
+                           qd->runs[i].b);
                 }
             }
     }
@@ -1274,7 +1254,8 @@ static void report_set(const lowp_oracle_nvfp4_diff *d, const char *why)
         xpos += qd->x_count;
         float top = common_amax_top(d->S, qd->q);
         for (size_t i = 0; i < qd->n_runs && top > 0.0f; i++) {
-            uint32_t hi = qd->runs[i].hi < fbits(top) ? qd->runs[i].hi : fbits(top);
+            uint32_t hi =
+                qd->runs[i].hi < lowp_test_f32_bits(top) ? qd->runs[i].hi : lowp_test_f32_bits(top);
             if (qd->runs[i].lo <= hi)
                 xreal += 2 * ((uint64_t)(hi - qd->runs[i].lo) + 1);
         }
@@ -1284,14 +1265,14 @@ static void report_set(const lowp_oracle_nvfp4_diff *d, const char *why)
            "element factors; (c) %" PRIu64 " binary32 elements with different codes: %" PRIu64
            " under scale 0 (both decode to 0), %" PRIu64 " under a nonzero scale, %" PRIu64
            " of them within the amax range of their scale\n",
-           fbits(d->S), (double)d->S, why, d->n_amax_runs, d->amax_count, d->n_q, d->x_count, x0,
-           xpos, xreal);
+           lowp_test_f32_bits(d->S), (double)d->S, why, d->n_amax_runs, d->amax_count, d->n_q,
+           d->x_count, x0, xpos, xreal);
     for (size_t j = 0; j < d->n_q && j < (full ? d->n_q : 6); j++) {
         const lowp_oracle_nvfp4_q_diff *qd = &d->q[j];
         printf("  q 0x%02x (%g): o trtllm 0x%08" PRIx32 " exact 0x%08" PRIx32 ", %zu runs, %" PRIu64
                " elements",
-               qd->q, lowp_decode_f64(LOWP_E4M3, qd->q), fbits(qd->o_trtllm), fbits(qd->o_exact),
-               qd->n_runs, qd->x_count);
+               qd->q, lowp_decode_f64(LOWP_E4M3, qd->q), lowp_test_f32_bits(qd->o_trtllm),
+               lowp_test_f32_bits(qd->o_exact), qd->n_runs, qd->x_count);
         for (size_t i = 0; i < qd->n_runs && i < 3; i++)
             printf("%s [0x%08" PRIx32 ", 0x%08" PRIx32 "] %x/%x", i ? "," : ":", qd->runs[i].lo,
                    qd->runs[i].hi, qd->runs[i].a, qd->runs[i].b);
@@ -1319,7 +1300,7 @@ START_TEST(nvfp4_disagreement_set)
     Ss[nS] = 1.0f, why[nS++] = " [S = 1]";
     Ss[nS] = 6.0f, why[nS++] = " [gamax 448]";
     Ss[nS] = 2688.0f, why[nS++] = " [gamax 1]";
-    uint64_t s = stream(77, 0, 0);
+    uint64_t s = lowp_test_stream(seed, 77, 0, 0);
     for (int k = 0; k < (full ? 6 : 1); k++) {
         Ss[nS] = 2688.0f / random_magnitude(&s, -10, 20);
         why[nS++] = " [random]";
@@ -1339,13 +1320,14 @@ START_TEST(nvfp4_disagreement_set)
         /* The q list: exactly the q whose factors differ (native arithmetic). */
         size_t nq = 0;
         for (unsigned q = 0; q <= 0x7E; q++)
-            nq += fbits(nat_o(0, Ss[k], (uint8_t)q)) != fbits(nat_o(1, Ss[k], (uint8_t)q));
+            nq += lowp_test_f32_bits(nat_o(0, Ss[k], (uint8_t)q)) !=
+                  lowp_test_f32_bits(nat_o(1, Ss[k], (uint8_t)q));
         if (nq != d.n_q) {
             bad++;
             if (tally_show(&t))
                 printf("disagreement S=0x%08" PRIx32 ": %zu scale codes have different factors, "
                        "the enumeration lists %zu\n",
-                       fbits(Ss[k]), nq, d.n_q);
+                       lowp_test_f32_bits(Ss[k]), nq, d.n_q);
         }
         /* Full tier: brute-force every q. Quick tier: q = 0 and the next q in the list,
          * and for the 5.8 S values the q of the vector. */
@@ -1360,9 +1342,9 @@ START_TEST(nvfp4_disagreement_set)
             const lowp_oracle_f32_run *r = NULL;
             for (size_t j = 0; j < d.n_q; j++)
                 if (d.q[j].q == q)
-                    r = in_runs(d.q[j].runs, d.q[j].n_runs, fbits(x));
+                    r = in_runs(d.q[j].runs, d.q[j].n_runs, lowp_test_f32_bits(x));
             int ok = q == lowp_oracle_nvfp4_scale_code(1, Ss[k], m) &&
-                     !in_runs(d.amax_runs, d.n_amax_runs, fbits(m)) && r != NULL &&
+                     !in_runs(d.amax_runs, d.n_amax_runs, lowp_test_f32_bits(m)) && r != NULL &&
                      r->a == s58[k][3] && r->b == s58[k][4];
             printf("  ref/notes/formats.md 5.8 vector %d (amax 0x%08" PRIx32 ", x 0x%08" PRIx32 "): %s\n",
                    k + 1, s58[k][1], s58[k][2], ok ? "in the set, codes as the table" : "MISSING");
