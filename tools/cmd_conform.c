@@ -381,6 +381,35 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
+/* The path of one of conform's helpers, found relative to the running lowp executable
+ * (never through the source or build tree it was compiled in, which an installed lowp may
+ * no longer have): first where `cmake --install` puts it relative to the bin directory
+ * (installed, e.g. "../share/lowp/interop_mldtypes.py"; tools/CMakeLists.txt computes
+ * these from GNUInstallDirs), then where the build tree has it relative to build/tools
+ * (build_rel, e.g. "../ref/liblowp.so"). Returns 0 and the path found; 1 with buf holding
+ * the installed candidate when neither exists (the report names it). */
+static int helper_path(char *buf, size_t len, const char *installed_rel, const char *build_rel)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(buf, len, "%s", installed_rel);
+        return 1;
+    }
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    /* a path that does not fit buf is treated as absent */
+    if ((size_t)snprintf(buf, len, "%s/%s", exe, installed_rel) < len && file_exists(buf))
+        return 0;
+    if ((size_t)snprintf(buf, len, "%s/%s", exe, build_rel) < len && file_exists(buf))
+        return 0;
+    if ((size_t)snprintf(buf, len, "%s/%s", exe, installed_rel) >= len)
+        snprintf(buf, len, "%s", installed_rel);
+    return 1;
+}
+
 /* Run an external checker; its stdout lines are passed through (and into the report).
  * When first / last are not NULL, the first and the last line starting with prefix are
  * kept there (each at most len bytes, newline dropped; "" if none). Returns its exit
@@ -436,13 +465,14 @@ static void first_line(const char *path, char *buf, size_t len)
 static void run_mldtypes(conform_run *run, int full)
 {
     char python[4096], script[4096], lib[4096], cmd[20480];
-    snprintf(script, sizeof script, "%s/tests/interop_mldtypes.py", LOWP_SOURCE_DIR);
-    snprintf(lib, sizeof lib, "%s/ref/liblowp.so", LOWP_BINARY_DIR);
+    int no_script = helper_path(script, sizeof script, LOWP_INSTALLED_DATA "/interop_mldtypes.py",
+                                "../share/lowp/interop_mldtypes.py");
+    int no_lib = helper_path(lib, sizeof lib, LOWP_INSTALLED_LIB "/liblowp.so", "../ref/liblowp.so");
     lowp_cli_python(python, sizeof python);
     case_set *s = new_set(run, "ml_dtypes", "ml_dtypes profile, every format", full ? "all binary32" : "binary32+64");
-    if (!file_exists(script) || !file_exists(lib)) {
+    if (no_script || no_lib) {
         s->skipped = 1;
-        snprintf(s->note, sizeof s->note, "needs the source tree and build (%.100s)", !file_exists(script) ? script : lib);
+        snprintf(s->note, sizeof s->note, "helper not installed beside lowp (%.100s)", no_script ? script : lib);
         return;
     }
     /* The helper's stderr goes to a temporary file: on a failure that is not a comparison
@@ -517,7 +547,7 @@ static char *read_text(const char *path)
     return b;
 }
 
-/* The GPU cvt check (LOWP_GPU_CVT_CHECK, else the build's gpu/lowp_gpu_cvt_check) writes
+/* The GPU cvt check (LOWP_GPU_CVT_CHECK, else the installed or built lowp_gpu_cvt_check) writes
  * a Markdown report of its own. It writes it into a private temporary folder, removed
  * afterwards; the text is returned (NULL if none) to become the last section of the
  * conform report when one is written. So --report D/x.md writes D/x.md and nothing
@@ -530,7 +560,7 @@ static char *run_gpu(conform_run *run)
     if (env_exe != NULL)
         snprintf(exe, sizeof exe, "%s", env_exe);
     else
-        snprintf(exe, sizeof exe, "%s/gpu/lowp_gpu_cvt_check", LOWP_BINARY_DIR);
+        helper_path(exe, sizeof exe, LOWP_INSTALLED_LIBEXEC "/lowp_gpu_cvt_check", "../gpu/lowp_gpu_cvt_check");
     case_set *s = new_set(run, "gpu", "hardware cvt (E4M3/E5M2/BF16/F16)", "all binary32");
     if (!file_exists(exe)) {
         s->skipped = 1;
