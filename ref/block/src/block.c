@@ -374,22 +374,38 @@ static void block_scales(const recipe_ctx *c, const float *x, size_t nb, uint8_t
 /* ---- quantize ------------------------------------------------------------------ */
 
 
+/* (double)x, exact, also for a binary32 subnormal under MXCSR.DAZ (which the conversion
+ * instruction would read as 0): a subnormal is its fraction times 2^-149, both exact in
+ * binary64, and 2^-149 is a binary64 normal that DAZ leaves alone. */
+static double widen_f32(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    if ((b & 0x7f800000u) != 0 || (b & 0x7fffffu) == 0)
+        return (double)x; /* normal, zero, Inf or NaN: the conversion is exact under DAZ */
+    double m = ldexp((double)(b & 0x7fffffu), -149);
+    return (b >> 31) ? -m : m;
+}
+
 static void count_chunk(const recipe_ctx *c, const float *x, const float *v, const uint8_t *ec,
                         const uint8_t *q, size_t n, lowp_quant_counts *k)
 {
     lowp_format ef = element_formats[c->format];
     uint16_t maxc = lowp_format_max_code(ef);
     uint16_t magmask = (uint16_t)((1u << (lowp_format_bits(ef) - 1)) - 1u);
-    /* Decode tables, once per chunk: every element and scale code decodes exactly. */
+    /* Decode tables, once per chunk: every element and scale code decodes exactly, in
+     * binary64 and never through a binary32 operand: with MXCSR.DAZ set, widening the
+     * binary32 subnormal 2^-127 (E8M0 code 0) or a subnormal dec would read it as 0 and
+     * count its block's elements as flushed, which the fused kernels do not. */
     double ev[256], sv[256];
     unsigned nec = lowp_format_code_count(ef);
     for (unsigned j = 0; j < nec && j < 256; j++)
-        ev[j] = (double)lowp_decode_f32(ef, (uint16_t)j);
+        ev[j] = lowp_decode_f64(ef, (uint16_t)j);
     int has_s = lowp_block_has_scales(c->format);
     lowp_format sf = c->format == LOWP_NVFP4 ? LOWP_E4M3 : LOWP_E8M0;
     for (unsigned j = 0; j < 256; j++)
-        sv[j] = has_s ? (double)lowp_decode_f32(sf, (uint16_t)j) : 1.0;
-    double g = lowp_block_has_global_scale(c->format) ? (double)c->gs.dec : 1.0;
+        sv[j] = has_s ? lowp_decode_f64(sf, (uint16_t)j) : 1.0;
+    double g = lowp_block_has_global_scale(c->format) ? widen_f32(c->gs.dec) : 1.0;
     size_t bs = c->bs;
     k->elements += n;
     for (size_t i = 0; i < n; i++) {
