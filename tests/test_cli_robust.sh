@@ -101,6 +101,12 @@ expect_error "stats seed word" "$lowp" stats --shape 4,1,16 --seed abc
 expect_error "calibrate search-max" "$lowp" calibrate --shape 4,1,16 --search-max 5x
 expect_error "bench ctx float" "$lowp" bench attn --ctx 1e3
 expect_error "attn-sweep seed" "$lowp" attn-sweep --seed 1.5
+# lowp vectors reads its numbers with the same parser: "010" is ten there too (it was octal)
+expect_error "vectors gen seed sign"   "$lowp" vectors gen --dir "$tmp/vg" --seed -1
+expect_error "vectors verify errors"   "$lowp" vectors verify --dir "$tmp" --errors 1e3
+expect_error "vectors check-block errors" "$lowp" vectors check-block f --results r --errors 5x
+"$lowp" vectors gen-block --dir "$tmp/vb" --seed 010 --commit x > "$tmp/vb.out" 2>&1 &&
+  grep -q '(seed 0xa, commit x)' "$tmp/vb.out" && ok || bad "vectors gen-block --seed 010 is not ten: $(cat "$tmp/vb.out")"
 # quantize --axis: signed, the same syntax (-0x1 is -1), nothing else
 gen "$tmp/ax.npy" 2,32 4
 "$lowp" quantize --format nvfp4 --in "$tmp/ax.npy" --out "$tmp/ax1.safetensors" --axis -1 > /dev/null 2>&1
