@@ -95,6 +95,30 @@ START_TEST(dtype_names_sizes_and_safetensors_order)
 }
 END_TEST
 
+/* The two spellings of a shape, and truncation to the buffer. */
+START_TEST(shape_text_json_and_tuple)
+{
+    static const size_t sh[3] = {2, 3, 40};
+    static const struct {
+        int ndim;
+        lowp_shape_style style;
+        const char *want;
+    } t[] = {
+        {0, LOWP_SHAPE_JSON, "[]"},    {1, LOWP_SHAPE_JSON, "[2]"},
+        {3, LOWP_SHAPE_JSON, "[2, 3, 40]"},
+        {0, LOWP_SHAPE_TUPLE, "()"},   {1, LOWP_SHAPE_TUPLE, "(2,)"},
+        {2, LOWP_SHAPE_TUPLE, "(2, 3)"},
+    };
+    char buf[32];
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        lowp_shape_text(buf, sizeof buf, t[i].ndim, sh, t[i].style);
+        ck_assert_str_eq(buf, t[i].want);
+    }
+    lowp_shape_text(buf, 6, 3, sh, LOWP_SHAPE_JSON); /* "[2, 3, 40]" cut to 5 bytes */
+    ck_assert_str_eq(buf, "[2, 3");
+}
+END_TEST
+
 START_TEST(shape_product_overflow_is_refused)
 {
     size_t count, nbytes;
@@ -1002,6 +1026,7 @@ static Suite *tensor_suite(void)
     tcase_set_timeout(basics, 120);
     tcase_add_test(basics, dtype_names_sizes_and_safetensors_order);
     tcase_add_test(basics, shape_product_overflow_is_refused);
+    tcase_add_test(basics, shape_text_json_and_tuple);
     tcase_add_test(basics, tensor_file_names_and_metadata);
     tcase_add_test(basics, npy_exact_bytes_written_and_read);
     tcase_add_test(basics, npy_other_header_spellings_are_read);

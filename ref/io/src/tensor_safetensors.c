@@ -172,15 +172,6 @@ static int entry_by_offsets(const void *a, const void *b)
     return (x->end > y->end) - (x->end < y->end);
 }
 
-static void shape_text(char *buf, size_t len, int ndim, const size_t *shape)
-{
-    size_t k = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < ndim && k < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, i ? ", %zu" : "%zu", shape[i]);
-    if (k < len)
-        snprintf(buf + k, len - k, "]");
-}
-
 static int check_entry(json_t *t, entry *e, size_t data_len, char *why, size_t why_len)
 {
     char pn[52];
@@ -233,7 +224,7 @@ static int check_entry(json_t *t, entry *e, size_t data_len, char *why, size_t w
                     e->begin, e->end, data_len);
     size_t count, nbytes;
     char st[200];
-    shape_text(st, sizeof st, e->ndim, e->shape);
+    lowp_shape_text(st, sizeof st, e->ndim, e->shape, LOWP_SHAPE_JSON);
     if (lowp_shape_size(e->ndim, e->shape, lowp_dtype_size(e->dtype), &count, &nbytes))
         return lowp_why_set(why, why_len, "tensor '%s': shape %s of %s overflows size_t", pn, st, dn);
     if (nbytes != e->end - e->begin)
