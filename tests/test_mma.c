@@ -77,6 +77,15 @@ static const char *kind_name[NKINDS] = {"uniform", "narrow",  "window", "c-domin
 /* A failure line, at most LOWP_TEST_SAY_MAX per process (tests/lib). */
 #define say(...) lowp_test_say("mma", __VA_ARGS__)
 
+/* n cases checked, bad of them wrong: into the run's totals (printed by main), and the test
+ * fails unless bad is 0. */
+static void tally(unsigned long long n, unsigned long long bad)
+{
+    total_checked += n;
+    total_bad += bad;
+    ck_assert_uint_eq(bad, 0);
+}
+
 /* ---------------------------------------------------------------------------------------
  * The oracle
  * ------------------------------------------------------------------------------------- */
@@ -448,9 +457,7 @@ START_TEST(probes_hand_predictions)
     ows_clear(&o);
     printf("mma: %zu probes, %d parameter alternatives: hand predictions %s\n", n, alts,
            bad ? "WRONG" : "confirmed");
-    total_checked += n;
-    total_bad += (unsigned long long)bad;
-    ck_assert_int_eq(bad, 0);
+    tally(n, (unsigned long long)bad);
 }
 END_TEST
 
@@ -521,9 +528,7 @@ START_TEST(random_default_params)
     for (int k = 0; k < NKINDS; k++)
         if (pk[k])
             printf("mma:   kind %s: %llu\n", kind_name[k], pk[k]);
-    total_checked += RANDOM_DEFAULT;
-    total_bad += bad;
-    ck_assert_uint_eq(bad, 0);
+    tally(RANDOM_DEFAULT, bad);
 }
 END_TEST
 
@@ -553,9 +558,7 @@ START_TEST(random_all_candidates)
     printf("mma: %zu random cases over %zu candidate parameter sets vs oracle: %llu "
            "mismatches (%.1f s)\n",
            ncase, nc, bad, lowp_test_now() - t0);
-    total_checked += ncase;
-    total_bad += bad;
-    ck_assert_uint_eq(bad, 0);
+    tally(ncase, bad);
 }
 END_TEST
 
@@ -997,9 +1000,7 @@ START_TEST(fast_vs_general)
     for (int j = 0; j < R_NCLASS; j++)
         printf(" %s %llu%s", rclass_name[j], cls[j], j + 1 < R_NCLASS ? "," : "\n");
     printf("mma:   bf16 patterns never seen: %zu in a, %zu in b\n", miss_a, miss_b);
-    total_checked += FAST_CASES;
-    total_bad += bad;
-    ck_assert_uint_eq(bad, 0);
+    tally(FAST_CASES, bad);
     ck_assert_uint_eq(miss_a, 0);
     ck_assert_uint_eq(miss_b, 0);
     for (int j = 0; j < R_NCLASS; j++)

@@ -215,25 +215,28 @@ static void copy_line(char *out, size_t len, const char *s)
     out[k] = '\0';
 }
 
-/* The check-test vector file: its path and contents. */
-static char *check_file(char *path, size_t len, size_t *n)
+/* How the check tests start: the check-test vector file (its path, and its text returned)
+ * and the test's scratch space. */
+static char *check_start(char *path, size_t len, scratch *w)
 {
     snprintf(path, len, "%s/%s", g_elem_dir, CHECK_FILE);
-    char *text = lowp_test_read_file(path, n);
+    char *text = lowp_test_read_file(path, NULL);
     if (text == NULL) {
         size_t k;
         char **names = list_files(g_elem_dir, is_elem_file, &k);
         ck_assert_msg(k > 0, "no vector files in %s", g_elem_dir);
         snprintf(path, len, "%s/%s", g_elem_dir, names[0]);
         free_list(names);
-        text = lowp_test_read_file(path, n);
+        text = lowp_test_read_file(path, NULL);
     }
     ck_assert_msg(text != NULL, "cannot read %s", path);
+    scratch_make(w);
     return text;
 }
 
 /* Results file text: the code column of every case line, one per line. With flip_case >= 0
- * that case's code has its low bit flipped and *flip_line gets the case's line number. */
+ * that case's code has its low bit flipped and *flip_line gets the case's line number
+ * (flip_line may be NULL when flip_case is -1). */
 static char *results_from(const char *text, long flip_case, long *flip_line, size_t *cases)
 {
     size_t cap = strlen(text) + 1, n = 0;
@@ -409,13 +412,11 @@ END_TEST
 START_TEST(check_accepts_correct_results)
 {
     char path[8192];
-    size_t n, cases;
-    long unused = 0;
-    char *text = check_file(path, sizeof path, &n);
+    size_t cases;
     scratch w;
-    scratch_make(&w);
+    char *text = check_start(path, sizeof path, &w);
 
-    char *r = results_from(text, -1, &unused, &cases);
+    char *r = results_from(text, -1, NULL, &cases);
     write_file(w.res, r, strlen(r));
     const char *args[] = {"vectors", "check", path, "--results", w.res, NULL};
     int rc = run_lowp(args, w.out, w.err);
@@ -442,11 +443,10 @@ END_TEST
 START_TEST(check_reports_a_flipped_code)
 {
     char path[8192];
-    size_t n, cases;
+    size_t cases;
     long flip_line = -1;
-    char *text = check_file(path, sizeof path, &n);
     scratch w;
-    scratch_make(&w);
+    char *text = check_start(path, sizeof path, &w);
 
     char *probe = results_from(text, -1, &flip_line, &cases);
     free(probe);
@@ -508,12 +508,10 @@ END_TEST
 START_TEST(check_rejects_malformed_results)
 {
     char path[8192];
-    size_t n, cases;
-    long unused = 0;
-    char *text = check_file(path, sizeof path, &n);
+    size_t cases;
     scratch w;
-    scratch_make(&w);
-    char *r = results_from(text, -1, &unused, &cases);
+    char *text = check_start(path, sizeof path, &w);
+    char *r = results_from(text, -1, NULL, &cases);
 
     /* Line 3 is not hex. */
     char *bad = malloc(strlen(r) + 8);
