@@ -274,6 +274,21 @@ static double approx_dot(const uint16_t *a, const uint16_t *b)
     return d;
 }
 
+/* The C of the tiny kinds, chosen by the case's first draw r0: +-0 (a quarter of cases), a
+ * binary32 subnormal (or zero) of either sign made of r0's bits (a quarter), else a value
+ * drawn with its exponent in [-149, ehi] (two more draws from s). */
+static uint32_t tiny_c(uint64_t *s, uint64_t r0, int ehi)
+{
+    switch (r0 % 4) {
+    case 0:
+        return (uint32_t)(r0 & 0x80000000u);
+    case 1:
+        return (uint32_t)((r0 >> 8) & 0x807FFFFFu);
+    default:
+        return lowp_test_f32_draw(s, -149, ehi);
+    }
+}
+
 static void gen_case(uint64_t *s, int kind, uint16_t *a, uint16_t *b, uint32_t *c)
 {
     const uint64_t r0 = lowp_splitmix64(s);
@@ -358,16 +373,7 @@ static void gen_case(uint64_t *s, int kind, uint16_t *a, uint16_t *b, uint32_t *
             a[i] = r % 8 == 0 ? (uint16_t)((r >> 8) & 0x807F) : lowp_test_bf16_draw(s, -82, -55);
             b[i] = r % 4 == 1 ? (uint16_t)(r & 0x8000) : lowp_test_bf16_draw(s, -82, -55);
         }
-        switch (r0 % 4) {
-        case 0:
-            *c = (uint32_t)(r0 & 0x80000000u);
-            break;
-        case 1:
-            *c = (uint32_t)((r0 >> 8) & 0x807FFFFFu);
-            break;
-        default:
-            *c = lowp_test_f32_draw(s, -149, -118);
-        }
+        *c = tiny_c(s, r0, -118);
         break;
     case 7: /* zeros next to huge partners */
         for (int i = 0; i < 16; i++) {
@@ -841,16 +847,7 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
             if (lowp_splitmix64(s) % 6 == 0)
                 a[i] &= 0x8000;
         }
-        switch (r0 % 4) {
-        case 0:
-            *c = (uint32_t)(r0 & 0x80000000u);
-            break;
-        case 1:
-            *c = (uint32_t)(r0 >> 8) & 0x807FFFFFu;
-            break;
-        default:
-            *c = lowp_test_f32_draw(s, -149, -110);
-        }
+        *c = tiny_c(s, r0, -110);
         if (ladder) { /* a[1] * b[1], a[2] * b[2] < 0, the others below 2^-165 or zero
                        * (a zero product would hold E at -133 without C) */
             a[0] = lowp_test_bf16_make(0, -70, (unsigned)(r0 >> 16));
