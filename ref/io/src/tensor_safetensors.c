@@ -590,17 +590,28 @@ int lowp_safetensors_header(const lowp_tensor_file *f, unsigned char **hdr, size
     return 0;
 }
 
+/* lowp_safetensors_header with the order it lays the data out in: *hdr and *order are
+ * malloc'd (the caller frees both) on success; on failure nothing is left allocated. */
+static int header_and_order(const lowp_tensor_file *f, unsigned char **hdr, size_t *hl,
+                            size_t **order, char *why, size_t why_len)
+{
+    *order = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof **order);
+    if (*order == NULL)
+        return lowp_why_set(why, why_len, "out of memory");
+    if (lowp_safetensors_header(f, hdr, hl, *order, why, why_len)) {
+        free(*order);
+        *order = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int lowp_safetensors_emit(FILE *out, const lowp_tensor_file *f, char *why, size_t why_len)
 {
     unsigned char *hdr;
-    size_t hl;
-    size_t *order = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *order);
-    if (order == NULL)
-        return lowp_why_set(why, why_len, "out of memory");
-    if (lowp_safetensors_header(f, &hdr, &hl, order, why, why_len)) {
-        free(order);
+    size_t hl, *order;
+    if (header_and_order(f, &hdr, &hl, &order, why, why_len))
         return -1;
-    }
     int bad = fwrite(hdr, 1, hl, out) != hl;
     for (size_t i = 0; i < f->n_tensors && !bad; i++) {
         const lowp_tensor *t = &f->tensors[order[i]];
@@ -619,14 +630,9 @@ int lowp_safetensors_serialize(const lowp_tensor_file *f, unsigned char **buf, s
     *buf = NULL;
     *len = 0;
     unsigned char *hdr;
-    size_t hl, total;
-    size_t *order = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *order);
-    if (order == NULL)
-        return lowp_why_set(why, why_len, "out of memory");
-    if (lowp_safetensors_header(f, &hdr, &hl, order, why, why_len)) {
-        free(order);
+    size_t hl, total, *order;
+    if (header_and_order(f, &hdr, &hl, &order, why, why_len))
         return -1;
-    }
     total = hl;
     for (size_t i = 0; i < f->n_tensors; i++)
         total += f->tensors[i].nbytes; /* the header check proved the sum fits */
