@@ -54,17 +54,18 @@
 
 #define QUICK_CASES 300
 #define FULL_CASES 12000
-#define MAX_REPORT 20
 #define CASE_MSG 1600
 
 static int full;
 static uint64_t seed = LOWP_DEFAULT_SEED;
 static unsigned long long total_cases, total_outputs, total_bad;
-static int reported;
 
 /* ---------------------------------------------------------------------------------------
  * Helpers
  * ------------------------------------------------------------------------------------- */
+
+/* A failure line, at most LOWP_TEST_SAY_MAX per process (tests/lib). */
+#define say(...) lowp_test_say("attn", __VA_ARGS__)
 
 static size_t urange(uint64_t *s, size_t n) /* [0, n) */
 {
@@ -92,30 +93,6 @@ static int same32(float a, float b)
 {
     return (isnan(a) && isnan(b)) || lowp_test_f32_bits(a) == lowp_test_f32_bits(b) ||
            (a == 0.0f && b == 0.0f);
-}
-
-/* A line for the report, at most MAX_REPORT per process (then a note). */
-static void say(const char *fmt, ...)
-{
-    int k;
-#pragma omp atomic capture
-    k = ++reported;
-    if (k > MAX_REPORT) {
-        if (k == MAX_REPORT + 1)
-            printf("attn: further failures not shown\n");
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    ck_assert_msg(p != NULL, "out of memory (%zu bytes)", n);
-    return p;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -214,9 +191,9 @@ static void gen_case(size_t idx, acase *c)
     c->nk = ctx * nkv * D;
     c->nv = ctx * nkv * E;
     c->no = q_len * nq * E;
-    c->q = xmalloc(c->nq * sizeof(double));
-    c->k = xmalloc(c->nk * sizeof(double));
-    c->v = xmalloc(c->nv * sizeof(double));
+    c->q = lowp_test_xmalloc(c->nq * sizeof(double));
+    c->k = lowp_test_xmalloc(c->nk * sizeof(double));
+    c->v = lowp_test_xmalloc(c->nv * sizeof(double));
     double sq = 1, sk = 1, sv = 1;
     static const double MAG[] = {1, 0.01, 30, 1e-5, 1e5};
     if (c->kind == K_RANDOM) {
@@ -351,9 +328,10 @@ static void check_case(size_t idx, case_result *res)
     acase c;
     gen_case(idx, &c);
     memset(res, 0, sizeof *res);
-    float *o32 = xmalloc(c.no * sizeof(float)), *p32 = NULL;
-    double *o64 = xmalloc(c.no * sizeof(double)), *ref = xmalloc(c.no * sizeof(double));
-    double *bnd = xmalloc(c.no * sizeof(double)), *p64 = NULL;
+    float *o32 = lowp_test_xmalloc(c.no * sizeof(float)), *p32 = NULL;
+    double *o64 = lowp_test_xmalloc(c.no * sizeof(double)),
+            *ref = lowp_test_xmalloc(c.no * sizeof(double));
+    double *bnd = lowp_test_xmalloc(c.no * sizeof(double)), *p64 = NULL;
     char why[256];
     lowp_attn_oracle_stats os = {0, 0, 0, 0};
     if (lowp_attn_oracle_mpfr_ex(&c.s, c.q, c.k, c.v, 0, o32, o64, &os, why, sizeof why) ||
@@ -414,8 +392,8 @@ static void check_case(size_t idx, case_result *res)
     }
     /* correct rounding does not depend on the working precision */
     if (idx % 4 == 0) {
-        p32 = xmalloc(c.no * sizeof(float));
-        p64 = xmalloc(c.no * sizeof(double));
+        p32 = lowp_test_xmalloc(c.no * sizeof(float));
+        p64 = lowp_test_xmalloc(c.no * sizeof(double));
         if (lowp_attn_oracle_mpfr(&c.s, c.q, c.k, c.v, 256, p32, p64, why, sizeof why)) {
             res->bad++;
             cr_add(res, "attn oracle [%s]: prec 256 refused: %s\n", c.label, why);
@@ -446,7 +424,7 @@ out:
 START_TEST(ref_within_bound_of_oracle)
 {
     size_t n = full ? FULL_CASES : QUICK_CASES;
-    case_result *res = xmalloc(n * sizeof *res);
+    case_result *res = lowp_test_xmalloc(n * sizeof *res);
     double t0 = lowp_test_now();
     int progress = full && isatty(STDERR_FILENO);
     size_t done = 0;
@@ -551,7 +529,7 @@ static int naive_row(const lowp_attn_shape *s, const double *q, const double *k,
     const size_t g = h / (s->num_q_heads / nkv), n = s->q_offset + i + 1;
     const double *qr = q + (i * s->num_q_heads + h) * D;
     double sm = s->sm_scale == 0 ? 1.0 / sqrt((double)D) : s->sm_scale;
-    mpfr_t *sc = xmalloc(n * sizeof(mpfr_t));
+    mpfr_t *sc = lowp_test_xmalloc(n * sizeof(mpfr_t));
     mpfr_t a, b, m, w, L, N, o;
     mpfr_inits2(4800, a, b, m, (mpfr_ptr)0);
     mpfr_inits2(3000, w, L, N, o, (mpfr_ptr)0);
@@ -633,10 +611,11 @@ START_TEST(oracle_matches_plain_mpfr)
             ctx,
             ctx - q_len,
             urange(&st, 2) ? 0.0 : ldexp(lowp_test_gauss(&st), (int)urange(&st, 10) - 5)};
-        double *q = xmalloc(q_len * 2 * D * sizeof(double)), *k = xmalloc(ctx * D * sizeof(double));
-        double *v = xmalloc(ctx * E * sizeof(double)),
-               *o64 = xmalloc(q_len * 2 * E * sizeof(double));
-        float *o32 = xmalloc(q_len * 2 * E * sizeof(float));
+        double *q = lowp_test_xmalloc(q_len * 2 * D * sizeof(double)),
+                *k = lowp_test_xmalloc(ctx * D * sizeof(double));
+        double *v = lowp_test_xmalloc(ctx * E * sizeof(double)),
+               *o64 = lowp_test_xmalloc(q_len * 2 * E * sizeof(double));
+        float *o32 = lowp_test_xmalloc(q_len * 2 * E * sizeof(float));
         for (size_t x = 0; x < q_len * 2 * D; x++)
             q[x] = wild(&st, mq);
         for (size_t x = 0; x < ctx * D; x++)
@@ -833,9 +812,11 @@ START_TEST(threads_and_probs)
     acase c;
     gen_case(1, &c); /* a one-hot case */
     char why[200];
-    double *a = xmalloc(c.no * sizeof(double)), *b = xmalloc(c.no * sizeof(double));
-    double *ra = xmalloc(c.no * sizeof(double)), *rb = xmalloc(c.no * sizeof(double));
-    double *p = xmalloc(c.s.q_len * c.s.num_q_heads * c.s.ctx * sizeof(double));
+    double *a = lowp_test_xmalloc(c.no * sizeof(double)),
+            *b = lowp_test_xmalloc(c.no * sizeof(double));
+    double *ra = lowp_test_xmalloc(c.no * sizeof(double)),
+            *rb = lowp_test_xmalloc(c.no * sizeof(double));
+    double *p = lowp_test_xmalloc(c.s.q_len * c.s.num_q_heads * c.s.ctx * sizeof(double));
     int nt = omp_get_max_threads();
     omp_set_num_threads(1);
     ck_assert_int_eq(lowp_attn_oracle_mpfr(&c.s, c.q, c.k, c.v, 0, NULL, a, why, sizeof why), 0);
@@ -880,9 +861,12 @@ START_TEST(ref_merges_chunks)
     uint64_t st = lowp_test_stream(seed, 4, 0, 0);
     size_t ctx = 4100, D = 64, E = 16;
     lowp_attn_shape s = {1, 2, 1, D, E, ctx, ctx - 1, 0.0};
-    double *q = xmalloc(2 * D * sizeof(double)), *k = xmalloc(ctx * D * sizeof(double));
-    double *v = xmalloc(ctx * E * sizeof(double)), *o = xmalloc(2 * E * sizeof(double));
-    double *r = xmalloc(2 * E * sizeof(double)), *b = xmalloc(2 * E * sizeof(double));
+    double *q = lowp_test_xmalloc(2 * D * sizeof(double)),
+            *k = lowp_test_xmalloc(ctx * D * sizeof(double));
+    double *v = lowp_test_xmalloc(ctx * E * sizeof(double)),
+            *o = lowp_test_xmalloc(2 * E * sizeof(double));
+    double *r = lowp_test_xmalloc(2 * E * sizeof(double)),
+            *b = lowp_test_xmalloc(2 * E * sizeof(double));
     for (size_t x = 0; x < 2 * D; x++)
         q[x] = 2 * lowp_test_gauss(&st);
     for (size_t x = 0; x < ctx * D; x++)
@@ -971,7 +955,7 @@ static void pcache_build(const pcase *pc, uint64_t st, pcache *out)
                       "%s", why);
     }
     /* pages in a shuffled order */
-    int32_t *perm = xmalloc(pages * sizeof *perm);
+    int32_t *perm = lowp_test_xmalloc(pages * sizeof *perm);
     for (size_t i = 0; i < pages; i++)
         perm[i] = (int32_t)i;
     for (size_t i = pages - 1; i > 0; i--) {
@@ -980,9 +964,9 @@ static void pcache_build(const pcase *pc, uint64_t st, pcache *out)
         perm[i] = perm[j];
         perm[j] = t;
     }
-    out->indptr = xmalloc((pc->batch + 1) * sizeof(int32_t));
+    out->indptr = lowp_test_xmalloc((pc->batch + 1) * sizeof(int32_t));
     out->indices = perm;
-    out->last = xmalloc(pc->batch * sizeof(int32_t));
+    out->last = lowp_test_xmalloc(pc->batch * sizeof(int32_t));
     out->indptr[0] = 0;
     for (size_t b = 0; b < pc->batch; b++) {
         size_t np = (pc->lens[b] + pc->P - 1) / pc->P;
@@ -990,8 +974,8 @@ static void pcache_build(const pcase *pc, uint64_t st, pcache *out)
         out->last[b] = (int32_t)(pc->lens[b] - (np - 1) * pc->P);
     }
     out->pt = (lowp_kv_page_table){pc->batch, out->indptr, out->indices, out->last};
-    float *kf = xmalloc(pc->H * pc->D * sizeof(float)),
-          *vf = xmalloc(pc->H * pc->E * sizeof(float));
+    float *kf = lowp_test_xmalloc(pc->H * pc->D * sizeof(float)),
+          *vf = lowp_test_xmalloc(pc->H * pc->E * sizeof(float));
     for (size_t b = 0; b < pc->batch; b++)
         for (size_t t = 0; t < pc->lens[b]; t++) {
             for (size_t x = 0; x < pc->H * pc->D; x++)
@@ -1006,7 +990,7 @@ static void pcache_build(const pcase *pc, uint64_t st, pcache *out)
     free(kf);
     free(vf);
     out->nq = pc->H * pc->r;
-    out->q = xmalloc(pc->batch * out->nq * pc->D * sizeof(double));
+    out->q = lowp_test_xmalloc(pc->batch * out->nq * pc->D * sizeof(double));
     for (size_t x = 0; x < pc->batch * out->nq * pc->D; x++)
         out->q[x] = lowp_test_gauss(&st);
 }
@@ -1025,9 +1009,9 @@ static unsigned long long paged_check(const pcase *pc, size_t idx, int with_orac
              lowp_kv_scale_gran_name(pc->gran), pc->P, H, pc->r, D, E, pc->lens[0],
              pc->batch > 1 ? pc->lens[1] : 0, pc->poison ? " poisoned" : "");
     lowp_kv_view view = lowp_kvcache_view(pk.c);
-    double *out1 = xmalloc(pc->batch * nq * E * sizeof(double));
-    double *out2 = xmalloc(pc->batch * nq * E * sizeof(double));
-    double *bnd = xmalloc(pc->batch * nq * E * sizeof(double));
+    double *out1 = lowp_test_xmalloc(pc->batch * nq * E * sizeof(double));
+    double *out2 = lowp_test_xmalloc(pc->batch * nq * E * sizeof(double));
+    double *bnd = lowp_test_xmalloc(pc->batch * nq * E * sizeof(double));
     lowp_attn_paged_args a = {pk.c, &view, &pk.pt, nq, 0.0, pk.q, 1};
     double t0 = lowp_test_now();
     ck_assert_msg(lowp_attn_paged_decode(&a, out1, NULL, why, sizeof why) == 0, "%s: %s", label,
@@ -1047,8 +1031,10 @@ static unsigned long long paged_check(const pcase *pc, size_t idx, int with_orac
         }
     for (size_t b = 0; b < pc->batch; b++) {
         size_t n = pc->lens[b];
-        double *kd = xmalloc(n * H * D * sizeof(double)), *vd = xmalloc(n * H * E * sizeof(double));
-        double *rd = xmalloc(nq * E * sizeof(double)), *bd = xmalloc(nq * E * sizeof(double));
+        double *kd = lowp_test_xmalloc(n * H * D * sizeof(double)),
+                *vd = lowp_test_xmalloc(n * H * E * sizeof(double));
+        double *rd = lowp_test_xmalloc(nq * E * sizeof(double)),
+                *bd = lowp_test_xmalloc(nq * E * sizeof(double));
         ck_assert_msg(lowp_kvcache_gather(pk.c, &view, &pk.pt, b, n, kd, vd, why, sizeof why) == 0,
                       "%s", why);
         lowp_attn_shape s = {1, nq, H, D, E, n, n - 1, 0.0};
@@ -1074,7 +1060,7 @@ static unsigned long long paged_check(const pcase *pc, size_t idx, int with_orac
             }
         }
         if (with_oracle && n <= 600) {
-            double *o = xmalloc(nq * E * sizeof(double));
+            double *o = lowp_test_xmalloc(nq * E * sizeof(double));
             ck_assert_msg(lowp_attn_oracle_mpfr(&s, qb, kd, vd, 0, NULL, o, why, sizeof why) == 0,
                           "%s", why);
             for (size_t x = 0; x < nq * E; x++)
@@ -1225,19 +1211,11 @@ END_TEST
 static Suite *attn_suite(void)
 {
     Suite *s = suite_create("attn");
-    TCase *tc = tcase_create("attn");
-    tcase_set_timeout(tc, full ? 5400 : 1800);
-    tcase_add_test(tc, shape_checks);
-    tcase_add_test(tc, special_values);
-    tcase_add_test(tc, oracle_retry_and_midpoints);
-    tcase_add_test(tc, oracle_matches_plain_mpfr);
-    tcase_add_test(tc, threads_and_probs);
-    tcase_add_test(tc, ref_merges_chunks);
-    tcase_add_test(tc, ref_within_bound_of_oracle);
-    tcase_add_test(tc, paged_refusals);
-    tcase_add_test(tc, paged_equals_dense_reference);
-    tcase_add_test(tc, bench_runs);
-    suite_add_tcase(s, tc);
+    lowp_test_tcase(s, "attn", full ? 5400 : 1800,
+                    LOWP_TESTS(shape_checks, special_values, oracle_retry_and_midpoints,
+                               oracle_matches_plain_mpfr, threads_and_probs, ref_merges_chunks,
+                               ref_within_bound_of_oracle, paged_refusals,
+                               paged_equals_dense_reference, bench_runs));
     return s;
 }
 

@@ -13,19 +13,14 @@
 #     (subnormal E4M3 block scales, FP8 subnormals), and V above 448 at scale 1.0
 #     saturates on the FP8 write but becomes NaN in the extend path's torch cast;
 #   - bad input: exit 2, one "lowp: " line naming the offending argument, no output file.
-set -u
-lowp=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib/cli_test.sh"
+cli_test_start test_attn_cli "$1"
 
 # ---- input generators ---------------------------------------------------------------
 cat > "$tmp/gen.pl" <<'EOF'
 # gen.pl FILE D0,D1,D2 SEED SCALE [SPIKE:PERIOD]: float32 .npy of SCALE * N(0,1), every
 # PERIOD-th element replaced by +-SPIKE (alternating). Deterministic (xorshift32).
+require "npy.pl";
 my ($file, $shape, $seed, $scale, $spike) = @ARGV;
 my @d = split /,/, $shape; my $n = 1; $n *= $_ for @d;
 my $x = ($seed * 2654435761 + 12345) & 0xffffffff; $x = 1 if $x == 0;
@@ -37,22 +32,17 @@ for (my $i = 0; $i < $n; $i += 2) {
 }
 splice @v, $n;
 if (defined $spike) { my ($sv, $per) = split /:/, $spike; for (my $i = 0; $i < $n; $i += $per) { $v[$i] = ($i / $per) % 2 ? -$sv : $sv; } }
-my $h = "{'descr': '<f4', 'fortran_order': False, 'shape': (" . join(", ", @d) . (@d == 1 ? "," : "") . "), }";
-$h .= " " x (63 - (10 + length($h)) % 64) . "\n";
-open(my $f, ">", $file) or die; binmode $f;
-print $f "\x93NUMPY\x01\x00", pack("v", length($h)), $h, pack("f<*", @v); close $f;
+npy_write($file, "<f4", "f<", \@d, @v);
 EOF
 cat > "$tmp/ints.pl" <<'EOF'
 # ints.pl FILE DESCR V...: a 1-D .npy of the values ('<i4', '<i8' or '<f4')
+require "npy.pl";
 my ($file, $descr, @v) = @ARGV;
 my %pk = ("<i4" => "l<", "<i8" => "q<", "<f4" => "f<");
-my $h = "{'descr': '$descr', 'fortran_order': False, 'shape': (" . scalar(@v) . ",), }";
-$h .= " " x (63 - (10 + length($h)) % 64) . "\n";
-open(my $f, ">", $file) or die; binmode $f;
-print $f "\x93NUMPY\x01\x00", pack("v", length($h)), $h, pack("$pk{$descr}*", @v); close $f;
+npy_write($file, $descr, $pk{$descr}, [scalar(@v)], @v);
 EOF
-gen() { perl "$tmp/gen.pl" "$@"; }
-ints() { perl "$tmp/ints.pl" "$@"; }
+gen() { perl -I"$cli_test_lib" "$tmp/gen.pl" "$@"; }
+ints() { perl -I"$cli_test_lib" "$tmp/ints.pl" "$@"; }
 
 # A decode-and-verify case: 2 query tokens, GQA 8 query / 2 KV heads, dim 64, 100 tokens
 # (page 16 leaves the last page 4/16 full, page 64 leaves 28 poisoned slots).
@@ -190,17 +180,9 @@ run vout_exact $QO --kv-format nvfp4 --v-scale 1 --out "$tmp/o_vox.npy"
 [ "$(count "$tmp/vout_exact.txt" '# output' nan)" = 0 ] && ok || bad "exact nvfp4 path with V = 600 produced NaN"
 
 # ---- bad input ---------------------------------------------------------------------------
-expect_error() { # name pattern command...: exit 2, one "lowp: " line matching pattern, no output
-  name=$1 pat=$2; shift 2
-  rm -f "$tmp"/e.npy*
-  "$@" > "$tmp/stdout" 2> "$tmp/err" < /dev/null
-  rc=$?
-  if [ "$rc" -ne 2 ]; then bad "$name: exit $rc, expected 2 ($(head -c 200 "$tmp/err"))"; return; fi
-  if [ "$(wc -l < "$tmp/err")" -ne 1 ] || ! grep -q '^lowp: ' "$tmp/err"; then bad "$name: stderr not one 'lowp:' line: $(cat "$tmp/err")"; return; fi
-  if ! grep -q -e "$pat" "$tmp/err"; then bad "$name: message does not name '$pat': $(cat "$tmp/err")"; return; fi
-  if ls "$tmp" | grep -q '^e.npy'; then bad "$name: output file left behind"; return; fi
-  ok
-}
+# expect_error_naming (tests/lib/cli_test.sh): exit 2, one "lowp: " line naming the
+# pattern, no e.npy (nor its temporary) left
+cli_no_output=e.npy
 E="--out $tmp/e.npy"
 gen "$tmp/v90.npy" 90,2,64 3 1
 gen "$tmp/v3h.npy" 100,3,64 3 1
@@ -216,46 +198,46 @@ gen "$tmp/knan.npy" 100,2,64 2 1
 # poison one element of K with a NaN (bytes 0x7fc00000 at element 5)
 perl -e 'open(F, "+<", $ARGV[0]) or die; binmode F; seek(F, 128 + 20, 0); print F pack("V", 0x7fc00000); close F' "$tmp/knan.npy"
 A="$lowp attn"
-expect_error "V tokens != K tokens"   "--v"          $A --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v90.npy" --kv-format nvfp4 $E
-expect_error "V heads != K heads"     "--v"          $A --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v3h.npy" --kv-format nvfp4 $E
-expect_error "Q dim != K dim"         "--q"          $A --q "$tmp/q48.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
-expect_error "heads not divisible"    "--q"          $A --q "$tmp/q6.npy" --k "$tmp/k4.npy" --v "$tmp/v4.npy" --kv-format nvfp4 $E
-expect_error "q_len > ctx"            "--q"          $A --q "$tmp/qlong.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
-expect_error "q-offset past ctx"      "--q-offset"   $A $Q --kv-format nvfp4 --q-offset 99 $E
-expect_error "rank-2 K"               "--k"          $A --q "$tmp/q.npy" --k "$tmp/k2d.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
-expect_error "NaN in K"               "--k"          $A --q "$tmp/q.npy" --k "$tmp/knan.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
-expect_error "dim not a block multiple" "--kv-format" $A --q "$tmp/q24.npy" --k "$tmp/k24.npy" --v "$tmp/k24.npy" --kv-format nvfp4 $E
+expect_error_naming "V tokens != K tokens"   "--v"          $A --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v90.npy" --kv-format nvfp4 $E
+expect_error_naming "V heads != K heads"     "--v"          $A --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v3h.npy" --kv-format nvfp4 $E
+expect_error_naming "Q dim != K dim"         "--q"          $A --q "$tmp/q48.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
+expect_error_naming "heads not divisible"    "--q"          $A --q "$tmp/q6.npy" --k "$tmp/k4.npy" --v "$tmp/v4.npy" --kv-format nvfp4 $E
+expect_error_naming "q_len > ctx"            "--q"          $A --q "$tmp/qlong.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
+expect_error_naming "q-offset past ctx"      "--q-offset"   $A $Q --kv-format nvfp4 --q-offset 99 $E
+expect_error_naming "rank-2 K"               "--k"          $A --q "$tmp/q.npy" --k "$tmp/k2d.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
+expect_error_naming "NaN in K"               "--k"          $A --q "$tmp/q.npy" --k "$tmp/knan.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
+expect_error_naming "dim not a block multiple" "--kv-format" $A --q "$tmp/q24.npy" --k "$tmp/k24.npy" --v "$tmp/k24.npy" --kv-format nvfp4 $E
 ints "$tmp/pt_short.npy" '<i4' 0 1 2
 ints "$tmp/pt_oor.npy" '<i4' 0 1 2 3 4 5 9
 ints "$tmp/pt_neg.npy" '<i4' 0 1 2 -1 4 5 6
 ints "$tmp/pt_dup.npy" '<i4' 0 1 2 3 4 5 5
 ints "$tmp/pt_f.npy" '<f4' 0 1 2 3 4 5 6
-expect_error "page table too short"   "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_short.npy" $E
-expect_error "page index out of range" "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_oor.npy" --num-pages 8 $E
-expect_error "negative page index"    "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_neg.npy" $E
-expect_error "repeated page"          "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_dup.npy" $E
-expect_error "float page table"       "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_f.npy" $E
-expect_error "unknown format"         "--kv-format"  $A $Q --kv-format fp6 $E
-expect_error "unknown recipe"         "--recipe"     $A $Q --kv-format nvfp4 --recipe fast $E
-expect_error "recipe not for format"  "--recipe"     $A $Q --kv-format nvfp4 --recipe ocp $E
-expect_error "unknown path"           "--path"       $A $Q --kv-format nvfp4 --path verify $E
-expect_error "unknown layout"         "--layout"     $A $Q --kv-format nvfp4 --layout nchw $E
-expect_error "unknown scale order"    "--v-sf-order" $A $Q --kv-format nvfp4 --v-sf-order swizzle $E
-expect_error "interleave on fp8"      "interleave"   $A $Q --kv-format fp8_e4m3 --v-sf-order interleave4 $E
-expect_error "interleave page 6"      "page"         $A $Q --kv-format nvfp4 --v-sf-order interleave4 --page-size 6 $E
-expect_error "global scale on mxfp4"  "--k-scale"    $A $Q --kv-format mxfp4 --k-scale 2 $E
-expect_error "zero scale"             "--v-scale"    $A $Q --kv-format nvfp4 --v-scale 0 $E
-expect_error "extend on fp8"          "--path"       $A $Q --kv-format fp8_e4m3 --path extend $E
-expect_error "fp8kv on nvfp4"         "--path"       $A $Q --kv-format nvfp4 --path fp8kv $E
-expect_error "chunk-start off extend" "--chunk-start" $A $Q --kv-format nvfp4 --chunk-start 3 $E
-expect_error "missing --out"          "--out"        $A $Q --kv-format nvfp4
-expect_error "missing --kv-format"    "--kv-format"  $A $Q $E
-expect_error "unknown option"         "--fast"       $A $Q --kv-format nvfp4 --fast $E
-expect_error "missing value"          "--page-size"  $A $Q --kv-format nvfp4 $E --page-size
-expect_error "page size 0"            "--page-size"  $A $Q --kv-format nvfp4 --page-size 0 $E
-expect_error "missing input"          "--q"          $A --q "$tmp/none.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
-expect_error "unwritable --baseline"  "--baseline"   $A $Q --kv-format nvfp4 $E --baseline "$tmp/no/such/dir/b.npy"
-expect_error "unwritable --out"       "--out"        $A $Q --kv-format nvfp4 --out "$tmp/no/such/dir/e.npy"
+expect_error_naming "page table too short"   "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_short.npy" $E
+expect_error_naming "page index out of range" "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_oor.npy" --num-pages 8 $E
+expect_error_naming "negative page index"    "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_neg.npy" $E
+expect_error_naming "repeated page"          "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_dup.npy" $E
+expect_error_naming "float page table"       "--page-table" $A $Q --kv-format nvfp4 --page-table "$tmp/pt_f.npy" $E
+expect_error_naming "unknown format"         "--kv-format"  $A $Q --kv-format fp6 $E
+expect_error_naming "unknown recipe"         "--recipe"     $A $Q --kv-format nvfp4 --recipe fast $E
+expect_error_naming "recipe not for format"  "--recipe"     $A $Q --kv-format nvfp4 --recipe ocp $E
+expect_error_naming "unknown path"           "--path"       $A $Q --kv-format nvfp4 --path verify $E
+expect_error_naming "unknown layout"         "--layout"     $A $Q --kv-format nvfp4 --layout nchw $E
+expect_error_naming "unknown scale order"    "--v-sf-order" $A $Q --kv-format nvfp4 --v-sf-order swizzle $E
+expect_error_naming "interleave on fp8"      "interleave"   $A $Q --kv-format fp8_e4m3 --v-sf-order interleave4 $E
+expect_error_naming "interleave page 6"      "page"         $A $Q --kv-format nvfp4 --v-sf-order interleave4 --page-size 6 $E
+expect_error_naming "global scale on mxfp4"  "--k-scale"    $A $Q --kv-format mxfp4 --k-scale 2 $E
+expect_error_naming "zero scale"             "--v-scale"    $A $Q --kv-format nvfp4 --v-scale 0 $E
+expect_error_naming "extend on fp8"          "--path"       $A $Q --kv-format fp8_e4m3 --path extend $E
+expect_error_naming "fp8kv on nvfp4"         "--path"       $A $Q --kv-format nvfp4 --path fp8kv $E
+expect_error_naming "chunk-start off extend" "--chunk-start" $A $Q --kv-format nvfp4 --chunk-start 3 $E
+expect_error_naming "missing --out"          "--out"        $A $Q --kv-format nvfp4
+expect_error_naming "missing --kv-format"    "--kv-format"  $A $Q $E
+expect_error_naming "unknown option"         "--fast"       $A $Q --kv-format nvfp4 --fast $E
+expect_error_naming "missing value"          "--page-size"  $A $Q --kv-format nvfp4 $E --page-size
+expect_error_naming "page size 0"            "--page-size"  $A $Q --kv-format nvfp4 --page-size 0 $E
+expect_error_naming "missing input"          "--q"          $A --q "$tmp/none.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 $E
+expect_error_naming "unwritable --baseline"  "--baseline"   $A $Q --kv-format nvfp4 $E --baseline "$tmp/no/such/dir/b.npy"
+expect_error_naming "unwritable --out"       "--out"        $A $Q --kv-format nvfp4 --out "$tmp/no/such/dir/e.npy"
 
 # ---- lowp gpu attn --emulate (the CPU emulators of the GPU kernels; any machine) ------------
 # poke FILE INDEX BITS: set float32 element INDEX of an .npy to the bit pattern BITS (hex)
@@ -298,14 +280,14 @@ EOT
   case $file in gq) args="--q $tmp/p_$name.npy --k $tmp/k.npy --v $tmp/v.npy" ;;
                 k) args="--q $tmp/gq.npy --k $tmp/p_$name.npy --v $tmp/v.npy" ;;
                 v) args="--q $tmp/gq.npy --k $tmp/k.npy --v $tmp/p_$name.npy" ;; esac
-  expect_error "gpu attn $name" "^lowp: $opt.*element \\[$(echo "$at" | sed 's/,/, /g')\\] .*$what" $G $args --kv-format bf16 $E
+  expect_error_naming "gpu attn $name" "^lowp: $opt.*element \\[$(echo "$at" | sed 's/,/, /g')\\] .*$what" $G $args --kv-format bf16 $E
 done
 cp "$tmp/v.npy" "$tmp/p_vmax.npy"
 poke "$tmp/p_vmax.npy" 12799 7f7f7fff
 gpu_run g_vmax --q "$tmp/gq.npy" --k "$tmp/k.npy" --v "$tmp/p_vmax.npy" --kv-format bf16 --v-scale 1 --out "$tmp/gmax.npy"
 gen "$tmp/gq96.npy" 1,4,96 28 1
 gen "$tmp/gk96.npy" 20,2,96 29 1
-expect_error "gpu attn head dim 96"   "96"           $G --q "$tmp/gq96.npy" --k "$tmp/gk96.npy" --v "$tmp/gk96.npy" --kv-format bf16 $E
+expect_error_naming "gpu attn head dim 96"   "96"           $G --q "$tmp/gq96.npy" --k "$tmp/gk96.npy" --v "$tmp/gk96.npy" --kv-format bf16 $E
 
 # ---- built with CUDA: gpu conform's case plan, gpu attn without a GPU ------------------------
 # (a CPU-only build says "built without CUDA" for both, exit 2: checked, the rest skipped)
@@ -326,8 +308,8 @@ EOT
     grep -q "^lowp gpu conform: $((2 * n)) cases" "$tmp/gc_1.txt" && ok || bad "gpu conform --cases $n total: $(tail -n 1 "$tmp/gc_1.txt")"
     same "gpu conform --cases $n, 1 vs 2 threads" "$tmp/gc_1.cut" "$tmp/gc_2.cut"
   done
-  expect_error "gpu conform --formats ''" "--formats" "$lowp" gpu conform --emulator-only --formats ''
-  expect_error "gpu conform --formats ,"  "--formats" "$lowp" gpu conform --emulator-only --formats ,
+  expect_error_naming "gpu conform --formats ''" "--formats" "$lowp" gpu conform --emulator-only --formats ''
+  expect_error_naming "gpu conform --formats ,"  "--formats" "$lowp" gpu conform --emulator-only --formats ,
   # without a GPU, gpu attn finds that out first (no input read, nothing held: exit 77
   # also under LeakSanitizer, whose leak exit would be 23)
   if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi > /dev/null 2>&1; then
@@ -368,9 +350,8 @@ OMP_NUM_THREADS=1 "$lowp" attn $QM --kv-format nvfp4 --out "$tmp/o_t1.npy" > /de
 OMP_NUM_THREADS=2 "$lowp" attn $QM --kv-format nvfp4 --out "$tmp/o_t2.npy" > /dev/null 2>&1 || bad "attn with 2 threads"
 same "attn output, 1 vs 2 threads" "$tmp/o_t1.npy" "$tmp/o_t2.npy"
 rm -f "$tmp"/e.npy*
-expect_error "sweep unknown workload" "--workloads" "$lowp" $sweep --quick --workloads haystack --csv "$tmp/e.npy" --md "$tmp/e.md"
-expect_error "sweep bad size"         "--size"      "$lowp" $sweep --size 1024:4:6:4 --csv "$tmp/e.npy" --md "$tmp/e.md"
-expect_error "sweep unwritable md"    "--md"        "$lowp" $sweep --quick --csv "$tmp/e.npy" --md "$tmp/no/dir/e.md"
+expect_error_naming "sweep unknown workload" "--workloads" "$lowp" $sweep --quick --workloads haystack --csv "$tmp/e.npy" --md "$tmp/e.md"
+expect_error_naming "sweep bad size"         "--size"      "$lowp" $sweep --size 1024:4:6:4 --csv "$tmp/e.npy" --md "$tmp/e.md"
+expect_error_naming "sweep unwritable md"    "--md"        "$lowp" $sweep --quick --csv "$tmp/e.npy" --md "$tmp/no/dir/e.md"
 
-echo "test_attn_cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_test_end

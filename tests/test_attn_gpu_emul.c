@@ -41,9 +41,7 @@ START_TEST(exp2_sw_accuracy)
     for (int neg = 0; neg < 2; neg++) {
         uint32_t lo = 0, hi = neg ? 0x43160000u /* 150 */ : 0x43000000u /* 128 */;
         for (uint32_t u = lo; u < hi; u += 5) {
-            uint32_t bits = u | (neg ? 0x80000000u : 0);
-            float x;
-            memcpy(&x, &bits, sizeof x);
+            const float x = lowp_test_f32_from_bits(u | (neg ? 0x80000000u : 0));
             if (neg && x < -150.0f)
                 continue;
             double want = exp2((double)x);
@@ -64,29 +62,41 @@ START_TEST(exp2_sw_accuracy)
 }
 END_TEST
 
-/* lowp/exp2_sw.h's definition, transcribed operation by operation (the GPU kernels and
- * the emulator run lowp_exp2_sw, which computes it differently). */
+/* lowp/exp2_sw.h's definition, re-derived here as the independent oracle of the
+ * exhaustive comparison below: the GPU kernels and the emulator run lowp_exp2_sw, which
+ * computes the definition differently (clamps, a magic-number rint, exponent-field
+ * arithmetic) and carries the coefficients as literals. Here they come from their
+ * definition, c_k = fl(ln(2)^k / k!): ln(2)^k / k! in binary64 (log(2.0) and 2k roundings,
+ * within 2^-48 relative), then rounded once to binary32; every c_k lies at least 0.008
+ * binary32 ulp (about 2^-31 relative, k = 4 the closest) from a binary32 midpoint, so that
+ * rounding gives the correctly rounded value. The steps then follow the definition's text:
+ * its range rules, n = rint(x), f = x - n, p by Horner in fmaf from c_7 down to c_0 = 1,
+ * and the two products by 2^(n/2) and 2^(n - n/2) made with ldexpf. */
+static float exp2_c[8]; /* set by exp2_coefficients, before any test runs */
+
+static void exp2_coefficients(void)
+{
+    double t = 1.0;
+    exp2_c[0] = 1.0f;
+    for (int k = 1; k < 8; k++) {
+        t = t * log(2.0) / k;
+        exp2_c[k] = (float)t;
+    }
+}
+
 static float exp2_definition(float x)
 {
-    if (x != x)
+    if (isnan(x))
         return x;
     if (x >= 128.0f)
         return INFINITY;
     if (x < -150.0f)
         return 0.0f;
-    float n = rintf(x);
-    float f = x - n;
-    float p = 0x1.ffcbfcp-17f;
-    p = fmaf(p, f, 0x1.430912p-13f);
-    p = fmaf(p, f, 0x1.5d87fep-10f);
-    p = fmaf(p, f, 0x1.3b2ab6p-7f);
-    p = fmaf(p, f, 0x1.c6b08ep-5f);
-    p = fmaf(p, f, 0x1.ebfbe0p-3f);
-    p = fmaf(p, f, 0x1.62e430p-1f);
-    p = fmaf(p, f, 1.0f);
-    int ni = (int)n;
-    int e1 = ni / 2;
-    int e2 = ni - e1;
+    const float n = rintf(x), f = x - n;
+    float p = exp2_c[7];
+    for (int k = 6; k >= 0; k--)
+        p = fmaf(p, f, exp2_c[k]);
+    const int e1 = (int)n / 2, e2 = (int)n - e1;
     return (p * ldexpf(1.0f, e1)) * ldexpf(1.0f, e2);
 }
 
@@ -113,13 +123,6 @@ static uint64_t sweep_binary32(int (*quick)(uint32_t), int (*differ)(uint32_t), 
     return bad;
 }
 
-static float f32_of(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 /* lowp_exp2_sw gives the definition's bits for every one of the 2^32 binary32 inputs in
  * the full tier (about 50 s on 2 cores). The quick tier takes every 16th input, and every
  * input with 64 <= |x| < 256, where the clamps and the exponent split act. */
@@ -131,12 +134,8 @@ static int exp2_quick(uint32_t u)
 
 static int exp2_differs(uint32_t u)
 {
-    const float x = f32_of(u);
-    float got = lowp_exp2_sw(x), want = exp2_definition(x);
-    uint32_t a, b;
-    memcpy(&a, &got, sizeof a);
-    memcpy(&b, &want, sizeof b);
-    return a != b;
+    const float x = lowp_test_f32_from_bits(u);
+    return lowp_test_f32_bits(lowp_exp2_sw(x)) != lowp_test_f32_bits(exp2_definition(x));
 }
 
 START_TEST(exp2_sw_is_the_definition)
@@ -165,7 +164,7 @@ static int bf16_quick(uint32_t u)
 
 static int bf16_differs(uint32_t u)
 {
-    const float x = f32_of(u);
+    const float x = lowp_test_f32_from_bits(u);
     return lowp_bf16_from_f32(x) != lowp_encode_f32(&bf16_codec, x);
 }
 
@@ -463,19 +462,12 @@ END_TEST
 int main(int argc, char **argv)
 {
     full_tier = lowp_test_tier("test_attn_gpu_emul", argc, argv);
+    exp2_coefficients();
     Suite *s = suite_create("attn_gpu_emul");
-    TCase *tc = tcase_create("emul");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, exp2_sw_special);
-    tcase_add_test(tc, exp2_sw_accuracy);
-    tcase_add_test(tc, exp2_sw_is_the_definition);
-    tcase_add_test(tc, bf16_conversions);
-    tcase_add_test(tc, bf16_fast_is_the_codec);
-    tcase_add_test(tc, element_values);
-    tcase_add_test(tc, one_token_is_v);
-    tcase_add_test(tc, equal_keys_average);
-    tcase_add_test(tc, threads_do_not_change_bits);
-    tcase_add_test(tc, refusals);
-    suite_add_tcase(s, tc);
+    lowp_test_tcase(s, "emul", 600,
+                    LOWP_TESTS(exp2_sw_special, exp2_sw_accuracy, exp2_sw_is_the_definition,
+                               bf16_conversions, bf16_fast_is_the_codec, element_values,
+                               one_token_is_v, equal_keys_average, threads_do_not_change_bits,
+                               refusals));
     return lowp_test_main(s, LOWP_TEST_NOFORK);
 }

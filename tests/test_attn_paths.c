@@ -22,14 +22,13 @@
 #include "lowp/kvcache.h"
 #include "lowp_test.h"
 
+/* The draws of every test: lowp_splitmix64 from this state (the same start in each forked
+ * test; the tests' expectations are exact properties of whatever values come out). */
 static uint64_t rng_state = 88172645463325252ull;
+
 static uint64_t rng_next(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
+    return lowp_splitmix64(&rng_state);
 }
 
 /* BF16-valued random floats over a few binades (so Q in BF16 is Q as given). */
@@ -38,9 +37,7 @@ static float rand_bf16(void)
     uint32_t bits = (uint32_t)(rng_next() & 0x7F) << 16; /* mantissa */
     bits |= (uint32_t)(120 + rng_next() % 14) << 23;       /* 2^-7 .. 2^6 */
     bits |= (uint32_t)(rng_next() & 1) << 31;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+    return lowp_test_f32_from_bits(bits);
 }
 
 typedef struct path_out {
@@ -694,20 +691,17 @@ END_TEST
 static Suite *paths_suite(void)
 {
     Suite *s = suite_create("attn_paths");
-    TCase *t = tcase_create("paths");
-    tcase_add_test(t, test_extend_workspace_nan_past_464);
-    tcase_add_test(t, test_extend_prefix_is_nvfp4_chunk_is_not);
-    tcase_add_test(t, test_extend_global_scale_before_cast);
-    tcase_add_test(t, test_extend_fp32_then_bf16_then_e4m3);
-    tcase_add_test(t, test_prefill_fp8_double_rounding);
-    tcase_add_test(t, test_decode_equals_exact_when_bf16_holds_products);
-    tcase_add_test(t, test_decode_bf16_product_rounds_for_mxfp8_extremes);
-    tcase_add_test(t, test_fp8kv_scales_on_scores_and_output);
-    tcase_add_test(t, test_q_fp8_and_q_scale);
-    tcase_add_test(t, test_exact_path_equals_cache_gather);
-    tcase_add_test(t, test_scales_fold_equals_applied);
-    tcase_add_test(t, test_path_refusals_name_the_argument);
-    suite_add_tcase(s, t);
+    lowp_test_tcase(s, "paths", 0,
+                    LOWP_TESTS(test_extend_workspace_nan_past_464,
+                               test_extend_prefix_is_nvfp4_chunk_is_not,
+                               test_extend_global_scale_before_cast,
+                               test_extend_fp32_then_bf16_then_e4m3,
+                               test_prefill_fp8_double_rounding,
+                               test_decode_equals_exact_when_bf16_holds_products,
+                               test_decode_bf16_product_rounds_for_mxfp8_extremes,
+                               test_fp8kv_scales_on_scores_and_output, test_q_fp8_and_q_scale,
+                               test_exact_path_equals_cache_gather, test_scales_fold_equals_applied,
+                               test_path_refusals_name_the_argument));
     return s;
 }
 

@@ -48,26 +48,11 @@
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 #define MAXN 64
 
-static float f32(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static uint32_t bits32(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
-static uint64_t bits64(double d)
-{
-    uint64_t b;
-    memcpy(&b, &d, sizeof b);
-    return b;
-}
+/* Float bit patterns: tests/lib's (lowp_test_base.h), under the short names the tables
+ * and checks below use. */
+#define f32(b) lowp_test_f32_from_bits(b)
+#define bits32(x) lowp_test_f32_bits(x)
+#define bits64(x) lowp_test_f64_bits(x)
 
 static float qnan(void) { return f32(0x7FC00000u); }  /* +quiet NaN */
 static float nqnan(void) { return f32(0xFFC00001u); } /* -quiet NaN with payload */

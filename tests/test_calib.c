@@ -293,17 +293,13 @@ END_TEST
 static Suite *calib_suite(void)
 {
     Suite *s = suite_create("calib");
-    TCase *c = tcase_create("calibration");
-    tcase_set_timeout(c, 300);
-    tcase_add_test(c, abs_quantile_nearest_rank_by_hand);
-    tcase_add_test(c, methods_give_the_stated_global_scales);
-    tcase_add_test(c, mse_never_worse_than_amax);
-    tcase_add_test(c, per_head_mse_not_worse_than_per_tensor_on_k_like);
-    tcase_add_test(c, sglang_g1_on_small_magnitudes_counts_subnormal_and_zero_scales);
-    tcase_add_test(c, default_specs_and_rejections);
-    tcase_add_test(c, odd_shapes_are_padded);
-    tcase_add_test(c, same_results_on_1_and_2_threads);
-    suite_add_tcase(s, c);
+    lowp_test_tcase(s, "calibration", 300,
+                    LOWP_TESTS(abs_quantile_nearest_rank_by_hand,
+                               methods_give_the_stated_global_scales, mse_never_worse_than_amax,
+                               per_head_mse_not_worse_than_per_tensor_on_k_like,
+                               sglang_g1_on_small_magnitudes_counts_subnormal_and_zero_scales,
+                               default_specs_and_rejections, odd_shapes_are_padded,
+                               same_results_on_1_and_2_threads));
     return s;
 }
 

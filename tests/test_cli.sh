@@ -2,19 +2,12 @@
 # tests/test_cli.sh LOWP: the `lowp convert` / `table` / `diff` contract, byte for byte,
 # and the bad-input rules (one line on stderr, exit 2, no output file left behind).
 # Expected bytes are written out here from the format definitions and ref/profiles.md.
-set -u
-lowp=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib/cli_test.sh"
+cli_test_start cli "$1"
+cli_no_output=o.bin # what a refused command must not leave (expect_error)
 
 # hex string -> file of bytes
 bytes() { perl -e "print pack(\"H*\", join(\"\", @ARGV))" "$@"; }
-# file -> hex string
-hexof() { od -An -v -tx1 "$1" | tr -d ' \n'; }
 
 expect_bytes() { # name expected-hex command...
   name=$1 want=$2; shift 2
@@ -24,18 +17,6 @@ expect_bytes() { # name expected-hex command...
   else
     bad "$name: exit $? ($(cat "$tmp/err"))"
   fi
-}
-
-expect_error() { # name command... : exit 2, one line on stderr starting "lowp: ", no output file
-  name=$1; shift
-  rm -f "$tmp/o.bin"
-  "$@" > "$tmp/stdout" 2> "$tmp/err" < /dev/null
-  rc=$?
-  lines=$(wc -l < "$tmp/err")
-  if [ "$rc" -ne 2 ]; then bad "$name: exit $rc, expected 2"; return; fi
-  if [ "$lines" -ne 1 ] || ! grep -q '^lowp: ' "$tmp/err"; then bad "$name: stderr not one 'lowp:' line: $(cat "$tmp/err")"; return; fi
-  if ls "$tmp" | grep -q '^o.bin'; then bad "$name: output file left behind"; return; fi
-  ok
 }
 
 # Inputs as little-endian binary32: 464, nextafter(464), 448, -0, +Inf, -NaN, 2^-10, 1.5*2^-9
@@ -100,5 +81,4 @@ expect_error "gpu bench negative settle" "$lowp" gpu bench --settle-ms-per-gb -1
 # lowp diff: the documented E4M3 NaN-sign disagreement appears with an example
 "$lowp" diff e4m3 > "$tmp/diff.txt" && grep -q '^| -nan | .* | 0x7f | 0x7f | 0xff | 0xff |' "$tmp/diff.txt" && ok || bad "diff e4m3 -nan row"
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_test_end

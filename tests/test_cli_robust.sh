@@ -10,34 +10,13 @@
 #   - stats --json is JSON (checked by python3 -m json.tool) even for inputs with Inf;
 #   - bench attn --format nope is refused.
 # Bad input means exit 2 and one "lowp: " line on stderr (the README "Bad input" rule).
-set -u
-lowp=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-hexof() { od -An -v -tx1 "$1" | tr -d ' \n'; }
-
-expect_error() { # name command... : exit 2 and one "lowp: " line on stderr
-  name=$1; shift
-  "$@" > "$tmp/stdout" 2> "$tmp/err" < /dev/null
-  rc=$?
-  if [ "$rc" -ne 2 ]; then bad "$name: exit $rc, expected 2 ($(head -c 200 "$tmp/err"))"; return 1; fi
-  if [ "$(wc -l < "$tmp/err")" -ne 1 ] || ! grep -q '^lowp: ' "$tmp/err"; then
-    bad "$name: stderr not one 'lowp:' line: $(cat "$tmp/err")"; return 1
-  fi
-  ok
-}
-# the error line also says why (a fixed word of the reason)
-expect_reason() { # name word
-  grep -q -- "$2" "$tmp/err" && ok || bad "$1: the line does not say '$2': $(cat "$tmp/err")"
-}
+. "$(dirname "$0")/lib/cli_test.sh"
+cli_test_start cli_robust "$1"
 
 # float32 .npy writer: gen.pl FILE D0,D1,D2 SEED [inf]: uniform values in [-2, 2)
 # (xorshift32, deterministic); "inf" makes element 0 +Inf.
 cat > "$tmp/gen.pl" <<'EOF'
+require "npy.pl";
 my ($file, $shape, $seed, $special) = @ARGV;
 my @d = split /,/, $shape; my $n = 1; $n *= $_ for @d;
 my $x = ($seed * 2654435761 + 12345) & 0xffffffff; $x = 1 if $x == 0;
@@ -47,12 +26,9 @@ for (my $i = 0; $i < $n; $i++) {
   push @v, ($x / 4294967296.0 - 0.5) * 4;
 }
 $v[0] = 9**9**9 if defined $special && $special eq "inf";
-my $h = "{'descr': '<f4', 'fortran_order': False, 'shape': (" . join(", ", @d) . "), }";
-$h .= " " x (63 - (10 + length($h)) % 64) . "\n";
-open(my $f, ">", $file) or die; binmode $f;
-print $f "\x93NUMPY\x01\x00", pack("v", length($h)), $h, pack("f<*", @v); close $f;
+npy_write($file, "<f4", "f<", \@d, @v);
 EOF
-gen() { perl "$tmp/gen.pl" "$@"; }
+gen() { perl -I"$cli_test_lib" "$tmp/gen.pl" "$@"; }
 # 464.0 and 0.25 as little-endian binary32: e4m3 codes 7e and 28
 printf '\000\000\350\103\000\000\200\076' > "$tmp/in.bin"
 
@@ -101,6 +77,12 @@ expect_error "stats seed word" "$lowp" stats --shape 4,1,16 --seed abc
 expect_error "calibrate search-max" "$lowp" calibrate --shape 4,1,16 --search-max 5x
 expect_error "bench ctx float" "$lowp" bench attn --ctx 1e3
 expect_error "attn-sweep seed" "$lowp" attn-sweep --seed 1.5
+# lowp vectors reads its numbers with the same parser: "010" is ten there too (it was octal)
+expect_error "vectors gen seed sign"   "$lowp" vectors gen --dir "$tmp/vg" --seed -1
+expect_error "vectors verify errors"   "$lowp" vectors verify --dir "$tmp" --errors 1e3
+expect_error "vectors check-block errors" "$lowp" vectors check-block f --results r --errors 5x
+"$lowp" vectors gen-block --dir "$tmp/vb" --seed 010 --commit x > "$tmp/vb.out" 2>&1 &&
+  grep -q '(seed 0xa, commit x)' "$tmp/vb.out" && ok || bad "vectors gen-block --seed 010 is not ten: $(cat "$tmp/vb.out")"
 # quantize --axis: signed, the same syntax (-0x1 is -1), nothing else
 gen "$tmp/ax.npy" 2,32 4
 "$lowp" quantize --format nvfp4 --in "$tmp/ax.npy" --out "$tmp/ax1.safetensors" --axis -1 > /dev/null 2>&1
@@ -229,5 +211,4 @@ if [ "$can_cap" = 1 ]; then
   [ "$got" -eq 0 ] && [ "$n" -eq 50331648 ] && ok || bad "convert of 192 MiB in 50 MB: $n codes, $got nonzero ($(cat "$tmp/err"))"
 fi
 
-echo "cli_robust: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_test_end

@@ -12,15 +12,8 @@
 #   - gpu: --report D/x.md writes D/x.md and nothing else in D, with the GPU check's report
 #     as its last section; --no-report writes nothing, in the temporary folder either;
 #   - --only with an empty or unknown oracle: exit 2, one "lowp: " line.
-set -u
-lowp=$1
-case $lowp in /*) ;; *) lowp=$PWD/$lowp ;; esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib/cli_test.sh"
+cli_test_start test_conform_cli "$1" # lowp made absolute: the stand-ins run from other folders
 
 # conform_rc NAME WANT_RC ARGS...: run lowp conform, stdout in $tmp/NAME.out
 conform_rc() {
@@ -98,5 +91,4 @@ for v in '' nope 'mpfr,'; do
   else bad "--only '$v': exit $rc, stderr $(cat "$tmp/only.err")"; fi
 done
 
-echo "test_conform_cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_test_end

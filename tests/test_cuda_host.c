@@ -98,10 +98,8 @@ static void mismatch_f32(report *rp, float x, unsigned got, unsigned expected)
 {
     if (rp->mismatches++ >= MAX_LINES)
         return;
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
     report_head(rp);
-    printf("input 0x%08x (%.9g) got ", (unsigned)b, (double)x);
+    printf("input 0x%08x (%.9g) got ", (unsigned)lowp_test_f32_bits(x), (double)x);
     print_code(stdout, rp->k->f, got);
     printf(" expected ");
     print_code(stdout, rp->k->f, expected);
@@ -112,10 +110,8 @@ static void mismatch_f64(report *rp, double x, unsigned got, unsigned expected)
 {
     if (rp->mismatches++ >= MAX_LINES)
         return;
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
     report_head(rp);
-    printf("input 0x%016llx (%.17g) got ", (unsigned long long)b, x);
+    printf("input 0x%016llx (%.17g) got ", (unsigned long long)lowp_test_f64_bits(x), x);
     print_code(stdout, rp->k->f, got);
     printf(" expected ");
     print_code(stdout, rp->k->f, expected);
@@ -135,71 +131,18 @@ static void report_end(const report *rp)
 
 /* ---- inputs --------------------------------------------------------------------- */
 
-static float f32_from_bits(uint32_t b)
-{
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-static double f64_from_bits(uint64_t b)
-{
-    double x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-/* Exact binary16 -> binary32 widening that keeps NaN payloads (written here, not taken
- * from lowp, so the inputs do not depend on the code under test). */
-static float f16_widen(uint16_t h)
-{
-    uint32_t s = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f)
-        return f32_from_bits(s | 0x7f800000u | (m << 13));
-    if (e == 0) {
-        float v = ldexpf((float)m, -24);
-        uint32_t vb;
-        memcpy(&vb, &v, sizeof vb);
-        return f32_from_bits(s | vb);
-    }
-    return f32_from_bits(s | ((e + 112u) << 23) | (m << 13));
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    ck_assert_msg(p != NULL, "out of memory (%zu bytes)", n);
-    return p;
-}
-
-typedef struct {
-    double *v;
-    size_t n, cap;
-} dbuf;
-
-static void dpush(dbuf *b, double x)
-{
-    if (b->n == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 1 << 16;
-        b->v = realloc(b->v, b->cap * sizeof *b->v);
-        ck_assert_msg(b->v != NULL, "out of memory");
-    }
-    b->v[b->n++] = x;
-}
-
 /* Binary64 inputs for format f: the binary32 case set widened, the binary64 neighbours
  * of each of its values (the double-rounding hazards: a tie plus one binary64 ulp),
  * binary64 specials and NaN payloads, and random doubles with full 52-bit fractions. */
 static size_t make_f64_set(lowp_format f, const float *v, size_t n, uint64_t s, double **out)
 {
-    dbuf b = {0};
+    lowp_test_f64_list b = {0};
     for (size_t i = 0; i < n; i++) {
         double x = (double)v[i];
-        dpush(&b, x);
+        lowp_test_push_f64(&b, x);
         if (isfinite(x)) {
-            dpush(&b, nextafter(x, INFINITY));
-            dpush(&b, nextafter(x, -INFINITY));
+            lowp_test_push_f64(&b, nextafter(x, INFINITY));
+            lowp_test_push_f64(&b, nextafter(x, -INFINITY));
         }
     }
     static const uint64_t specials[] = {
@@ -220,7 +163,7 @@ static size_t make_f64_set(lowp_format f, const float *v, size_t n, uint64_t s, 
         0x3ff8000000000001u, 0x3ff7ffffffffffffu, 0xbff8000000000001u,
     };
     for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++)
-        dpush(&b, f64_from_bits(specials[i]));
+        lowp_test_push_f64(&b, lowp_test_f64_from_bits(specials[i]));
     /* Random doubles: half with any binary64 exponent, half near the format's range. */
     int emax = f == LOWP_E8M0 ? 127 : (1 << lowp_format_exponent_bits(f)) - 1 - lowp_format_bias(f);
     int emin = f == LOWP_E8M0 ? -127 : 1 - lowp_format_bias(f) - lowp_format_mantissa_bits(f);
@@ -234,7 +177,7 @@ static size_t make_f64_set(lowp_format f, const float *v, size_t n, uint64_t s, 
             e = (r >> 20) % 2047u;
         else
             e = (uint64_t)(1023 + emin - 4 + (int)((r >> 20) % (unsigned)(emax - emin + 8)));
-        dpush(&b, f64_from_bits(sign | (e << 52) | frac));
+        lowp_test_push_f64(&b, lowp_test_f64_from_bits(sign | (e << 52) | frac));
     }
     *out = b.v;
     return b.n;
@@ -242,18 +185,11 @@ static size_t make_f64_set(lowp_format f, const float *v, size_t n, uint64_t s, 
 
 /* ---- comparisons -------------------------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Compare a binary32 input set through every lowp entry point; returns mismatches. */
 static uint64_t check_f32_set(const combo *k, const char *set, const float *in, size_t n,
                               int scalar)
 {
-    uint16_t *got = xmalloc(n * sizeof *got), *exp = xmalloc(n * sizeof *exp);
+    uint16_t *got = lowp_test_xmalloc(n * sizeof *got), *exp = lowp_test_xmalloc(n * sizeof *exp);
     uint64_t before = total_mismatches;
     report rp;
 
@@ -266,7 +202,7 @@ static uint64_t check_f32_set(const combo *k, const char *set, const float *in, 
     report_end(&rp);
 
     if (lowp_format_bits(k->f) <= 8) {
-        uint8_t *got8 = xmalloc(n), *exp8 = xmalloc(n);
+        uint8_t *got8 = lowp_test_xmalloc(n), *exp8 = lowp_test_xmalloc(n);
         ck_assert_int_eq(lowp_cuda_host_encode_f32_u8(k->f, k->r, k->sat, in, exp8, n), 0);
         lowp_encode_f32_u8(&k->c, in, got8, n);
         report_begin(&rp, k, set, "lowp_encode_f32_u8", 32);
@@ -302,7 +238,7 @@ static uint64_t check_f64_set(const combo *k, const char *set, const double *in,
 {
     if (!lowp_cuda_host_has_f64(k->f, k->r, k->sat))
         return 0;
-    uint16_t *exp = xmalloc(n * sizeof *exp);
+    uint16_t *exp = lowp_test_xmalloc(n * sizeof *exp);
     report rp;
     ck_assert_int_eq(lowp_cuda_host_encode_f64(k->f, k->r, k->sat, in, exp, n), 0);
     report_begin(&rp, k, set, "lowp_encode_f64", 64);
@@ -374,14 +310,14 @@ START_TEST(test_quick)
     if (!selected(k))
         return;
     size_t n16 = 1u << 16;
-    float *in = xmalloc(n16 * sizeof *in);
+    float *in = lowp_test_xmalloc(n16 * sizeof *in);
     uint64_t bad = 0;
 
     for (size_t i = 0; i < n16; i++)
-        in[i] = f32_from_bits((uint32_t)i << 16);
+        in[i] = lowp_test_f32_from_bits((uint32_t)i << 16);
     bad += check_f32_set(k, "all bf16 patterns", in, n16, 1);
     for (size_t i = 0; i < n16; i++)
-        in[i] = f16_widen((uint16_t)i);
+        in[i] = lowp_test_f16_widen((uint16_t)i);
     bad += check_f32_set(k, "all f16 patterns", in, n16, 1);
     free(in);
 
@@ -412,13 +348,14 @@ START_TEST(test_full)
     if (!selected(k))
         return;
     const size_t chunk = (size_t)FULL_CHUNK;
-    float *in = xmalloc(chunk * sizeof *in);
-    uint16_t *got = xmalloc(chunk * sizeof *got), *exp = xmalloc(chunk * sizeof *exp);
+    float *in = lowp_test_xmalloc(chunk * sizeof *in);
+    uint16_t *got = lowp_test_xmalloc(chunk * sizeof *got),
+             *exp = lowp_test_xmalloc(chunk * sizeof *exp);
     /* formats of at most 8 bits: the u8 array entry point is swept as well */
     const int narrow = lowp_format_bits(k->f) <= 8;
-    uint8_t *got8 = narrow ? xmalloc(chunk) : NULL;
+    uint8_t *got8 = narrow ? lowp_test_xmalloc(chunk) : NULL;
     int progress = isatty(STDERR_FILENO);
-    uint64_t t_lowp = 0, t_cuda = 0, t0 = now_ns();
+    double t_lowp = 0, t_cuda = 0, t0 = lowp_test_now();
     report rp, rp8;
     report_begin(&rp, k, "all binary32", "lowp_encode_f32_u16", 32);
     report_begin(&rp8, k, "all binary32", "lowp_encode_f32_u8", 32);
@@ -428,16 +365,15 @@ START_TEST(test_full)
         const uint32_t b32 = (uint32_t)base;
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < m; i++) {
-            uint32_t bits = b32 + (uint32_t)i;
-            memcpy(&in[i], &bits, sizeof bits);
+            in[i] = lowp_test_f32_from_bits(b32 + (uint32_t)i);
         }
-        uint64_t ta = now_ns();
+        const double ta = lowp_test_now();
         lowp_encode_f32_u16(&k->c, in, got, chunk);
         if (narrow)
             lowp_encode_f32_u8(&k->c, in, got8, chunk);
-        uint64_t tb = now_ns();
+        const double tb = lowp_test_now();
         ck_assert_int_eq(lowp_cuda_host_encode_f32(k->f, k->r, k->sat, in, exp, chunk), 0);
-        uint64_t tc = now_ns();
+        const double tc = lowp_test_now();
         t_lowp += tb - ta;
         t_cuda += tc - tb;
         int64_t diff = 0;
@@ -466,7 +402,7 @@ START_TEST(test_full)
     }
     if (progress)
         fprintf(stderr, "\r%60s\r", "");
-    uint64_t t1 = now_ns();
+    const double t1 = lowp_test_now();
     report_end(&rp);
     report_end(&rp8);
     uint64_t bad = rp.mismatches + rp8.mismatches;
@@ -475,8 +411,7 @@ START_TEST(test_full)
     printf("%s cuda %s %s: 4294967296 inputs (%s), %llu mismatches, %.1f s "
            "(lowp %.1f s, CUDA host %.1f s)\n",
            lowp_format_name(k->f), lowp_round_name(k->r), sat_name(k->sat),
-           narrow ? "u16 and u8" : "u16", (unsigned long long)bad, (double)(t1 - t0) * 1e-9,
-           (double)t_lowp * 1e-9, (double)t_cuda * 1e-9);
+           narrow ? "u16 and u8" : "u16", (unsigned long long)bad, t1 - t0, t_lowp, t_cuda);
     fflush(stdout);
     free(in);
     free(got);

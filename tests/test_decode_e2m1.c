@@ -152,11 +152,8 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("decode_e2m1");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, prmt_model);
-    tcase_add_test(tc, placed_bits);
-    tcase_add_test(tc, every_code_pattern);
-    tcase_add_test(tc, mxfp4_every_code_and_scale);
-    suite_add_tcase(s, tc);
+    lowp_test_tcase(s, "core", 0,
+                    LOWP_TESTS(prmt_model, placed_bits, every_code_pattern,
+                               mxfp4_every_code_and_scale));
     return lowp_test_main(s, LOWP_TEST_FORK);
 }

@@ -26,34 +26,6 @@
 #define NOCODE 0xFFFFu /* "no expectation" in a table cell; not a code of any format */
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
-static float f32_from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static uint32_t bits_of_f32(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
-static double f64_from_bits(uint64_t b)
-{
-    double d;
-    memcpy(&d, &b, sizeof d);
-    return d;
-}
-
-static uint64_t bits_of_f64(double d)
-{
-    uint64_t b;
-    memcpy(&b, &d, sizeof b);
-    return b;
-}
-
 static const char *fmt_name(lowp_format f)
 {
     static const char *const n[] = {"e2m1", "e4m3", "e5m2", "e8m0", "bf16", "f16"};
@@ -104,7 +76,7 @@ static int expect_f32(const lowp_codec *c, const char *tag, float x, uint16_t wa
     unsigned d = code_digits(c->format);
     fprintf(stderr, "%s %s %s %s: input 0x%08x (%a) got 0x%0*x expected 0x%0*x  [%s]\n",
             fmt_name(c->format), prof_name(c->profile), round_name(c->round),
-            c->saturate ? "sat" : "nosat", (unsigned)bits_of_f32(x), (double)x, (int)d,
+            c->saturate ? "sat" : "nosat", (unsigned)lowp_test_f32_bits(x), (double)x, (int)d,
             (unsigned)got, (int)d, (unsigned)want, tag);
     return 1;
 }
@@ -119,7 +91,7 @@ static int expect_f64(const lowp_codec *c, const char *tag, double x, uint16_t w
     unsigned d = code_digits(c->format);
     fprintf(stderr, "%s %s %s %s: f64 input 0x%016llx (%a) got 0x%0*x expected 0x%0*x  [%s]\n",
             fmt_name(c->format), prof_name(c->profile), round_name(c->round),
-            c->saturate ? "sat" : "nosat", (unsigned long long)bits_of_f64(x), x, (int)d,
+            c->saturate ? "sat" : "nosat", (unsigned long long)lowp_test_f64_bits(x), x, (int)d,
             (unsigned)got, (int)d, (unsigned)want, tag);
     return 1;
 }
@@ -142,7 +114,7 @@ typedef struct {
 
 static float row_input(const row *r)
 {
-    return r->nan ? f32_from_bits(r->nan) : r->x;
+    return r->nan ? lowp_test_f32_from_bits(r->nan) : r->x;
 }
 
 /* Runs every row under every column, through lowp_encode_f32 and, for non-NaN rows
@@ -851,7 +823,7 @@ START_TEST(nan_codes_binary32_per_profile)
                         continue;
                     lowp_codec c = open_codec((lowp_format)f, (lowp_profile)p, (lowp_round)r, sat);
                     for (size_t i = 0; i < N_ELEMS(nans); i++)
-                        bad += expect_f32(&c, "profiles.md NaN", f32_from_bits(nans[i]),
+                        bad += expect_f32(&c, "profiles.md NaN", lowp_test_f32_from_bits(nans[i]),
                                           doc_nan_f32((lowp_format)f, (lowp_profile)p, nans[i]));
                 }
     ASSERT_NO_MISMATCH(bad);
@@ -909,7 +881,8 @@ START_TEST(nan_codes_binary64_per_profile)
                             want = doc_nan_f32((lowp_format)f, (lowp_profile)p,
                                                s ? 0xffc00000u : 0x7fc00000u);
                         }
-                        bad += expect_f64(&c, "profiles.md binary64 NaN", f64_from_bits(b), want);
+                        bad += expect_f64(&c, "profiles.md binary64 NaN",
+                                          lowp_test_f64_from_bits(b), want);
                     }
                 }
     ASSERT_NO_MISMATCH(bad);
@@ -1223,7 +1196,7 @@ static float *array_inputs(lowp_format f, size_t n, uint64_t seed)
                 m ^= (uint32_t)(r >> 5) & 1u;
             b = (uint32_t)((r >> 1) & 1u) << 31 | e << 23 | m;
         }
-        x[i] = f32_from_bits(b);
+        x[i] = lowp_test_f32_from_bits(b);
     }
     return x;
 }
@@ -1282,7 +1255,7 @@ START_TEST(array_encoders_equal_scalar_at_vector_tails)
                                                 " scalar; first input 0x%08x got 0x%x scalar 0x%x\n",
                                         fmt_name((lowp_format)f), prof_name((lowp_profile)p),
                                         round_name((lowp_round)r), sat_name(sat), n, off, nbad,
-                                        (unsigned)bits_of_f32(in[off + first]),
+                                        (unsigned)lowp_test_f32_bits(in[off + first]),
                                         (unsigned)o16[off + first], (unsigned)ref[off + first]);
                                 bad++;
                             }
@@ -1312,7 +1285,7 @@ START_TEST(array_encoders_equal_scalar_at_vector_tails)
                                                 " scalar; first input 0x%08x got 0x%x scalar 0x%x\n",
                                         fmt_name((lowp_format)f), prof_name((lowp_profile)p),
                                         round_name((lowp_round)r), sat_name(sat), n, off, nbad,
-                                        (unsigned)bits_of_f32(in[off + first]),
+                                        (unsigned)lowp_test_f32_bits(in[off + first]),
                                         (unsigned)o8[off + first], (unsigned)ref[off + first]);
                                 bad++;
                             }
@@ -1342,7 +1315,7 @@ START_TEST(e2m1_codes_fit_in_low_nibble)
                     lowp_encode_f64(&c, (double)in[i]) > 0xF) {
                     fprintf(stderr, "e2m1 %s %s: input 0x%08x code above 0xF\n",
                             prof_name((lowp_profile)p), round_name((lowp_round)r),
-                            (unsigned)bits_of_f32(in[i]));
+                            (unsigned)lowp_test_f32_bits(in[i]));
                     bad++;
                     break;
                 }

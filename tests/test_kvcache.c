@@ -27,18 +27,12 @@
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
+/* The draws: lowp_splitmix64 from this state, which each test sets to its own seed. */
 static uint64_t rng_state;
+
 static uint64_t rng_next(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-static double rng_unit(void)
-{
-    return (double)(rng_next() >> 11) * 0x1p-53;
+    return lowp_splitmix64(&rng_state);
 }
 
 /* Values spread over many binades per block (so block scales differ), with exact zeros and
@@ -49,7 +43,7 @@ static void fill_row(float *x, size_t n, size_t bs)
         double base = ldexp(1.0, (int)(rng_next() % 17) - 8); /* 2^-8 .. 2^8 */
         for (size_t j = i; j < i + bs && j < n; j++) {
             uint64_t r = rng_next();
-            double m = (r % 11 == 0) ? 0.0 : base * rng_unit();
+            double m = (r % 11 == 0) ? 0.0 : base * lowp_test_urand(&rng_state);
             x[j] = (float)((r & 64) ? -m : m);
         }
     }
@@ -892,18 +886,13 @@ END_TEST
 static Suite *kvcache_suite(void)
 {
     Suite *s = suite_create("kvcache");
-    TCase *api = tcase_create("api");
-    tcase_add_test(api, test_names_and_defaults);
-    tcase_add_test(api, test_interleave_spot_values_and_bijection);
-    tcase_add_test(api, test_interleave_needs_page_size_multiple_of_4);
-    tcase_add_test(api, test_create_refusals_name_the_argument);
-    tcase_add_test(api, test_global_scales_checked);
-    tcase_add_test(api, test_view_mismatch_fails_loudly);
-    tcase_add_test(api, test_bad_page_tables_name_the_argument);
-    tcase_add_test(api, test_copy_page_and_poison);
-    tcase_add_test(api, test_poison_reads_nan_every_format);
-    tcase_add_test(api, test_write_pos_and_counts);
-    suite_add_tcase(s, api);
+    lowp_test_tcase(s, "api", 0,
+                    LOWP_TESTS(test_names_and_defaults, test_interleave_spot_values_and_bijection,
+                               test_interleave_needs_page_size_multiple_of_4,
+                               test_create_refusals_name_the_argument, test_global_scales_checked,
+                               test_view_mismatch_fails_loudly,
+                               test_bad_page_tables_name_the_argument, test_copy_page_and_poison,
+                               test_poison_reads_nan_every_format, test_write_pos_and_counts));
     TCase *rt = tcase_create("roundtrip");
     tcase_set_timeout(rt, 300);
     tcase_add_loop_test(rt, test_roundtrip_matrix, 0,

@@ -45,7 +45,6 @@
 #include <math.h>
 #include <mpfr.h>
 #include <omp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,14 +59,12 @@
 #define RANDOM_PER_CAND 20000
 #define NKINDS 11
 #define ORACLE_PREC 640
-#define MAX_REPORT 20
 #define NCAND_MAX 256
 #define FAST_CASES 20000000
 #define NFKINDS (NKINDS + 9)
 
 static uint64_t seed = LOWP_DEFAULT_SEED;
 static unsigned long long total_checked, total_bad;
-static int reported;
 
 static const char *kind_name[NKINDS] = {"uniform", "narrow",  "window", "c-dominant",
                                         "cancel-c", "pairs",  "tiny",   "zeros",
@@ -77,51 +74,16 @@ static const char *kind_name[NKINDS] = {"uniform", "narrow",  "window", "c-domin
  * Helpers
  * ------------------------------------------------------------------------------------- */
 
-static void say(const char *fmt, ...)
-{
-    int k;
-#pragma omp atomic capture
-    k = ++reported;
-    if (k > MAX_REPORT) {
-        if (k == MAX_REPORT + 1)
-            printf("mma: further failures not shown\n");
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-}
+/* A failure line, at most LOWP_TEST_SAY_MAX per process (tests/lib). */
+#define say(...) lowp_test_say("mma", __VA_ARGS__)
 
-static uint64_t stream(uint64_t a, uint64_t b)
+/* n cases checked, bad of them wrong: into the run's totals (printed by main), and the test
+ * fails unless bad is 0. */
+static void tally(unsigned long long n, unsigned long long bad)
 {
-    uint64_t s = seed ^ (a * UINT64_C(0x9E3779B97F4A7C15)) ^ (b * UINT64_C(0xD1B54A32D192ED03));
-    (void)lowp_splitmix64(&s);
-    return s;
-}
-
-static int irange(uint64_t *s, int lo, int hi) /* [lo, hi] */
-{
-    return lo + (int)(lowp_splitmix64(s) % (uint64_t)(hi - lo + 1));
-}
-
-/* The candidate parameter sets of gpu/probe/mma_probe.cu: group {8, 16} x n_frac 23..27 x C in
- * window {0, 1} x zero rule {arithmetic.py, -132, -133, -134, skip} x prod_norm {0, 1}. */
-static size_t candidates(lowp_mma_params *out)
-{
-    static const int zm[5][2] = {{LOWP_MMA_ZERO_SUBNORMAL, 0},
-                                 {LOWP_MMA_ZERO_FIXED, -132},
-                                 {LOWP_MMA_ZERO_FIXED, -133},
-                                 {LOWP_MMA_ZERO_FIXED, -134},
-                                 {LOWP_MMA_ZERO_SKIP, 0}};
-    size_t n = 0;
-    for (int g = 0; g < 2; g++)
-        for (int f = 23; f <= 27; f++)
-            for (int ci = 0; ci < 2; ci++)
-                for (int z = 0; z < 5; z++)
-                    for (int pn = 0; pn < 2; pn++)
-                        out[n++] = (lowp_mma_params){g ? 16 : 8, f, ci, zm[z][0], zm[z][1], pn};
-    return n;
+    total_checked += n;
+    total_bad += bad;
+    ck_assert_uint_eq(bad, 0);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -140,11 +102,6 @@ static void ows_init(ows *o)
 static void ows_clear(ows *o)
 {
     mpfr_clears(o->x, o->y, o->p, o->t, o->s, o->w, (mpfr_ptr)0);
-}
-
-static float bf16_value(uint16_t h)
-{
-    return lowp_test_f32_from_bits((uint32_t)h << 16);
 }
 
 /* MMA-Sim's alignment exponent of a nonzero finite x: floor(log2|x|), at least -126. */
@@ -171,12 +128,12 @@ static uint32_t oracle_step(ows *o, const uint16_t *a, const uint16_t *b, size_t
     const float c = lowp_test_f32_from_bits(cb);
     int special = !isfinite(c);
     for (size_t i = 0; i < n; i++)
-        special |= !isfinite(bf16_value(a[i])) || !isfinite(bf16_value(b[i]));
+        special |= !isfinite(lowp_test_bf16_value(a[i])) || !isfinite(lowp_test_bf16_value(b[i]));
     if (special) {
         mpfr_set_flt(o->s, c, MPFR_RNDN);
         for (size_t i = 0; i < n; i++) {
-            mpfr_set_flt(o->x, bf16_value(a[i]), MPFR_RNDN);
-            mpfr_set_flt(o->y, bf16_value(b[i]), MPFR_RNDN);
+            mpfr_set_flt(o->x, lowp_test_bf16_value(a[i]), MPFR_RNDN);
+            mpfr_set_flt(o->y, lowp_test_bf16_value(b[i]), MPFR_RNDN);
             mpfr_mul(o->p, o->x, o->y, MPFR_RNDN);
             mpfr_add(o->s, o->s, o->p, MPFR_RNDN);
         }
@@ -191,7 +148,7 @@ static uint32_t oracle_step(ows *o, const uint16_t *a, const uint16_t *b, size_t
     long E = 0;
     int have = 0;
     for (size_t i = 0; i < n; i++) {
-        const float fa = bf16_value(a[i]), fb = bf16_value(b[i]);
+        const float fa = lowp_test_bf16_value(a[i]), fb = lowp_test_bf16_value(b[i]);
         part[i] = 1;
         if (fa == 0.0f || fb == 0.0f) {
             if (P->zero_mode == LOWP_MMA_ZERO_SUBNORMAL) {
@@ -250,8 +207,8 @@ static uint32_t oracle_step(ows *o, const uint16_t *a, const uint16_t *b, size_t
     /* Truncated terms, summed exactly (the zero sign is decided in oracle_round). */
     mpfr_set_zero(o->s, -1);
     for (size_t i = 0; i < n; i++) {
-        mpfr_set_flt(o->x, bf16_value(a[i]), MPFR_RNDN);
-        mpfr_set_flt(o->y, bf16_value(b[i]), MPFR_RNDN);
+        mpfr_set_flt(o->x, lowp_test_bf16_value(a[i]), MPFR_RNDN);
+        mpfr_set_flt(o->y, lowp_test_bf16_value(b[i]), MPFR_RNDN);
         mpfr_mul(o->p, o->x, o->y, MPFR_RNDN); /* exact: 16-bit significand */
         if (have && !mpfr_zero_p(o->p)) {
             mpfr_mul_2si(o->t, o->p, P->n_frac - E, MPFR_RNDN);
@@ -303,44 +260,6 @@ static void print_case(const char *what, const uint16_t *a, const uint16_t *b, u
  * Generators: one k16 case (a, b, c) of a kind, from a stream.
  * ------------------------------------------------------------------------------------- */
 
-/* bf16 bits of (-1)^neg (1 + f/128) 2^e, e clamped to 127; below 2^-126 the subnormal with
- * the truncated significand (0 below the smallest subnormal). */
-static uint16_t mkbf(int neg, int e, unsigned f)
-{
-    uint16_t s = (uint16_t)(neg ? 0x8000 : 0);
-    f &= 0x7F;
-    if (e > 127)
-        e = 127;
-    if (e >= -126)
-        return (uint16_t)(s | (unsigned)(e + 127) << 7 | f);
-    const int sh = -126 - e; /* value (128 + f) * 2^(e - 7) = q * 2^-133 */
-    return (uint16_t)(s | (sh >= 8 ? 0u : (0x80u | f) >> sh));
-}
-
-static uint32_t mkf(int neg, int e, uint32_t f)
-{
-    uint32_t s = neg ? 0x80000000u : 0u;
-    f &= 0x7FFFFFu;
-    if (e > 127)
-        e = 127;
-    if (e >= -126)
-        return s | (uint32_t)(e + 127) << 23 | f;
-    const int sh = -126 - e;
-    return s | (sh >= 24 ? 0u : (0x800000u | f) >> sh);
-}
-
-static uint16_t rbf(uint64_t *s, int elo, int ehi)
-{
-    const uint64_t r = lowp_splitmix64(s);
-    return mkbf((int)(r & 1), irange(s, elo, ehi), (unsigned)(r >> 8));
-}
-
-static uint32_t rf(uint64_t *s, int elo, int ehi)
-{
-    const uint64_t r = lowp_splitmix64(s);
-    return mkf((int)(r & 1), irange(s, elo, ehi), (uint32_t)(r >> 8));
-}
-
 static uint16_t special_bf(uint64_t *s)
 {
     static const uint16_t sp[] = {0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x0000, 0x8000, 0x0001, 0x807F};
@@ -351,8 +270,23 @@ static double approx_dot(const uint16_t *a, const uint16_t *b)
 {
     double d = 0;
     for (int i = 0; i < 16; i++)
-        d += (double)bf16_value(a[i]) * (double)bf16_value(b[i]);
+        d += (double)lowp_test_bf16_value(a[i]) * (double)lowp_test_bf16_value(b[i]);
     return d;
+}
+
+/* The C of the tiny kinds, chosen by the case's first draw r0: +-0 (a quarter of cases), a
+ * binary32 subnormal (or zero) of either sign made of r0's bits (a quarter), else a value
+ * drawn with its exponent in [-149, ehi] (two more draws from s). */
+static uint32_t tiny_c(uint64_t *s, uint64_t r0, int ehi)
+{
+    switch (r0 % 4) {
+    case 0:
+        return (uint32_t)(r0 & 0x80000000u);
+    case 1:
+        return (uint32_t)((r0 >> 8) & 0x807FFFFFu);
+    default:
+        return lowp_test_f32_draw(s, -149, ehi);
+    }
 }
 
 static void gen_case(uint64_t *s, int kind, uint16_t *a, uint16_t *b, uint32_t *c)
@@ -371,63 +305,64 @@ static void gen_case(uint64_t *s, int kind, uint16_t *a, uint16_t *b, uint32_t *
             *c = r0 & 2 ? 0x7FC00000u : 0xFF800000u;
         break;
     case 1: { /* narrow exponents, both signs: cancellation and carries */
-        const int e0 = irange(s, -30, 30);
+        const int e0 = lowp_test_irange(s, -30, 30);
         for (int i = 0; i < 16; i++) {
-            a[i] = rbf(s, e0 - 2, e0 + 2);
-            b[i] = rbf(s, -2, 2);
+            a[i] = lowp_test_bf16_draw(s, e0 - 2, e0 + 2);
+            b[i] = lowp_test_bf16_draw(s, -2, 2);
         }
-        *c = r0 % 8 == 0 ? (uint32_t)(r0 & 0x80000000u) : rf(s, e0 - 30, e0 + 8);
+        *c = r0 % 8 == 0 ? (uint32_t)(r0 & 0x80000000u) : lowp_test_f32_draw(s, e0 - 30, e0 + 8);
         break;
     }
     case 2: { /* a dominant product, the rest 5..35 binades below */
-        const int e0 = irange(s, -40, 40), d = (int)(r0 % 16);
+        const int e0 = lowp_test_irange(s, -40, 40), d = (int)(r0 % 16);
         for (int i = 0; i < 16; i++) {
-            a[i] = i == d ? rbf(s, e0, e0) : rbf(s, e0 - 35, e0 - 5);
-            b[i] = rbf(s, -1, 1);
+            a[i] = i == d ? lowp_test_bf16_draw(s, e0, e0)
+                          : lowp_test_bf16_draw(s, e0 - 35, e0 - 5);
+            b[i] = lowp_test_bf16_draw(s, -1, 1);
         }
-        *c = r0 % 4 == 0 ? (uint32_t)(r0 & 0x80000000u) : rf(s, e0 - 35, e0 + 3);
+        *c = r0 % 4 == 0 ? (uint32_t)(r0 & 0x80000000u) : lowp_test_f32_draw(s, e0 - 35, e0 + 3);
         break;
     }
     case 3: /* C dominant, products 0..35 binades below */
         for (int i = 0; i < 16; i++) {
-            a[i] = rbf(s, -3, 3);
-            b[i] = rbf(s, -3, 3);
+            a[i] = lowp_test_bf16_draw(s, -3, 3);
+            b[i] = lowp_test_bf16_draw(s, -3, 3);
         }
-        *c = rf(s, 0, 35);
+        *c = lowp_test_f32_draw(s, 0, 35);
         break;
     case 4: { /* C cancels the products up to a few ulps */
-        const int e0 = irange(s, -10, 10);
+        const int e0 = lowp_test_irange(s, -10, 10);
         for (int i = 0; i < 16; i++) {
-            a[i] = rbf(s, e0 - 2, e0 + 2);
-            b[i] = rbf(s, -2, 2);
+            a[i] = lowp_test_bf16_draw(s, e0 - 2, e0 + 2);
+            b[i] = lowp_test_bf16_draw(s, -2, 2);
         }
         const float d = (float)-approx_dot(a, b);
         uint32_t cb = lowp_test_f32_bits(d);
         if (d != 0.0f)
-            cb = (uint32_t)((int64_t)cb + irange(s, -3, 3));
+            cb = (uint32_t)((int64_t)cb + lowp_test_irange(s, -3, 3));
         *c = cb;
         break;
     }
     case 5: { /* pairs x*y - x*y' with y' = y or a neighbour, plus a small rest */
-        const int e0 = irange(s, -20, 20);
+        const int e0 = lowp_test_irange(s, -20, 20);
         for (int i = 0; i < 16; i += 2) {
-            a[i] = rbf(s, e0 - 1, e0 + 1);
+            a[i] = lowp_test_bf16_draw(s, e0 - 1, e0 + 1);
             a[i + 1] = a[i] ^ 0x8000;
-            b[i] = rbf(s, -1, 1);
+            b[i] = lowp_test_bf16_draw(s, -1, 1);
             b[i + 1] = (uint16_t)(b[i] + (lowp_splitmix64(s) % 3 == 0 ? 1 : 0));
         }
         if (r0 & 1) {
             const int j = (int)((r0 >> 1) % 16);
-            a[j] = rbf(s, e0 - 30, e0 - 20);
+            a[j] = lowp_test_bf16_draw(s, e0 - 30, e0 - 20);
         }
-        *c = r0 % 3 == 0 ? (uint32_t)(r0 & 0x80000000u) : rf(s, e0 - 30, e0 - 20);
+        *c = r0 % 3 == 0 ? (uint32_t)(r0 & 0x80000000u) : lowp_test_f32_draw(s, e0 - 30, e0 - 20);
         break;
     }
     case 6: /* tiny: products near the binary32 subnormal range, zeros, subnormal C */
         if (r0 & 4) { /* every product below 2^-133 (a zero term's e_zero), C = +-0 */
             for (int i = 0; i < 16; i++) {
-                a[i] = rbf(s, -82, -68);
-                b[i] = rbf(s, -82, -68);
+                a[i] = lowp_test_bf16_draw(s, -82, -68);
+                b[i] = lowp_test_bf16_draw(s, -82, -68);
             }
             a[r0 % 16] = (uint16_t)(r0 & 0x8000);
             *c = (uint32_t)(r0 & 0x80000000u);
@@ -435,59 +370,52 @@ static void gen_case(uint64_t *s, int kind, uint16_t *a, uint16_t *b, uint32_t *
         }
         for (int i = 0; i < 16; i++) {
             const uint64_t r = lowp_splitmix64(s);
-            a[i] = r % 8 == 0 ? (uint16_t)((r >> 8) & 0x807F) : rbf(s, -82, -55);
-            b[i] = r % 4 == 1 ? (uint16_t)(r & 0x8000) : rbf(s, -82, -55);
+            a[i] = r % 8 == 0 ? (uint16_t)((r >> 8) & 0x807F) : lowp_test_bf16_draw(s, -82, -55);
+            b[i] = r % 4 == 1 ? (uint16_t)(r & 0x8000) : lowp_test_bf16_draw(s, -82, -55);
         }
-        switch (r0 % 4) {
-        case 0:
-            *c = (uint32_t)(r0 & 0x80000000u);
-            break;
-        case 1:
-            *c = (uint32_t)((r0 >> 8) & 0x807FFFFFu);
-            break;
-        default:
-            *c = rf(s, -149, -118);
-        }
+        *c = tiny_c(s, r0, -118);
         break;
     case 7: /* zeros next to huge partners */
         for (int i = 0; i < 16; i++) {
             const uint64_t r = lowp_splitmix64(s);
             if (r % 2) {
                 a[i] = (uint16_t)(r & 0x8000);
-                b[i] = rbf(s, -20, 127);
+                b[i] = lowp_test_bf16_draw(s, -20, 127);
             } else {
-                a[i] = rbf(s, -60, 10);
-                b[i] = rbf(s, -60, 10);
+                a[i] = lowp_test_bf16_draw(s, -60, 10);
+                b[i] = lowp_test_bf16_draw(s, -60, 10);
             }
         }
-        *c = r0 % 2 ? (uint32_t)(r0 & 0x80000000u) : rf(s, -140, 20);
+        *c = r0 % 2 ? (uint32_t)(r0 & 0x80000000u) : lowp_test_f32_draw(s, -140, 20);
         break;
     case 8: { /* halves: a large term in one half (or C), small ones in the other */
-        const int big_lo = (int)(r0 & 1), e0 = irange(s, -20, 20);
+        const int big_lo = (int)(r0 & 1), e0 = lowp_test_irange(s, -20, 20);
         for (int i = 0; i < 16; i++) {
             const int in_big = (i < 8) == big_lo;
-            a[i] = in_big ? rbf(s, e0 - 2, e0) : rbf(s, e0 - 30, e0 - 15);
-            b[i] = rbf(s, -1, 1);
+            a[i] = in_big ? lowp_test_bf16_draw(s, e0 - 2, e0)
+                          : lowp_test_bf16_draw(s, e0 - 30, e0 - 15);
+            b[i] = lowp_test_bf16_draw(s, -1, 1);
             if (in_big && lowp_splitmix64(s) % 3)
                 a[i] = 0;
         }
-        *c = r0 % 4 == 2 ? rf(s, e0 - 1, e0 + 1) : rf(s, e0 - 30, e0 - 10);
+        *c = r0 % 4 == 2 ? lowp_test_f32_draw(s, e0 - 1, e0 + 1)
+                         : lowp_test_f32_draw(s, e0 - 30, e0 - 10);
         break;
     }
     case 9: /* overflow range */
         for (int i = 0; i < 16; i++) {
-            a[i] = rbf(s, 55, 127);
-            b[i] = rbf(s, 55, 127);
+            a[i] = lowp_test_bf16_draw(s, 55, 127);
+            b[i] = lowp_test_bf16_draw(s, 55, 127);
         }
-        *c = r0 % 3 == 0 ? 0u : rf(s, 100, 127);
+        *c = r0 % 3 == 0 ? 0u : lowp_test_f32_draw(s, 100, 127);
         break;
     default: { /* carries: equal exponents, large significands, one sign */
-        const int e0 = irange(s, -30, 30), neg = (int)(r0 & 1);
+        const int e0 = lowp_test_irange(s, -30, 30), neg = (int)(r0 & 1);
         for (int i = 0; i < 16; i++) {
-            a[i] = mkbf(neg, e0, 0x60 | (unsigned)(lowp_splitmix64(s) & 0x1F));
-            b[i] = mkbf(0, 0, 0x60 | (unsigned)(lowp_splitmix64(s) & 0x1F));
+            a[i] = lowp_test_bf16_make(neg, e0, 0x60 | (unsigned)(lowp_splitmix64(s) & 0x1F));
+            b[i] = lowp_test_bf16_make(0, 0, 0x60 | (unsigned)(lowp_splitmix64(s) & 0x1F));
         }
-        *c = mkf((int)((r0 >> 1) & 1), e0 + irange(s, -24, 6),
+        *c = lowp_test_f32_make((int)((r0 >> 1) & 1), e0 + lowp_test_irange(s, -24, 6),
                  (uint32_t)(lowp_splitmix64(s) >> 20));
     }
     }
@@ -535,9 +463,7 @@ START_TEST(probes_hand_predictions)
     ows_clear(&o);
     printf("mma: %zu probes, %d parameter alternatives: hand predictions %s\n", n, alts,
            bad ? "WRONG" : "confirmed");
-    total_checked += n;
-    total_bad += (unsigned long long)bad;
-    ck_assert_int_eq(bad, 0);
+    tally(n, (unsigned long long)bad);
 }
 END_TEST
 
@@ -575,7 +501,7 @@ static unsigned long long run_random(const char *tag, uint64_t tagv, size_t ncas
         unsigned long long kb[NKINDS] = {0};
 #pragma omp for schedule(dynamic, 256)
         for (size_t i = 0; i < ncase; i++) {
-            uint64_t s = stream(tagv, i);
+            uint64_t s = lowp_test_stream(seed, tagv, i, 0);
             uint16_t a[16] = {0}, b[16] = {0};
             uint32_t c = 0;
             const int kind = (int)(i % NKINDS);
@@ -608,17 +534,29 @@ START_TEST(random_default_params)
     for (int k = 0; k < NKINDS; k++)
         if (pk[k])
             printf("mma:   kind %s: %llu\n", kind_name[k], pk[k]);
-    total_checked += RANDOM_DEFAULT;
-    total_bad += bad;
-    ck_assert_uint_eq(bad, 0);
+    tally(RANDOM_DEFAULT, bad);
 }
 END_TEST
 
 START_TEST(random_all_candidates)
 {
     lowp_mma_params cand[NCAND_MAX];
-    const size_t nc = candidates(cand);
+    const size_t nc = lowp_mma_candidates(cand);
+    ck_assert_uint_eq(nc, LOWP_MMA_N_CANDIDATES);
     ck_assert_uint_eq(nc, 200);
+    /* 200 different sets (as their descriptions say), the record among them once */
+    int have_default = 0;
+    char pd[64];
+    lowp_mma_params_str(&lowp_mma_sm90_bf16, pd, sizeof pd);
+    for (size_t i = 0; i < nc; i++) {
+        char pi[64], pj[64];
+        lowp_mma_params_str(&cand[i], pi, sizeof pi);
+        have_default += strcmp(pi, pd) == 0;
+        for (size_t j = 0; j < i; j++)
+            ck_assert_msg(strcmp(pi, lowp_mma_params_str(&cand[j], pj, sizeof pj)) != 0,
+                          "candidates %zu and %zu are both %s", j, i, pi);
+    }
+    ck_assert_int_eq(have_default, 1);
     unsigned long long pk[NKINDS] = {0};
     const size_t ncase = nc * RANDOM_PER_CAND;
     const double t0 = lowp_test_now();
@@ -626,9 +564,7 @@ START_TEST(random_all_candidates)
     printf("mma: %zu random cases over %zu candidate parameter sets vs oracle: %llu "
            "mismatches (%.1f s)\n",
            ncase, nc, bad, lowp_test_now() - t0);
-    total_checked += ncase;
-    total_bad += bad;
-    ck_assert_uint_eq(bad, 0);
+    tally(ncase, bad);
 }
 END_TEST
 
@@ -637,7 +573,7 @@ END_TEST
 START_TEST(sensitivity_and_batch)
 {
     lowp_mma_params cand[NCAND_MAX];
-    const size_t nc = candidates(cand);
+    const size_t nc = lowp_mma_candidates(cand);
     const lowp_mma_params D = lowp_mma_sm90_bf16;
     lowp_mma_params alt[7];
     const char *alt_name[7] = {"n_frac 24", "n_frac 26", "group 8", "C outside window",
@@ -659,7 +595,7 @@ START_TEST(sensitivity_and_batch)
         float out[NCAND_MAX];
 #pragma omp for schedule(dynamic, 1024)
         for (size_t i = 0; i < ncase; i++) {
-            uint64_t s = stream(3, i);
+            uint64_t s = lowp_test_stream(seed, 3, i, 0);
             uint16_t a[16] = {0}, b[16] = {0};
             uint32_t c = 0;
             gen_case(&s, (int)(i % NKINDS), a, b, &c);
@@ -715,7 +651,7 @@ START_TEST(api_edges)
     ows o;
     ows_init(&o);
     for (int t = 0; t < 2000; t++) {
-        uint64_t s = stream(4, (uint64_t)t);
+        uint64_t s = lowp_test_stream(seed, 4, (uint64_t)t, 0);
         uint32_t c = 0, c2 = 0;
         gen_case(&s, t % NKINDS, a, b, &c);
         gen_case(&s, (t + 3) % NKINDS, a + 16, b + 16, &c2);
@@ -788,7 +724,8 @@ static uint32_t pick_c(uint64_t *s, uint32_t c)
     case 8:
         return c ^ 0x80000000u;
     case 9:
-        return mkf((int)(r >> 62) & 1, irange(s, -149, 127), (uint32_t)(r >> 20));
+        return lowp_test_f32_make((int)(r >> 62) & 1, lowp_test_irange(s, -149, 127),
+                                  (uint32_t)(r >> 20));
     default:
         return sg | (uint32_t)(r >> 8) % 0x40u; /* the smallest subnormals */
     }
@@ -817,8 +754,8 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
             sw[p] = (uint16_t)(base + j);
             ot[p] = r0 % 8 == 0   ? (uint16_t)lowp_splitmix64(s)
                     : r0 % 8 == 1 ? bits_bf(s)
-                             : mkbf((int)(lowp_splitmix64(s) & 1),
-                                    irange(s, -150, 126) - (x ? (int)x - 127 : -126),
+                             : lowp_test_bf16_make((int)(lowp_splitmix64(s) & 1),
+                                    lowp_test_irange(s, -150, 126) - (x ? (int)x - 127 : -126),
                                     (unsigned)lowp_splitmix64(s));
         }
         *c = (uint32_t)(lowp_splitmix64(s) >> 32);
@@ -838,7 +775,7 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
             *c ^= 0x40000000u;
         break;
     case 3: { /* decode: Gaussian q, k (or p, v), C a previous dot product */
-        const double sk = ldexp(1.0, irange(s, -8, 2));
+        const double sk = ldexp(1.0, lowp_test_irange(s, -8, 2));
         for (int i = 0; i < 16; i++) {
             a[i] = lowp_bf16_from_f32((float)gauss(s));
             b[i] = lowp_bf16_from_f32((float)(sk * gauss(s)));
@@ -852,44 +789,46 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
         break;
     }
     case 4: { /* massive cancellation: +x*y, -x*y' (y' = y or a neighbour), C ~ -sum */
-        const int e0 = irange(s, -60, 60);
+        const int e0 = lowp_test_irange(s, -60, 60);
         for (int i = 0; i < 16; i += 2) {
-            a[i] = rbf(s, e0 - 3, e0 + 3);
+            a[i] = lowp_test_bf16_draw(s, e0 - 3, e0 + 3);
             a[i + 1] = a[i] ^ 0x8000;
-            b[i] = rbf(s, -3, 3);
+            b[i] = lowp_test_bf16_draw(s, -3, 3);
             b[i + 1] = (uint16_t)(b[i] + (int)(lowp_splitmix64(s) % 3) - 1);
         }
         if (r0 & 2)
-            a[(r0 >> 2) % 16] = rbf(s, e0 - 40, e0 - 5);
+            a[(r0 >> 2) % 16] = lowp_test_bf16_draw(s, e0 - 40, e0 - 5);
         switch ((r0 >> 8) % 3) {
         case 0:
             *c = (uint32_t)(r0 & 0x80000000u);
             break;
         case 1: {
             const float d = (float)-approx_dot(a, b);
-            *c = d == 0.0f ? 0u : (uint32_t)((int64_t)lowp_test_f32_bits(d) + irange(s, -2, 2));
+            *c = d == 0.0f
+                     ? 0u
+                     : (uint32_t)((int64_t)lowp_test_f32_bits(d) + lowp_test_irange(s, -2, 2));
             break;
         }
         default:
-            *c = rf(s, e0 - 60, e0 - 15);
+            *c = lowp_test_f32_draw(s, e0 - 60, e0 - 15);
         }
         break;
     }
     case 5: { /* sums near 2^128: a few products at 2^122..2^127, C up to FLT_MAX */
-        const int n = irange(s, 1, 6);
+        const int n = lowp_test_irange(s, 1, 6);
         for (int i = 0; i < 16; i++) {
             if (i < n) {
-                const int ea = irange(s, 0, 127), ep = irange(s, 122, 127);
+                const int ea = lowp_test_irange(s, 0, 127), ep = lowp_test_irange(s, 122, 127);
                 const int sg = r0 & 2 ? sg0 : (int)(lowp_splitmix64(s) & 1);
-                a[i] = mkbf(sg, ea, (unsigned)lowp_splitmix64(s));
-                b[i] = mkbf(0, ep - ea, (unsigned)lowp_splitmix64(s));
+                a[i] = lowp_test_bf16_make(sg, ea, (unsigned)lowp_splitmix64(s));
+                b[i] = lowp_test_bf16_make(0, ep - ea, (unsigned)lowp_splitmix64(s));
             } else {
-                a[i] = r0 & 4 ? rbf(s, -20, 60) : 0;
-                b[i] = rbf(s, -20, 60);
+                a[i] = r0 & 4 ? lowp_test_bf16_draw(s, -20, 60) : 0;
+                b[i] = lowp_test_bf16_draw(s, -20, 60);
             }
         }
         *c = r0 % 3 == 0 ? (uint32_t)(r0 & 0x80000000u)
-                         : mkf(r0 & 8 ? sg0 : !sg0, irange(s, 120, 127),
+                         : lowp_test_f32_make(r0 & 8 ? sg0 : !sg0, lowp_test_irange(s, 120, 127),
                                (uint32_t)lowp_splitmix64(s) | (r0 & 16 ? 0x7FFF00u : 0));
         break;
     }
@@ -900,31 +839,25 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
         const int ladder = r0 % 6 == 0;
         const int ehi = ladder ? -150 : r0 % 3 == 0 ? -134 : r0 % 3 == 1 ? -128 : -115;
         for (int i = 0; i < 16; i++) {
-            const int ea = irange(s, -80, -35), ep = irange(s, ehi - (ladder ? 16 : 40), ehi);
-            a[i] = mkbf((int)(lowp_splitmix64(s) & 1), ea, (unsigned)lowp_splitmix64(s));
-            b[i] = mkbf(0, ep - ea, (unsigned)lowp_splitmix64(s));
+            const int ea = lowp_test_irange(s, -80, -35),
+                      ep = lowp_test_irange(s, ehi - (ladder ? 16 : 40), ehi);
+            a[i] = lowp_test_bf16_make((int)(lowp_splitmix64(s) & 1), ea,
+                                       (unsigned)lowp_splitmix64(s));
+            b[i] = lowp_test_bf16_make(0, ep - ea, (unsigned)lowp_splitmix64(s));
             if (lowp_splitmix64(s) % 6 == 0)
                 a[i] &= 0x8000;
         }
-        switch (r0 % 4) {
-        case 0:
-            *c = (uint32_t)(r0 & 0x80000000u);
-            break;
-        case 1:
-            *c = (uint32_t)(r0 >> 8) & 0x807FFFFFu;
-            break;
-        default:
-            *c = rf(s, -149, -110);
-        }
+        *c = tiny_c(s, r0, -110);
         if (ladder) { /* a[1] * b[1], a[2] * b[2] < 0, the others below 2^-165 or zero
                        * (a zero product would hold E at -133 without C) */
-            a[0] = mkbf(0, -70, (unsigned)(r0 >> 16));
-            b[0] = mkbf(0, irange(s, -72, -66), 0);
+            a[0] = lowp_test_bf16_make(0, -70, (unsigned)(r0 >> 16));
+            b[0] = lowp_test_bf16_make(0, lowp_test_irange(s, -72, -66), 0);
             a[1] |= 0x8000;
             a[2] |= 0x8000;
             for (int i = 3; i < 16; i++) {
-                a[i] = r0 & 0x100 ? (uint16_t)(a[i] & 0x8000) : mkbf(0, -100, 0x7F);
-                b[i] = mkbf(0, irange(s, -100, -67), (unsigned)lowp_splitmix64(s));
+                a[i] = r0 & 0x100 ? (uint16_t)(a[i] & 0x8000) : lowp_test_bf16_make(0, -100, 0x7F);
+                b[i] = lowp_test_bf16_make(0, lowp_test_irange(s, -100, -67),
+                                           (unsigned)lowp_splitmix64(s));
             }
             *c = (uint32_t)(r0 & 0x80000000u);
         }
@@ -933,14 +866,16 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
     case 7: /* operand exponents over the whole range (bf16 subnormals included), product
              * exponents over -260..112 (most of the range without overflowing) */
         for (int i = 0; i < 16; i++) {
-            const int ep = irange(s, -260, 112);
-            const int ea =
-                irange(s, ep - 127 > -133 ? ep - 127 : -133, ep + 133 < 127 ? ep + 133 : 127);
+            const int ep = lowp_test_irange(s, -260, 112);
+            const int ea = lowp_test_irange(s, ep - 127 > -133 ? ep - 127 : -133,
+                                            ep + 133 < 127 ? ep + 133 : 127);
             const int eb = ep - ea;
-            a[i] = mkbf((int)(lowp_splitmix64(s) & 1), ea, (unsigned)lowp_splitmix64(s));
-            b[i] = mkbf((int)(lowp_splitmix64(s) & 1), eb, (unsigned)lowp_splitmix64(s));
+            a[i] = lowp_test_bf16_make((int)(lowp_splitmix64(s) & 1), ea,
+                                       (unsigned)lowp_splitmix64(s));
+            b[i] = lowp_test_bf16_make((int)(lowp_splitmix64(s) & 1), eb,
+                                       (unsigned)lowp_splitmix64(s));
         }
-        *c = mkf(sg0, irange(s, -149, 127), (uint32_t)(r0 >> 20));
+        *c = lowp_test_f32_make(sg0, lowp_test_irange(s, -149, 127), (uint32_t)(r0 >> 20));
         break;
     default: /* zeros of both signs and subnormals among moderate values */
         for (int i = 0; i < 16; i++) {
@@ -949,12 +884,12 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
                 const uint64_t r = lowp_splitmix64(s);
                 *x[j] = r % 4 == 0   ? (uint16_t)(r & 0x8000)
                         : r % 4 == 1 ? (uint16_t)((r & 0x8000) | (1 + (r >> 16) % 127))
-                                     : rbf(s, -30, 30);
+                                     : lowp_test_bf16_draw(s, -30, 30);
             }
         }
         *c = r0 % 3 == 0 ? (uint32_t)(r0 & 0x80000000u)
              : r0 % 3 == 1 ? (uint32_t)(r0 >> 8) & 0x807FFFFFu
-                           : rf(s, -140, 30);
+                           : lowp_test_f32_draw(s, -140, 30);
     }
     if (lowp_splitmix64(s) % 4 == 0)
         *c = pick_c(s, *c);
@@ -963,7 +898,7 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
 /* Case i: k (16 mostly, 32, or 1..64) and the operands; returns the kind of block 0. */
 static int gen_fast(uint64_t i, uint16_t *a, uint16_t *b, uint32_t *c, size_t *k)
 {
-    uint64_t s = stream(5, i);
+    uint64_t s = lowp_test_stream(seed, 5, i, 0);
     const int kind = (int)(i % NFKINDS);
     const uint64_t idx = i / NFKINDS;
     const uint64_t r = lowp_splitmix64(&s);
@@ -1062,9 +997,7 @@ START_TEST(fast_vs_general)
     for (int j = 0; j < R_NCLASS; j++)
         printf(" %s %llu%s", rclass_name[j], cls[j], j + 1 < R_NCLASS ? "," : "\n");
     printf("mma:   bf16 patterns never seen: %zu in a, %zu in b\n", miss_a, miss_b);
-    total_checked += FAST_CASES;
-    total_bad += bad;
-    ck_assert_uint_eq(bad, 0);
+    tally(FAST_CASES, bad);
     ck_assert_uint_eq(miss_a, 0);
     ck_assert_uint_eq(miss_b, 0);
     for (int j = 0; j < R_NCLASS; j++)
@@ -1079,7 +1012,7 @@ START_TEST(fast_timing)
 {
     enum { NV = 1024, CALLS = 2000000 };
     static uint16_t q[NV][16], kv[NV][16];
-    uint64_t s = stream(6, 0);
+    uint64_t s = lowp_test_stream(seed, 6, 0, 0);
     for (int i = 0; i < NV; i++)
         for (int j = 0; j < 16; j++) {
             q[i][j] = lowp_bf16_from_f32((float)gauss(&s));
@@ -1115,17 +1048,10 @@ END_TEST
 static Suite *mma_suite(void)
 {
     Suite *s = suite_create("mma");
-    TCase *tc = tcase_create("mma");
-    tcase_set_timeout(tc, 1800);
-    tcase_add_test(tc, probes_hand_predictions);
-    tcase_add_test(tc, probes_research_note);
-    tcase_add_test(tc, api_edges);
-    tcase_add_test(tc, sensitivity_and_batch);
-    tcase_add_test(tc, random_default_params);
-    tcase_add_test(tc, random_all_candidates);
-    tcase_add_test(tc, fast_vs_general);
-    tcase_add_test(tc, fast_timing);
-    suite_add_tcase(s, tc);
+    lowp_test_tcase(s, "mma", 1800,
+                    LOWP_TESTS(probes_hand_predictions, probes_research_note, api_edges,
+                               sensitivity_and_batch, random_default_params, random_all_candidates,
+                               fast_vs_general, fast_timing));
     return s;
 }
 

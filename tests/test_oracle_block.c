@@ -67,13 +67,6 @@ static unsigned long long total_cases, total_bad;
  * Helpers
  * ------------------------------------------------------------------------------------- */
 
-static float ffrom(uint32_t b)
-{
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
 /* Equal as a global-scale field: same bits, or both NaN (recipes.md fixes no payload). */
 static int same_scale_value(float a, float b)
 {
@@ -276,8 +269,8 @@ static float special_value(uint64_t *s)
         0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F7F7FFFu, 0xFF7F4000u}; /* just below the BF16 overflow */
     unsigned k = urange(s, sizeof sp / sizeof sp[0] + 2);
     if (k >= sizeof sp / sizeof sp[0]) /* a random binary32 subnormal */
-        return ffrom((uint32_t)(lowp_splitmix64(s) & 0x807FFFFFu) | 1u);
-    return ffrom(sp[k]);
+        return lowp_test_f32_from_bits((uint32_t)(lowp_splitmix64(s) & 0x807FFFFFu) | 1u);
+    return lowp_test_f32_from_bits(sp[k]);
 }
 
 static void gen_gauss(float *x, size_t bs, float mag, uint64_t *s)
@@ -358,7 +351,8 @@ static void gen_struct(float *x, size_t bs, float mag, uint64_t *s)
         case 0: x[i] = 0.0f; break;
         case 1: x[i] = urange(s, 2) ? 0.0f : -0.0f; break;
         case 2:
-            x[i] = ffrom(0x7FC00000u | (urange(s, 2) ? 0x80000000u : 0) | urange(s, 1000));
+            x[i] = lowp_test_f32_from_bits(0x7FC00000u | (urange(s, 2) ? 0x80000000u : 0) |
+                                           urange(s, 1000));
             break;
         case 3: x[i] = urange(s, 2) ? INFINITY : -INFINITY; break;
         case 4: x[i] = mag; break;
@@ -380,7 +374,7 @@ static void gen_block(const combo *c, const gscale *g, int kind, float *x, size_
         break;
     case K_BITS:
         for (size_t i = 0; i < bs; i++)
-            x[i] = ffrom((uint32_t)lowp_splitmix64(s));
+            x[i] = lowp_test_f32_from_bits((uint32_t)lowp_splitmix64(s));
         break;
     case K_TINY:
         gen_gauss(x, bs, (float)((double)mag * ldexp(1.0, -8 - (int)urange(s, 40))), s);
@@ -619,8 +613,8 @@ START_TEST(oracle_arithmetic_is_binary32)
         float a, b;
         unsigned k = urange(&s, 4);
         if (k == 0) {
-            a = ffrom((uint32_t)lowp_splitmix64(&s));
-            b = ffrom((uint32_t)lowp_splitmix64(&s));
+            a = lowp_test_f32_from_bits((uint32_t)lowp_splitmix64(&s));
+            b = lowp_test_f32_from_bits((uint32_t)lowp_splitmix64(&s));
         } else { /* near the subnormal and overflow ends */
             a = random_magnitude(&s, -149, 127);
             b = k == 1 ? random_magnitude(&s, -40, 40)
@@ -749,11 +743,11 @@ static void grid_block(int k, float *x, size_t bs, uint64_t *s)
         break;
     case 9:
         for (size_t i = 0; i < bs; i++)
-            x[i] = ffrom(0xFFC00000u);
+            x[i] = lowp_test_f32_from_bits(0xFFC00000u);
         break;
     case 10:
         for (size_t i = 0; i < bs; i++)
-            x[i] = ffrom((uint32_t)(lowp_splitmix64(s) & 0x807FFFFFu));
+            x[i] = lowp_test_f32_from_bits((uint32_t)(lowp_splitmix64(s) & 0x807FFFFFu));
         break;
     case 11:
         x[0] = FLT_MAX;
@@ -803,38 +797,6 @@ END_TEST
 
 static char vectors_dir[4096];
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)len + 1);
-    size_t got = fread(b, 1, (size_t)len, f);
-    fclose(f);
-    b[got] = '\0';
-    return b;
-}
-
-/* The string value of "key": "value" in [p, end), or NULL. */
-static const char *json_str(const char *p, const char *end, const char *key, char *out, size_t len)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *q = strstr(p, pat);
-    if (q == NULL || q >= end)
-        return NULL;
-    q += strlen(pat);
-    size_t k = strcspn(q, "\"");
-    if (k >= len)
-        k = len - 1;
-    memcpy(out, q, k);
-    out[k] = '\0';
-    return out;
-}
-
 /* The hex strings of array "key": ["..", ".."] in [p, end); returns the count. */
 static int json_hex_array(const char *p, const char *end, const char *key, uint32_t *out, int cap)
 {
@@ -870,12 +832,12 @@ START_TEST(golden_vectors)
             continue;
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", vectors_dir, e->d_name);
-        char *text = slurp(path);
+        char *text = lowp_test_read_file(path, NULL);
         ck_assert_msg(text != NULL, "cannot read %s", path);
         files++;
         char fs[32], rs[32];
-        ck_assert_msg(json_str(text, text + strlen(text), "format", fs, sizeof fs) &&
-                          json_str(text, text + strlen(text), "recipe", rs, sizeof rs),
+        ck_assert_msg(lowp_test_json_string(text, NULL, "format", fs, sizeof fs) &&
+                          lowp_test_json_string(text, NULL, "recipe", rs, sizeof rs),
                       "%s: no format / recipe", path);
         combo c = {0, 0, 0};
         ck_assert(lowp_block_format_parse(fs, &c.f) == 0 && lowp_recipe_parse(rs, &c.r) == 0);
@@ -891,10 +853,10 @@ START_TEST(golden_vectors)
             if (grp != NULL && grp < end) {
                 gs.dec = gs.enc = 1.0f;
                 c.flags = 0;
-                if (json_str(line, end, "globalScaleDec", hx, sizeof hx))
-                    gs.dec = ffrom((uint32_t)strtoul(hx, NULL, 16));
-                if (json_str(line, end, "globalScaleEnc", hx, sizeof hx))
-                    gs.enc = ffrom((uint32_t)strtoul(hx, NULL, 16));
+                if (lowp_test_json_string(line, end, "globalScaleDec", hx, sizeof hx))
+                    gs.dec = lowp_test_f32_from_bits((uint32_t)strtoul(hx, NULL, 16));
+                if (lowp_test_json_string(line, end, "globalScaleEnc", hx, sizeof hx))
+                    gs.enc = lowp_test_f32_from_bits((uint32_t)strtoul(hx, NULL, 16));
                 const char *up = strstr(line, "\"scaleUp\": true");
                 if (up != NULL && up < end)
                     c.flags = LOWP_BLOCK_SCALE_UP;
@@ -911,7 +873,7 @@ START_TEST(golden_vectors)
                           id);
             float x[256];
             for (int i = 0; i < n; i++)
-                x[i] = ffrom(in[i]);
+                x[i] = lowp_test_f32_from_bits(in[i]);
             uint8_t codes[512], scales[16];
             char why[256];
             ck_assert_msg(lowp_block_quantize(c.f, c.r, gs, c.flags, x, (size_t)n, codes, scales,
@@ -1002,8 +964,9 @@ static long brute_amax(const lowp_oracle_nvfp4_diff *d, tally *t, uint64_t *scan
     long bad = 0;
     /* Outside [lo, hi] both recipes give 0 below and 0x7E above (monotone), so the set
      * lies inside. */
-    if (nat_q(0, S, ffrom(lo)) != 0 || nat_q(1, S, ffrom(lo)) != 0 ||
-        nat_q(0, S, ffrom(hi)) != 0x7E || nat_q(1, S, ffrom(hi)) != 0x7E) {
+    const float flo = lowp_test_f32_from_bits(lo), fhi = lowp_test_f32_from_bits(hi);
+    if (nat_q(0, S, flo) != 0 || nat_q(1, S, flo) != 0 || nat_q(0, S, fhi) != 0x7E ||
+        nat_q(1, S, fhi) != 0x7E) {
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 ": brute-force amax range [0x%08" PRIx32
                    ", 0x%08" PRIx32 "] does not reach codes 0 and 0x7e\n",
@@ -1020,7 +983,7 @@ static long brute_amax(const lowp_oracle_nvfp4_diff *d, tally *t, uint64_t *scan
     uint64_t count = 0;
 #pragma omp parallel for schedule(static) reduction(+ : count, bad)
     for (long long u = lo; u <= (long long)hi; u++) {
-        float m = ffrom((uint32_t)u);
+        float m = lowp_test_f32_from_bits((uint32_t)u);
         uint8_t a = nat_q(0, S, m), b = nat_q(1, S, m);
         const lowp_oracle_f32_run *r = in_runs(d->amax_runs, d->n_amax_runs, (uint32_t)u);
         int ok = (a != b) ? (r != NULL && r->a == a && r->b == b) : (r == NULL);
@@ -1073,10 +1036,10 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
         return 0;
     }
     uint32_t lo = isinf(omax) ? 0 : clamp_bits(0.2 / omax), hi = clamp_bits(6.0 / omin);
-    if (lowp_encode_f32(&cv_e2m1, ffrom(hi) * ot) != 7 ||
-        lowp_encode_f32(&cv_e2m1, ffrom(hi) * oe) != 7 ||
-        (lo > 0 && (lowp_encode_f32(&cv_e2m1, ffrom(lo) * ot) != 0 ||
-                    lowp_encode_f32(&cv_e2m1, ffrom(lo) * oe) != 0))) {
+    if (lowp_encode_f32(&cv_e2m1, lowp_test_f32_from_bits(hi) * ot) != 7 ||
+        lowp_encode_f32(&cv_e2m1, lowp_test_f32_from_bits(hi) * oe) != 7 ||
+        (lo > 0 && (lowp_encode_f32(&cv_e2m1, lowp_test_f32_from_bits(lo) * ot) != 0 ||
+                    lowp_encode_f32(&cv_e2m1, lowp_test_f32_from_bits(lo) * oe) != 0))) {
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 " q 0x%02x: scan ends are not codes 0 and 7\n",
                    lowp_test_f32_bits(S), qd->q);
@@ -1096,7 +1059,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
         uint32_t sb = sg ? 0x80000000u : 0;
 #pragma omp parallel for schedule(static) reduction(+ : count, bad)
         for (long long u = lo; u <= (long long)hi; u++) {
-            float x = ffrom((uint32_t)u | sb);
+            float x = lowp_test_f32_from_bits((uint32_t)u | sb);
             unsigned a = lowp_encode_f32(&cv_e2m1, x * ot), b = lowp_encode_f32(&cv_e2m1, x * oe);
             const lowp_oracle_f32_run *r = in_runs(qd->runs, qd->n_runs, (uint32_t)u);
             int differ = a != b;
@@ -1121,7 +1084,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
             for (int k = 0; k < 4; k++) {
                 if (ends[k] > 0x7F800000u || (k == 2 && qd->runs[i].lo == 0))
                     continue;
-                float x = ffrom(ends[k] | 0x80000000u);
+                float x = lowp_test_f32_from_bits(ends[k] | 0x80000000u);
                 int differ = lowp_encode_f32(&cv_e2m1, x * ot) != lowp_encode_f32(&cv_e2m1, x * oe);
                 if (differ != (k < 2) && !(k >= 2 && in_runs(qd->runs, qd->n_runs, ends[k]))) {
                     bad++;
@@ -1156,7 +1119,7 @@ static long block_c_on_set(const lowp_oracle_nvfp4_diff *d, tally *t, long *chec
     for (size_t i = 0; i < d->n_amax_runs; i++)
         for (int k = 0; k < 2; k++) {
             float x[16] = {0};
-            x[0] = ffrom(k ? d->amax_runs[i].hi : d->amax_runs[i].lo);
+            x[0] = lowp_test_f32_from_bits(k ? d->amax_runs[i].hi : d->amax_runs[i].lo);
             uint8_t c1[8], c2[8], q1, q2;
             lowp_block_quantize(LOWP_NVFP4, LOWP_RECIPE_TRTLLM, gs, 0, x, 16, c1, &q1, NULL, NULL,
                                 0);
@@ -1180,7 +1143,7 @@ static long block_c_on_set(const lowp_oracle_nvfp4_diff *d, tally *t, long *chec
             continue; /* q is not a common code of any amax */
         for (size_t i = 0; i < qd->n_runs; i++)
             for (int k = 0; k < 2; k++) {
-                float xv = ffrom(k ? qd->runs[i].hi : qd->runs[i].lo);
+                float xv = lowp_test_f32_from_bits(k ? qd->runs[i].hi : qd->runs[i].lo);
                 if (!(xv <= m))
                     continue;
                 float x[16] = {0};
@@ -1230,12 +1193,13 @@ static float common_amax_top(float S, uint8_t q)
     uint32_t lo = 0, hi = 0x7F800000u;
     while (lo < hi) { /* first m with either code > q (both are monotone) */
         uint32_t mid = lo + (hi - lo) / 2;
-        if (nat_q(0, S, ffrom(mid)) > q || nat_q(1, S, ffrom(mid)) > q)
+        const float fm = lowp_test_f32_from_bits(mid);
+        if (nat_q(0, S, fm) > q || nat_q(1, S, fm) > q)
             hi = mid;
         else
             lo = mid + 1;
     }
-    float m = lo > 0 ? ffrom(lo - 1) : 0.0f;
+    float m = lo > 0 ? lowp_test_f32_from_bits(lo - 1) : 0.0f;
     return (m > 0.0f && nat_q(0, S, m) == q && nat_q(1, S, m) == q) ? m : 0.0f;
 }
 
@@ -1294,7 +1258,7 @@ START_TEST(nvfp4_disagreement_set)
     const char *why[16];
     int nS = 0;
     for (int k = 0; k < 3; k++) {
-        Ss[nS] = 2688.0f / ffrom(s58[k][0]);
+        Ss[nS] = 2688.0f / lowp_test_f32_from_bits(s58[k][0]);
         why[nS++] = " [ref/notes/formats.md 5.8]";
     }
     Ss[nS] = 1.0f, why[nS++] = " [S = 1]";
@@ -1331,13 +1295,14 @@ START_TEST(nvfp4_disagreement_set)
         }
         /* Full tier: brute-force every q. Quick tier: q = 0 and the next q in the list,
          * and for the 5.8 S values the q of the vector. */
-        uint8_t q58 = k < 3 ? lowp_oracle_nvfp4_scale_code(0, Ss[k], ffrom(s58[k][1])) : 0;
+        uint8_t q58 =
+            k < 3 ? lowp_oracle_nvfp4_scale_code(0, Ss[k], lowp_test_f32_from_bits(s58[k][1])) : 0;
         for (size_t j = 0; j < d.n_q; j++)
             if (full || j < 2 || d.q[j].q == q58)
                 bad += brute_q(&d, &d.q[j], &t, &scanned);
         bad += block_c_on_set(&d, &t, &checked);
         if (k < 3) { /* the 5.8 vector is in the set, with the table's codes */
-            float m = ffrom(s58[k][1]), x = ffrom(s58[k][2]);
+            float m = lowp_test_f32_from_bits(s58[k][1]), x = lowp_test_f32_from_bits(s58[k][2]);
             uint8_t q = lowp_oracle_nvfp4_scale_code(0, Ss[k], m);
             const lowp_oracle_f32_run *r = NULL;
             for (size_t j = 0; j < d.n_q; j++)
@@ -1374,16 +1339,15 @@ END_TEST
 static Suite *oracle_block_suite(void)
 {
     Suite *s = suite_create("oracle_block");
-    TCase *tc = tcase_create("oracle_block");
-    tcase_set_timeout(tc, full ? 5400 : 900);
-    tcase_add_test(tc, oracle_tables_match_block_h);
-    tcase_add_test(tc, oracle_arithmetic_is_binary32);
-    tcase_add_test(tc, global_scale_derivations);
+    TCase *tc = lowp_test_tcase(s, "oracle_block", full ? 5400 : 900,
+                                LOWP_TESTS(oracle_tables_match_block_h,
+                                           oracle_arithmetic_is_binary32,
+                                           global_scale_derivations));
+    /* the loop tests, then the rest, in this order */
     tcase_add_loop_test(tc, special_scale_grid, 0, n_combos);
     tcase_add_loop_test(tc, random_blocks, 0, n_combos);
     tcase_add_test(tc, golden_vectors);
     tcase_add_test(tc, nvfp4_disagreement_set);
-    suite_add_tcase(s, tc);
     return s;
 }
 

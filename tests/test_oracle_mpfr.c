@@ -38,48 +38,6 @@ static uint64_t seed = LOWP_DEFAULT_SEED;
  * Helpers
  * ------------------------------------------------------------------------------------- */
 
-static uint32_t f32_bits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static float f32_from(uint32_t b)
-{
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-static uint64_t f64_bits(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static double f64_from(uint64_t b)
-{
-    double x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-/* Exact binary16 -> binary32 widening; NaN payloads move up unchanged (signalling stays
- * signalling), so the encoders also see binary32 signalling NaNs. */
-static float f16_widen(uint16_t h)
-{
-    const uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
-    if (e == 0x1F)
-        return f32_from(s | 0x7F800000u | (m << 13));
-    if (e == 0) {
-        float v = ldexpf((float)m, -24); /* exact: m < 2^10 */
-        return s ? -v : v;
-    }
-    return f32_from(s | ((e - 15 + 127) << 23) | (m << 13));
-}
-
 static int code_digits(lowp_format f)
 {
     return (int)(lowp_format_bits(f) + 3) / 4;
@@ -129,7 +87,7 @@ static void check_f32(tally *t, float x, uint16_t got, uint16_t want)
         return;
     const int w = code_digits(t->f);
     printf("%s [%s]: input 0x%08" PRIx32 " (%.9g) got 0x%0*x expected 0x%0*x\n", t->label,
-           t->set, f32_bits(x), (double)x, w, got, w, want);
+           t->set, lowp_test_f32_bits(x), (double)x, w, got, w, want);
 }
 
 static void check_f64(tally *t, double x, uint16_t got, uint16_t want)
@@ -139,7 +97,7 @@ static void check_f64(tally *t, double x, uint16_t got, uint16_t want)
         return;
     const int w = code_digits(t->f);
     printf("%s [%s]: input 0x%016" PRIx64 " (%.17g) got 0x%0*x expected 0x%0*x\n", t->label,
-           t->set, f64_bits(x), x, w, got, w, want);
+           t->set, lowp_test_f64_bits(x), x, w, got, w, want);
 }
 
 static unsigned long long tally_end(tally *t)
@@ -183,32 +141,14 @@ static size_t n_cases32[LOWP_FORMAT_COUNT];
 static double *extra64[LOWP_FORMAT_COUNT];
 static size_t n_extra64[LOWP_FORMAT_COUNT];
 
-typedef struct {
-    double *v;
-    size_t n, cap;
-} dbuf;
-
-static void dpush(dbuf *b, double x)
+static void dpush_pm(lowp_test_f64_list *b, double x)
 {
-    if (b->n == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 4096;
-        b->v = realloc(b->v, b->cap * sizeof *b->v);
-        if (b->v == NULL) {
-            fprintf(stderr, "oracle_mpfr: out of memory\n");
-            exit(2);
-        }
-    }
-    b->v[b->n++] = x;
-}
-
-static void dpush_pm(dbuf *b, double x)
-{
-    dpush(b, x);
-    dpush(b, -x);
+    lowp_test_push_f64(b, x);
+    lowp_test_push_f64(b, -x);
 }
 
 /* x and binary64 values close to it that binary32 cannot hold: both signs. */
-static void dpush_around(dbuf *b, double x)
+static void dpush_around(lowp_test_f64_list *b, double x)
 {
     if (!isfinite(x))
         return;
@@ -225,7 +165,7 @@ static void dpush_around(dbuf *b, double x)
  * 2^-149 and above FLT_MAX, NaN payloads, and random doubles of moderate exponent. */
 static void build_extra64(lowp_format f)
 {
-    dbuf b = {0};
+    lowp_test_f64_list b = {0};
     const uint16_t maxc = lowp_format_max_code(f);
     for (uint32_t c = 0; c <= maxc; c++) {
         const double v = lowp_oracle_decode(f, (uint16_t)c);
@@ -241,8 +181,8 @@ static void build_extra64(lowp_format f)
             continue;
         const float up = nextafterf(x, x > 0 ? INFINITY : -INFINITY);
         if (isfinite(up))
-            dpush(&b, 0.5 * ((double)x + (double)up));
-        dpush(&b, (double)x * (1.0 + 0x1p-40));
+            lowp_test_push_f64(&b, 0.5 * ((double)x + (double)up));
+        lowp_test_push_f64(&b, (double)x * (1.0 + 0x1p-40));
     }
     static const double tiny[] = {0x1p-150, 0x1.8p-150, 0x1.8p-151, 0x1p-151, 0x1p-200,
                                   0x1p-1074, 0x1p-1022, 0x1.0000000001p-150,
@@ -262,17 +202,18 @@ static void build_extra64(lowp_format f)
         UINT64_C(0x7FF0000000000000), UINT64_C(0x0000000000000000),
         UINT64_C(0x0000000000000001), UINT64_C(0x000FFFFFFFFFFFFF)};
     for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
-        dpush(&b, f64_from(nans[i]));
-        dpush(&b, f64_from(nans[i] | UINT64_C(0x8000000000000000)));
+        lowp_test_push_f64(&b, lowp_test_f64_from_bits(nans[i]));
+        lowp_test_push_f64(&b, lowp_test_f64_from_bits(nans[i] | UINT64_C(0x8000000000000000)));
     }
     uint64_t st = seed ^ UINT64_C(0x6636340000000000) ^ (uint64_t)f; /* "f64" */
     for (size_t k = 0; k < N_RANDOM_F64; k++) {
         const uint64_t r = lowp_splitmix64(&st);
         const uint64_t e = 1023 - 160 + (lowp_splitmix64(&st) % 301); /* 2^-160 .. 2^140 */
-        dpush(&b, f64_from((r & UINT64_C(0x800FFFFFFFFFFFFF)) | (e << 52)));
+        lowp_test_push_f64(&b,
+                           lowp_test_f64_from_bits((r & UINT64_C(0x800FFFFFFFFFFFFF)) | (e << 52)));
     }
     for (size_t k = 0; k < N_RANDOM_F64 / 10; k++)
-        dpush(&b, f64_from(lowp_splitmix64(&st)));
+        lowp_test_push_f64(&b, lowp_test_f64_from_bits(lowp_splitmix64(&st)));
     extra64[f] = b.v;
     n_extra64[f] = b.n;
 }
@@ -285,8 +226,8 @@ static void build_inputs(void)
         exit(2);
     }
     for (uint32_t i = 0; i < 65536; i++) {
-        inputs16[i] = f32_from(i << 16); /* bf16 widening is a shift, exactly */
-        inputs16[65536 + i] = f16_widen((uint16_t)i);
+        inputs16[i] = lowp_test_f32_from_bits(i << 16); /* bf16 widening is a shift, exactly */
+        inputs16[65536 + i] = lowp_test_f16_widen((uint16_t)i);
     }
     for (int f = 0; f < LOWP_FORMAT_COUNT; f++) {
         n_cases32[f] = lowp_cases_f32((lowp_format)f, seed, PER_EXPONENT, N_RANDOM, &cases32[f]);
@@ -519,18 +460,19 @@ START_TEST(test_named)
         int rc;
         char in[64];
         if (t->kind == IN_F32 || t->kind == IN_F32_BITS) {
-            const float x = t->kind == IN_F32 ? (float)t->x : f32_from((uint32_t)t->bits);
+            const float x =
+                t->kind == IN_F32 ? (float)t->x : lowp_test_f32_from_bits((uint32_t)t->bits);
             if (t->kind == IN_F32 && (double)x != t->x) {
                 bad++; /* the table itself is wrong: it must hold binary32 values */
                 printf("named case %zu: %.17g is not a binary32 value\n", i, t->x);
                 continue;
             }
             rc = lowp_oracle_encode_f32(t->f, t->p, t->r, t->sat, x, &got);
-            snprintf(in, sizeof in, "0x%08" PRIx32 " (%.9g)", f32_bits(x), (double)x);
+            snprintf(in, sizeof in, "0x%08" PRIx32 " (%.9g)", lowp_test_f32_bits(x), (double)x);
         } else {
-            const double x = t->kind == IN_F64 ? t->x : f64_from(t->bits);
+            const double x = t->kind == IN_F64 ? t->x : lowp_test_f64_from_bits(t->bits);
             rc = lowp_oracle_encode_f64(t->f, t->p, t->r, t->sat, x, &got);
-            snprintf(in, sizeof in, "0x%016" PRIx64 " (%.17g)", f64_bits(x), x);
+            snprintf(in, sizeof in, "0x%016" PRIx64 " (%.17g)", lowp_test_f64_bits(x), x);
         }
         total_cases++;
         if (rc != 0 || got != t->want) {
@@ -603,7 +545,7 @@ static int same_value(double a, double b)
 {
     if (isnan(a) || isnan(b))
         return isnan(a) && isnan(b) && !signbit(a) == !signbit(b);
-    return f64_bits(a) == f64_bits(b); /* -0 and +0 differ */
+    return lowp_test_f64_bits(a) == lowp_test_f64_bits(b); /* -0 and +0 differ */
 }
 
 START_TEST(test_decode)
@@ -741,16 +683,12 @@ END_TEST
 static Suite *oracle_suite(void)
 {
     Suite *s = suite_create("oracle_mpfr");
-    TCase *tc = tcase_create("oracle");
-    tcase_add_test(tc, test_named);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("codec");
-    tcase_add_test(tc, test_combinations);
+    lowp_test_tcase(s, "oracle", 0, LOWP_TESTS(test_named));
+    TCase *tc = lowp_test_tcase(s, "codec", 0, LOWP_TESTS(test_combinations));
     tcase_add_loop_test(tc, test_decode, 0, LOWP_FORMAT_COUNT);
     tcase_add_loop_test(tc, test_inputs16, 0, n_combos);
     tcase_add_loop_test(tc, test_cases_f32, 0, n_combos);
     tcase_add_loop_test(tc, test_cases_f64, 0, n_combos);
-    suite_add_tcase(s, tc);
     return s;
 }
 

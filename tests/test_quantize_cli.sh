@@ -13,15 +13,9 @@
 #     (shape, block size, format, axis, padding, global scale, element count) - is refused
 #     with one line and exit 2, and nothing is written; the untampered file decodes.
 # Files are edited by numpy / json in PYTHON; exit 77 (skip) without numpy.
-set -u
-lowp=$1
-python=${2:-python3}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-if ! "$python" -c 'import numpy' 2>/dev/null; then
-  echo "test_quantize_cli: skipped: numpy not found for $python"
-  exit 77
-fi
+. "$(dirname "$0")/lib/cli_test.sh"
+cli_test_start test_quantize_cli "$1"
+cli_test_need_numpy "${2:-python3}"
 cat > "$tmp/t.py" <<'EOF'
 import json, os, struct, subprocess, sys
 import numpy as np

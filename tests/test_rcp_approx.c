@@ -7,7 +7,7 @@
  * more than one ulp; exponent-invariant; 6, 448 and 2688 equal RN), from the PTX ISA's
  * table of rcp.approx.ftz special inputs (+-0 and subnormals -> +-Inf, +-Inf -> +-0,
  * subnormal results -> +-0, NaN -> canonical NaN 0x7FFFFFFF), and from exact arithmetic
- * here (RN(1/x) through binary64, see rn_rcp). The measured list itself
+ * here (RN(1/x) through binary64, see lowp_test_rcp_rn). The measured list itself
  * (ref/block/data/rcp_approx_ftz_f32_sm90_mismatch.u32.xz, its path compiled in as
  * LOWP_RCP_MISMATCH_XZ by tests/CMakeLists.txt) is read to compare every entry.
  *
@@ -28,6 +28,7 @@
 /* Internal interface of ref/block/src/rcp_approx.c (same prototypes there). */
 #include "rcp_table.h" /* ref/block/internal, named in tests/CMakeLists.txt */
 #include "lowp_test.h"
+#include "lowp_test_rcp.h" /* lowp_test_rcp_model, lowp_test_rcp_rn */
 
 #define NMANT (UINT32_C(1) << 23)
 #define WANT_ENTRIES 1108522u
@@ -42,34 +43,6 @@ static int g_full; /* --full: the 2^32 sweep runs */
 
 /* ---------------------------------------------------------------------------------- */
 /* helpers                                                                             */
-
-static float f32(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static uint32_t bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
-static uint32_t model(uint32_t xb)
-{
-    return bits(lowp_rcp_approx_ftz(f32(xb)));
-}
-
-/* RN(1/x) in binary32 with IEEE gradual underflow, through binary64: 1/x in binary64 is
- * within 2^-53 relative of 1/x, and 1/x (x = integer * 2^k, 24-bit integer, not a power of
- * two) is never closer than about 2^-49 relative to a binary32 rounding boundary, so the
- * second rounding cannot flip; powers of two are exact in both. */
-static uint32_t rn_rcp(uint32_t xb)
-{
-    return bits((float)(1.0 / (double)f32(xb)));
-}
 
 /* sign(1/x - y) for positive normal x and y: the product of two 24-bit significands fits
  * in binary64 exactly, so 1 - x*y is exact as fma(-x, y, 1). */
@@ -269,7 +242,7 @@ START_TEST(every_mantissa_rn_plus_table_and_faithful)
     unsigned long long bad = 0, up = 0, down = 0;
     size_t k = 0;
     for (uint32_t m = 0; m < NMANT; m++) {
-        uint32_t xb = 0x3F800000u | m, rn = rn_rcp(xb), got = model(xb);
+        uint32_t xb = 0x3F800000u | m, rn = lowp_test_rcp_rn(xb), got = lowp_test_rcp_model(xb);
         if (lowp_rcp_rn_bits(m) != rn)
             report(&bad, "integer RN differs from binary64 RN", xb, lowp_rcp_rn_bits(m), rn);
         int c = 0;
@@ -283,7 +256,8 @@ START_TEST(every_mantissa_rn_plus_table_and_faithful)
         if ((got >> 23) != (rn >> 23) && m != 0)
             report(&bad, "correction left the binade", xb, got, rn);
         if (c) {
-            int side_rn = exact_minus(f32(xb), f32(rn)); /* > 0: RN below 1/x */
+            /* > 0: RN below 1/x */
+            int side_rn = exact_minus(lowp_test_f32_from_bits(xb), lowp_test_f32_from_bits(rn));
             if (side_rn != c)
                 report(&bad, "moved result is not the other faithful neighbour", xb, got, rn);
             if (c > 0)
@@ -332,7 +306,7 @@ START_TEST(specials_zero_subnormal_inf_nan_s5_7)
     };
     unsigned long long bad = 0;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        uint32_t got = model(t[i].x);
+        uint32_t got = lowp_test_rcp_model(t[i].x);
         if (got != t[i].want)
             report(&bad, t[i].what, t[i].x, got, t[i].want);
     }
@@ -341,23 +315,24 @@ START_TEST(specials_zero_subnormal_inf_nan_s5_7)
     for (int i = 0; i < 3; i++)
         for (int s = 0; s < 2; s++) {
             float x = s ? -consts[i] : consts[i];
-            uint32_t want = bits((float)(1.0 / (double)x));
-            if (model(bits(x)) != want)
-                report(&bad, "recipe constant != RN", bits(x), model(bits(x)), want);
+            const uint32_t xb = lowp_test_f32_bits(x), want = lowp_test_rcp_rn(xb);
+            if (lowp_test_rcp_model(xb) != want)
+                report(&bad, "recipe constant != RN", xb, lowp_test_rcp_model(xb), want);
         }
-    ck_assert_uint_eq(model(bits(6.0f)), 0x3E2AAAABu); /* RN(1/6) */
+    ck_assert_uint_eq(lowp_test_rcp_model(lowp_test_f32_bits(6.0f)), 0x3E2AAAABu); /* RN(1/6) */
     /* Every subnormal input gives Inf of its sign; every input just above the flush
      * threshold (E = 253: 1/x < 2^-126 unless m = 0) gives zero of its sign. */
     for (uint32_t m = 1; m < NMANT; m += 4099) {
-        if (model(m) != 0x7F800000u)
-            report(&bad, "subnormal -> +Inf", m, model(m), 0x7F800000u);
-        if (model(0x80000000u | m) != 0xFF800000u)
-            report(&bad, "-subnormal -> -Inf", 0x80000000u | m, model(0x80000000u | m),
-                   0xFF800000u);
-        if (model((253u << 23) | m) != 0)
-            report(&bad, "1/x below 2^-126 -> +0", (253u << 23) | m, model((253u << 23) | m), 0);
-        if (model(0xFF800000u | m) != CANON_NAN)
-            report(&bad, "NaN", 0xFF800000u | m, model(0xFF800000u | m), CANON_NAN);
+        if (lowp_test_rcp_model(m) != 0x7F800000u)
+            report(&bad, "subnormal -> +Inf", m, lowp_test_rcp_model(m), 0x7F800000u);
+        if (lowp_test_rcp_model(0x80000000u | m) != 0xFF800000u)
+            report(&bad, "-subnormal -> -Inf", 0x80000000u | m,
+                   lowp_test_rcp_model(0x80000000u | m), 0xFF800000u);
+        if (lowp_test_rcp_model((253u << 23) | m) != 0)
+            report(&bad, "1/x below 2^-126 -> +0", (253u << 23) | m,
+                   lowp_test_rcp_model((253u << 23) | m), 0);
+        if (lowp_test_rcp_model(0xFF800000u | m) != CANON_NAN)
+            report(&bad, "NaN", 0xFF800000u | m, lowp_test_rcp_model(0xFF800000u | m), CANON_NAN);
     }
     ASSERT_NO_BAD(bad, "special inputs wrong");
 }
@@ -374,15 +349,15 @@ START_TEST(exponent_invariance_sample_s5_7)
     for (int i = 0; i < 3000; i++) {
         uint32_t m = i % 2 ? (uint32_t)lowp_splitmix64(&s) & (NMANT - 1)
                            : e[lowp_splitmix64(&s) % n] & (NMANT - 1);
-        uint32_t base = model(0x3F800000u | m);
+        uint32_t base = lowp_test_rcp_model(0x3F800000u | m);
         for (uint32_t E = 1; E <= 254; E++)
             for (uint32_t sg = 0; sg < 2; sg++) {
                 uint32_t xb = sg << 31 | E << 23 | m;
                 int re = (int)(base >> 23) + 127 - (int)E;
                 uint32_t mag = re >= 1 ? (uint32_t)re << 23 | (base & (NMANT - 1)) : 0;
                 uint32_t want = sg << 31 | mag;
-                if (model(xb) != want)
-                    report(&bad, "exponent invariance", xb, model(xb), want);
+                if (lowp_test_rcp_model(xb) != want)
+                    report(&bad, "exponent invariance", xb, lowp_test_rcp_model(xb), want);
                 checked++;
             }
     }
@@ -404,14 +379,15 @@ static int rules_ok(uint32_t xb, uint32_t got)
         return got == sg;
     if (a < 0x00800000u)
         return got == (sg | 0x7F800000u);
-    uint32_t rn = rn_rcp(xb);
+    uint32_t rn = lowp_test_rcp_rn(xb);
     if ((rn & 0x7FFFFFFFu) < 0x00800000u) /* subnormal (or zero) result: flushed */
         return got == sg && (rn & 0x7FFFFFFFu) != 0; /* RN is never 0 for finite x */
     int64_t d = (int64_t)(got & 0x7FFFFFFFu) - (int64_t)(rn & 0x7FFFFFFFu);
     if ((got & 0x80000000u) != sg || d < -1 || d > 1)
         return 0;
     if (d != 0) /* the other faithful neighbour: 1/|x| lies between RN and the result */
-        return exact_minus(fabsf(f32(xb)), fabsf(f32(rn))) == (int)d;
+        return exact_minus(fabsf(lowp_test_f32_from_bits(xb)),
+                           fabsf(lowp_test_f32_from_bits(rn))) == (int)d;
     return 1;
 }
 
@@ -425,21 +401,22 @@ START_TEST(sweep_within_one_ulp_of_rn)
 #pragma omp parallel for reduction(+ : bad, n) schedule(static, 1 << 16)
 #endif
     for (int64_t i = 0; i < (int64_t)(UINT64_C(1) << 32); i += (int64_t)stride) {
-        uint32_t xb = (uint32_t)i, got = model(xb);
+        uint32_t xb = (uint32_t)i, got = lowp_test_rcp_model(xb);
         n++;
         if (!rules_ok(xb, got)) {
             if (bad < 10)
-                fprintf(stderr, "  rules: x=0x%08x got 0x%08x RN 0x%08x\n", xb, got, rn_rcp(xb));
+                fprintf(stderr, "  rules: x=0x%08x got 0x%08x RN 0x%08x\n", xb, got,
+                        lowp_test_rcp_rn(xb));
             bad++;
         }
     }
     const uint32_t es[] = {1, 126, 252, 253, 254};
     for (int j = 0; j < 5; j++)
         for (uint32_t m = 0; m < NMANT; m++) {
-            uint32_t xb = es[j] << 23 | m, got = model(xb);
+            uint32_t xb = es[j] << 23 | m, got = lowp_test_rcp_model(xb);
             n++;
             if (!rules_ok(xb, got))
-                report(&bad, "rules", xb, got, rn_rcp(xb));
+                report(&bad, "rules", xb, got, lowp_test_rcp_rn(xb));
         }
     fprintf(stderr, "  %llu inputs checked against the rules%s\n", n, g_full ? " (full)" : "");
     ASSERT_NO_BAD(bad, "inputs break the rules");
@@ -457,7 +434,7 @@ START_TEST(concurrent_first_use_is_consistent)
     for (int t = 0; t < 64; t++) {
         uint32_t xb = 0x3F800000u | (uint32_t)(t * 131071) % NMANT;
         int c = lowp_rcp_table_correction(xb & (NMANT - 1));
-        if (model(xb) != rn_rcp(xb) + (uint32_t)c)
+        if (lowp_test_rcp_model(xb) != lowp_test_rcp_rn(xb) + (uint32_t)c)
             bad++;
     }
     ASSERT_NO_BAD(bad, "inconsistent results at first use");
@@ -469,21 +446,16 @@ END_TEST
 static Suite *rcp_suite(void)
 {
     Suite *s = suite_create("rcp_approx");
-    TCase *tab = tcase_create("table");
-    tcase_set_timeout(tab, 300);
-    tcase_add_test(tab, concurrent_first_use_is_consistent);
-    tcase_add_test(tab, embedded_table_header_crc_and_counts_s5_7);
-    tcase_add_test(tab, decoder_rejects_damaged_tables);
-    tcase_add_test(tab, embedded_table_equals_shared_measured_list);
-    suite_add_tcase(s, tab);
+    lowp_test_tcase(s, "table", 300,
+                    LOWP_TESTS(concurrent_first_use_is_consistent,
+                               embedded_table_header_crc_and_counts_s5_7,
+                               decoder_rejects_damaged_tables,
+                               embedded_table_equals_shared_measured_list));
 
-    TCase *mod = tcase_create("model");
-    tcase_set_timeout(mod, g_full ? 5400 : 600);
-    tcase_add_test(mod, every_mantissa_rn_plus_table_and_faithful);
-    tcase_add_test(mod, specials_zero_subnormal_inf_nan_s5_7);
-    tcase_add_test(mod, exponent_invariance_sample_s5_7);
-    tcase_add_test(mod, sweep_within_one_ulp_of_rn);
-    suite_add_tcase(s, mod);
+    lowp_test_tcase(s, "model", g_full ? 5400 : 600,
+                    LOWP_TESTS(every_mantissa_rn_plus_table_and_faithful,
+                               specials_zero_subnormal_inf_nan_s5_7,
+                               exponent_invariance_sample_s5_7, sweep_within_one_ulp_of_rn));
     return s;
 }
 

@@ -35,15 +35,9 @@
 #   quantize + dequantize  the input's shape back, finite, relative L2 error <= 0.5;
 #   stats / calibrate      a table naming the input's shape on stdout.
 # Inputs are written by numpy (PYTHON); exit 77 (skip) when numpy is missing.
-set -u
-lowp=$1
-python=${2:-python3}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-if ! "$python" -c 'import numpy' 2>/dev/null; then
-  echo "test_shapes: skipped: numpy not found for $python"
-  exit 77
-fi
+. "$(dirname "$0")/lib/cli_test.sh"
+cli_test_start test_shapes "$1"
+cli_test_need_numpy "${2:-python3}"
 # A sanitizer report must end the run with a failing status.
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=86}
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:exitcode=87}

@@ -32,9 +32,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("sm_clock");
-    TCase *tc = tcase_create("no device");
-    tcase_add_test(tc, absent_device_gives_null);
-    tcase_add_test(tc, null_reports_no_samples);
-    suite_add_tcase(s, tc);
+    lowp_test_tcase(s, "no device", 0,
+                    LOWP_TESTS(absent_device_gives_null, null_reports_no_samples));
     return lowp_test_main(s, LOWP_TEST_FORK);
 }

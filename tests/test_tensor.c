@@ -17,6 +17,7 @@
 #include "lowp/block.h"
 #include "lowp/format.h"
 #include "lowp/tensor.h"
+#include "lowp_test.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -92,6 +93,30 @@ START_TEST(dtype_names_sizes_and_safetensors_order)
     lowp_dtype dt;
     ck_assert_int_eq(lowp_dtype_parse("F4", &dt), -1);
     ck_assert_int_eq(lowp_dtype_parse("f32", &dt), -1);
+}
+END_TEST
+
+/* The two spellings of a shape, and truncation to the buffer. */
+START_TEST(shape_text_json_and_tuple)
+{
+    static const size_t sh[3] = {2, 3, 40};
+    static const struct {
+        int ndim;
+        lowp_shape_style style;
+        const char *want;
+    } t[] = {
+        {0, LOWP_SHAPE_JSON, "[]"},    {1, LOWP_SHAPE_JSON, "[2]"},
+        {3, LOWP_SHAPE_JSON, "[2, 3, 40]"},
+        {0, LOWP_SHAPE_TUPLE, "()"},   {1, LOWP_SHAPE_TUPLE, "(2,)"},
+        {2, LOWP_SHAPE_TUPLE, "(2, 3)"},
+    };
+    char buf[32];
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        lowp_shape_text(buf, sizeof buf, t[i].ndim, sh, t[i].style);
+        ck_assert_str_eq(buf, t[i].want);
+    }
+    lowp_shape_text(buf, 6, 3, sh, LOWP_SHAPE_JSON); /* "[2, 3, 40]" cut to 5 bytes */
+    ck_assert_str_eq(buf, "[2, 3");
 }
 END_TEST
 
@@ -998,39 +1023,27 @@ END_TEST
 static Suite *tensor_suite(void)
 {
     Suite *s = suite_create("tensor");
-    TCase *basics = tcase_create("basics");
-    tcase_set_timeout(basics, 120);
-    tcase_add_test(basics, dtype_names_sizes_and_safetensors_order);
-    tcase_add_test(basics, shape_product_overflow_is_refused);
-    tcase_add_test(basics, tensor_file_names_and_metadata);
-    tcase_add_test(basics, npy_exact_bytes_written_and_read);
-    tcase_add_test(basics, npy_other_header_spellings_are_read);
-    tcase_add_test(basics, safetensors_exact_bytes_written_and_read);
-    tcase_add_test(basics, safetensors_json_escapes_both_ways);
-    tcase_add_test(basics, round_trip_every_dtype_both_formats);
-    tcase_add_test(basics, safetensors_data_is_aligned_and_ordered);
-    tcase_add_test(basics, writer_refusals);
-    tcase_add_test(basics, float_loader_converts_exactly);
-    suite_add_tcase(s, basics);
-    TCase *bad = tcase_create("malformed");
-    tcase_set_timeout(bad, 120);
-    tcase_add_test(bad, npy_malformed_inputs_are_refused);
-    tcase_add_test(bad, safetensors_malformed_inputs_are_refused);
-    tcase_add_test(bad, safetensors_malformed_framing_utf8_and_depth);
-    tcase_add_test(bad, safetensors_accepted_edge_cases);
-    suite_add_tcase(s, bad);
-    TCase *blk = tcase_create("block_round_trip");
-    tcase_set_timeout(blk, 120);
-    tcase_add_test(blk, block_round_trip_every_format_and_recipe);
-    suite_add_tcase(s, blk);
+    lowp_test_tcase(s, "basics", 120,
+                    LOWP_TESTS(dtype_names_sizes_and_safetensors_order,
+                               shape_product_overflow_is_refused, shape_text_json_and_tuple,
+                               tensor_file_names_and_metadata, npy_exact_bytes_written_and_read,
+                               npy_other_header_spellings_are_read,
+                               safetensors_exact_bytes_written_and_read,
+                               safetensors_json_escapes_both_ways,
+                               round_trip_every_dtype_both_formats,
+                               safetensors_data_is_aligned_and_ordered, writer_refusals,
+                               float_loader_converts_exactly));
+    lowp_test_tcase(s, "malformed", 120,
+                    LOWP_TESTS(npy_malformed_inputs_are_refused,
+                               safetensors_malformed_inputs_are_refused,
+                               safetensors_malformed_framing_utf8_and_depth,
+                               safetensors_accepted_edge_cases));
+    lowp_test_tcase(s, "block_round_trip", 120,
+                    LOWP_TESTS(block_round_trip_every_format_and_recipe));
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(tensor_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return lowp_test_main(tensor_suite(), LOWP_TEST_FORK);
 }

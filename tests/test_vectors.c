@@ -8,9 +8,10 @@
  *    file names and the same bytes (vectors/README.md, "Regenerating").
  * 2. `lowp vectors verify` finds no difference in the committed directory.
  * 3. `lowp vectors check`: exit 0 on correct results (bare codes, and the vector file's own
- *    format), exit 1 with a failure line naming the line of a flipped code, exit 2 with one
- *    line naming the results file and line on malformed or short results, and on unknown
- *    options (writing nothing).
+ *    format), exit 1 with a failure line naming the line of a flipped code (and, with
+ *    --errors N, N such lines and one counting the rest), exit 2 with one line naming the
+ *    results file and line on malformed or short results, and on unknown options (writing
+ *    nothing).
  * Block (<vectors-dir>/block, vectors/README.md "Block vectors"):
  * 4. Regeneration changes nothing: `lowp vectors gen-block` with the seed and commit recorded
  *    in the committed files gives the same file names and bytes.
@@ -48,30 +49,6 @@ static char g_block_dir[4096];    /* argv[1]/block */
 
 /* ----------------------------------------------------------------------------- */
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    for (;;) {
-        if (n == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap + 1);
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    if (len)
-        *len = n;
-    return buf;
-}
-
 static void write_file(const char *path, const char *data, size_t len)
 {
     FILE *f = fopen(path, "wb");
@@ -85,8 +62,20 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Sorted names of the f32_to_*.txt files in dir (NULL-terminated; *n set). */
-static char **list_vector_files(const char *dir, size_t *n)
+static int is_elem_file(const char *name)
+{
+    const size_t l = strlen(name);
+    return strncmp(name, "f32_to_", 7) == 0 && l >= 5 && strcmp(name + l - 4, ".txt") == 0;
+}
+
+static int is_block_file(const char *name)
+{
+    const size_t l = strlen(name);
+    return l >= 6 && strcmp(name + l - 5, ".json") == 0;
+}
+
+/* Sorted names of the files in dir that keep accepts (NULL-terminated; *n set). */
+static char **list_files(const char *dir, int (*keep)(const char *), size_t *n)
 {
     DIR *d = opendir(dir);
     ck_assert_msg(d != NULL, "cannot read directory %s: %s", dir, strerror(errno));
@@ -94,8 +83,7 @@ static char **list_vector_files(const char *dir, size_t *n)
     char **v = malloc(cap * sizeof *v);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        if (strncmp(e->d_name, "f32_to_", 7) != 0 || l < 5 || strcmp(e->d_name + l - 4, ".txt") != 0)
+        if (!keep(e->d_name))
             continue;
         if (k + 1 >= cap) {
             cap *= 2;
@@ -117,12 +105,21 @@ static void free_list(char **v)
     free(v);
 }
 
-/* A fresh temporary directory (under TMPDIR or /tmp). */
-static void make_tmpdir(char *buf, size_t len)
+/* A test's scratch space: a fresh temporary directory (under TMPDIR or /tmp, removed by
+ * remove_tree) and the names of the files the test writes there: a results file, and
+ * lowp's stdout and stderr (run_lowp). */
+typedef struct {
+    char dir[4096], res[4200], out[4200], err[4200];
+} scratch;
+
+static void scratch_make(scratch *w)
 {
     const char *t = getenv("TMPDIR");
-    snprintf(buf, len, "%s/vectors-test-XXXXXX", (t && *t) ? t : "/tmp");
-    ck_assert_msg(mkdtemp(buf) != NULL, "mkdtemp failed: %s", strerror(errno));
+    snprintf(w->dir, sizeof w->dir, "%s/vectors-test-XXXXXX", (t && *t) ? t : "/tmp");
+    ck_assert_msg(mkdtemp(w->dir) != NULL, "mkdtemp failed: %s", strerror(errno));
+    snprintf(w->res, sizeof w->res, "%s/results.txt", w->dir);
+    snprintf(w->out, sizeof w->out, "%s/out", w->dir);
+    snprintf(w->err, sizeof w->err, "%s/err", w->dir);
 }
 
 /* Remove dir and the plain files in it, and one level of subdirectories. */
@@ -218,25 +215,28 @@ static void copy_line(char *out, size_t len, const char *s)
     out[k] = '\0';
 }
 
-/* The check-test vector file: its path and contents. */
-static char *check_file(char *path, size_t len, size_t *n)
+/* How the check tests start: the check-test vector file (its path, and its text returned)
+ * and the test's scratch space. */
+static char *check_start(char *path, size_t len, scratch *w)
 {
     snprintf(path, len, "%s/%s", g_elem_dir, CHECK_FILE);
-    char *text = read_file(path, n);
+    char *text = lowp_test_read_file(path, NULL);
     if (text == NULL) {
         size_t k;
-        char **names = list_vector_files(g_elem_dir, &k);
+        char **names = list_files(g_elem_dir, is_elem_file, &k);
         ck_assert_msg(k > 0, "no vector files in %s", g_elem_dir);
         snprintf(path, len, "%s/%s", g_elem_dir, names[0]);
         free_list(names);
-        text = read_file(path, n);
+        text = lowp_test_read_file(path, NULL);
     }
     ck_assert_msg(text != NULL, "cannot read %s", path);
+    scratch_make(w);
     return text;
 }
 
 /* Results file text: the code column of every case line, one per line. With flip_case >= 0
- * that case's code has its low bit flipped and *flip_line gets the case's line number. */
+ * that case's code has its low bit flipped and *flip_line gets the case's line number
+ * (flip_line may be NULL when flip_case is -1). */
 static char *results_from(const char *text, long flip_case, long *flip_line, size_t *cases)
 {
     size_t cap = strlen(text) + 1, n = 0;
@@ -265,70 +265,91 @@ static char *results_from(const char *text, long flip_case, long *flip_line, siz
 
 /* ----------------------------------------------------------------------------- */
 
-START_TEST(regeneration_changes_nothing)
+/* A committed vector set, as the regeneration test reads and regenerates it. */
+typedef struct {
+    const char *dir;   /* committed: <vectors-dir>/elementwise or /block */
+    const char *sub;   /* its name in the temporary directory gen writes into */
+    const char *gen;   /* the sub-command: "gen" or "gen-block" */
+    int (*is_file)(const char *name);
+    /* where the files record the seed and commit they were generated with */
+    const char *seed_key, *commit_key;
+    int json; /* 1: JSON string members (lowp_test_json_string); 0: "# key:" header lines */
+} vec_set;
+
+static void recorded(const vec_set *v, const char *text, const char *key, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (v->json)
+        lowp_test_json_string(text, NULL, key, out, len);
+    else
+        header_value(text, key, out, len);
+}
+
+/* Regeneration changes nothing: `lowp vectors GEN` with the seed and commit the committed
+ * files record (the same in every file: one run made them) writes the same file names and
+ * the same bytes. Each difference is a line on stderr; the first is in the failure. */
+static void check_regeneration(const vec_set *v)
 {
     size_t n_old;
-    char **old = list_vector_files(g_elem_dir, &n_old);
-    ck_assert_msg(n_old > 0, "no f32_to_*.txt vector files in %s", g_elem_dir);
-
-    /* Seed and commit: from the committed headers, the same in every file. */
+    char **old = list_files(v->dir, v->is_file, &n_old);
+    ck_assert_msg(n_old > 0, "no vector files in %s", v->dir);
     char seed[64] = "", commit[96] = "";
     for (size_t i = 0; i < n_old; i++) {
-        char p[8192], s[64], c[96];
-        snprintf(p, sizeof p, "%s/%s", g_elem_dir, old[i]);
-        char *t = read_file(p, NULL);
+        char p[8192], sd[64], c[96];
+        snprintf(p, sizeof p, "%s/%s", v->dir, old[i]);
+        char *t = lowp_test_read_file(p, NULL);
         ck_assert_msg(t != NULL, "cannot read %s", p);
-        header_value(t, "seed", s, sizeof s);
-        header_value(t, "commit", c, sizeof c);
+        recorded(v, t, v->seed_key, sd, sizeof sd);
+        recorded(v, t, v->commit_key, c, sizeof c);
         free(t);
-        ck_assert_msg(s[0] && c[0], "%s lacks a '# seed:' or '# commit:' header line", old[i]);
+        ck_assert_msg(sd[0] && c[0], "%s does not record its %s and %s", old[i], v->seed_key,
+                      v->commit_key);
         if (i == 0) {
-            snprintf(seed, sizeof seed, "%s", s);
+            snprintf(seed, sizeof seed, "%s", sd);
             snprintf(commit, sizeof commit, "%s", c);
         }
-        ck_assert_msg(strcmp(s, seed) == 0 && strcmp(c, commit) == 0,
+        ck_assert_msg(strcmp(sd, seed) == 0 && strcmp(c, commit) == 0,
                       "%s has seed %s commit %s but %s has seed %s commit %s: the set was not "
                       "generated in one run",
-                      old[i], s, c, old[0], seed, commit);
+                      old[i], sd, c, old[0], seed, commit);
     }
 
-    char tmp[4096], gen_dir[4200], out[4200], err[4200];
-    make_tmpdir(tmp, sizeof tmp);
-    snprintf(gen_dir, sizeof gen_dir, "%s/elementwise", tmp);
-    snprintf(out, sizeof out, "%s/gen.out", tmp);
-    snprintf(err, sizeof err, "%s/gen.err", tmp);
-    const char *args[] = {"vectors", "gen", "--dir", gen_dir, "--seed", seed, "--commit", commit,
+    char gen_dir[4200];
+    scratch w;
+    scratch_make(&w);
+    snprintf(gen_dir, sizeof gen_dir, "%s/%s", w.dir, v->sub);
+    const char *args[] = {"vectors", v->gen, "--dir", gen_dir, "--seed", seed, "--commit", commit,
                           NULL};
-    int rc = run_lowp(args, out, err);
-    char *errtext = read_file(err, NULL);
-    ck_assert_msg(rc == 0, "lowp vectors gen exited %d: %s", rc, errtext ? errtext : "");
+    int rc = run_lowp(args, w.out, w.err);
+    char *errtext = lowp_test_read_file(w.err, NULL);
+    ck_assert_msg(rc == 0, "lowp vectors %s exited %d: %s", v->gen, rc, errtext ? errtext : "");
     free(errtext);
 
     size_t n_new;
-    char **fresh = list_vector_files(gen_dir, &n_new);
+    char **fresh = list_files(gen_dir, v->is_file, &n_new);
     size_t differ = 0;
     char first[1024] = "";
     for (size_t i = 0, j = 0; i < n_old || j < n_new;) {
         int c = (i == n_old) ? 1 : (j == n_new) ? -1 : strcmp(old[i], fresh[j]);
-        if (c < 0) {
-            fprintf(stderr, "%s: committed, but lowp vectors gen no longer writes it\n", old[i]);
+        if (c != 0) {
+            const char *nm = c < 0 ? old[i] : fresh[j];
+            fprintf(stderr, "%s: %s\n", nm,
+                    c < 0 ? "committed, but no longer generated" : "generated, but not committed");
             if (!differ++)
-                snprintf(first, sizeof first, "%s is committed but no longer generated", old[i]);
-            i++;
-            continue;
-        }
-        if (c > 0) {
-            fprintf(stderr, "%s: generated, but not committed\n", fresh[j]);
-            if (!differ++)
-                snprintf(first, sizeof first, "%s is generated but not committed", fresh[j]);
-            j++;
+                snprintf(first, sizeof first, "%s is %s", nm,
+                         c < 0 ? "committed but no longer generated"
+                               : "generated but not committed");
+            if (c < 0)
+                i++;
+            else
+                j++;
             continue;
         }
         char pa[8192], pb[8192];
-        snprintf(pa, sizeof pa, "%s/%s", g_elem_dir, old[i]);
+        snprintf(pa, sizeof pa, "%s/%s", v->dir, old[i]);
         snprintf(pb, sizeof pb, "%s/%s", gen_dir, fresh[j]);
         size_t na, nb;
-        char *a = read_file(pa, &na), *b = read_file(pb, &nb);
+        char *a = lowp_test_read_file(pa, &na), *b = lowp_test_read_file(pb, &nb);
         ck_assert(a != NULL && b != NULL);
         if (na != nb || memcmp(a, b, na) != 0) {
             size_t off;
@@ -347,52 +368,59 @@ START_TEST(regeneration_changes_nothing)
         i++;
         j++;
     }
-    fprintf(stderr, "regeneration: %zu committed files, %zu generated, %zu differ\n", n_old, n_new,
-            differ);
+    fprintf(stderr, "%s regeneration: %zu committed files, %zu generated, %zu differ\n", v->gen,
+            n_old, n_new, differ);
     free_list(old);
     free_list(fresh);
-    remove_tree(tmp);
+    remove_tree(w.dir);
     ck_assert_msg(differ == 0,
-                  "%zu vector files differ from a regeneration (first: %s); if the change is "
-                  "intended, run 'lowp vectors gen' and commit vectors/elementwise",
-                  differ, first);
+                  "%zu files in %s differ from a regeneration (first: %s); if the change is "
+                  "intended, run 'lowp vectors %s' and commit %s",
+                  differ, v->dir, first, v->gen, v->dir);
+}
+
+START_TEST(regeneration_changes_nothing)
+{
+    const vec_set v = {g_elem_dir, "elementwise", "gen", is_elem_file, "seed", "commit", 0};
+    check_regeneration(&v);
 }
 END_TEST
 
-START_TEST(verify_finds_no_difference)
+/* `lowp vectors CMD --dir DIR` (verify or verify-block) exits 0 and reports no difference
+ * and no missing or extra file. */
+static void check_verify(const char *cmd, const char *dir)
 {
-    char tmp[4096], out[4200], err[4200];
-    make_tmpdir(tmp, sizeof tmp);
-    snprintf(out, sizeof out, "%s/out", tmp);
-    snprintf(err, sizeof err, "%s/err", tmp);
-    const char *args[] = {"vectors", "verify", "--dir", g_elem_dir, NULL};
-    int rc = run_lowp(args, out, err);
-    char *o = read_file(out, NULL), *e = read_file(err, NULL);
-    ck_assert_msg(rc == 0, "lowp vectors verify exited %d:\n%s%s", rc, o ? o : "", e ? e : "");
+    scratch w;
+    scratch_make(&w);
+    const char *args[] = {"vectors", cmd, "--dir", dir, NULL};
+    int rc = run_lowp(args, w.out, w.err);
+    char *o = lowp_test_read_file(w.out, NULL), *e = lowp_test_read_file(w.err, NULL);
+    ck_assert_msg(rc == 0, "lowp vectors %s exited %d:\n%s%s", cmd, rc, o ? o : "", e ? e : "");
     ck_assert_msg(o != NULL && strstr(o, " 0 differences, 0 missing or extra files") != NULL,
-                  "unexpected verify summary: %s", o ? o : "");
+                  "unexpected %s summary: %s", cmd, o ? o : "");
     free(o);
     free(e);
-    remove_tree(tmp);
+    remove_tree(w.dir);
+}
+
+START_TEST(verify_finds_no_difference)
+{
+    check_verify("verify", g_elem_dir);
 }
 END_TEST
 
 START_TEST(check_accepts_correct_results)
 {
-    char path[8192], tmp[4096], res[4200], out[4200], err[4200];
-    size_t n, cases;
-    long unused = 0;
-    char *text = check_file(path, sizeof path, &n);
-    make_tmpdir(tmp, sizeof tmp);
-    snprintf(res, sizeof res, "%s/results.txt", tmp);
-    snprintf(out, sizeof out, "%s/out", tmp);
-    snprintf(err, sizeof err, "%s/err", tmp);
+    char path[8192];
+    size_t cases;
+    scratch w;
+    char *text = check_start(path, sizeof path, &w);
 
-    char *r = results_from(text, -1, &unused, &cases);
-    write_file(res, r, strlen(r));
-    const char *args[] = {"vectors", "check", path, "--results", res, NULL};
-    int rc = run_lowp(args, out, err);
-    char *o = read_file(out, NULL);
+    char *r = results_from(text, -1, NULL, &cases);
+    write_file(w.res, r, strlen(r));
+    const char *args[] = {"vectors", "check", path, "--results", w.res, NULL};
+    int rc = run_lowp(args, w.out, w.err);
+    char *o = lowp_test_read_file(w.out, NULL);
     char want[64];
     snprintf(want, sizeof want, "%zu cases, 0 mismatches", cases);
     ck_assert_msg(rc == 0 && o && strstr(o, want), "check on correct codes: exit %d, output %s",
@@ -401,35 +429,32 @@ START_TEST(check_accepts_correct_results)
 
     /* The vector file itself is a valid results file ("INPUT CODE # flags" lines). */
     const char *args2[] = {"vectors", "check", path, "--results", path, NULL};
-    rc = run_lowp(args2, out, err);
-    o = read_file(out, NULL);
+    rc = run_lowp(args2, w.out, w.err);
+    o = lowp_test_read_file(w.out, NULL);
     ck_assert_msg(rc == 0 && o && strstr(o, want), "check on the vector file: exit %d, output %s",
                   rc, o ? o : "");
     free(o);
     free(r);
     free(text);
-    remove_tree(tmp);
+    remove_tree(w.dir);
 }
 END_TEST
 
 START_TEST(check_reports_a_flipped_code)
 {
-    char path[8192], tmp[4096], res[4200], out[4200], err[4200];
-    size_t n, cases;
+    char path[8192];
+    size_t cases;
     long flip_line = -1;
-    char *text = check_file(path, sizeof path, &n);
-    make_tmpdir(tmp, sizeof tmp);
-    snprintf(res, sizeof res, "%s/results.txt", tmp);
-    snprintf(out, sizeof out, "%s/out", tmp);
-    snprintf(err, sizeof err, "%s/err", tmp);
+    scratch w;
+    char *text = check_start(path, sizeof path, &w);
 
     char *probe = results_from(text, -1, &flip_line, &cases);
     free(probe);
     char *r = results_from(text, (long)(cases / 2), &flip_line, &cases);
-    write_file(res, r, strlen(r));
-    const char *args[] = {"vectors", "check", path, "--results", res, NULL};
-    int rc = run_lowp(args, out, err);
-    char *o = read_file(out, NULL);
+    write_file(w.res, r, strlen(r));
+    const char *args[] = {"vectors", "check", path, "--results", w.res, NULL};
+    int rc = run_lowp(args, w.out, w.err);
+    char *o = lowp_test_read_file(w.out, NULL);
     char want_line[64], want_sum[64];
     snprintf(want_line, sizeof want_line, " line %ld: input 0x", flip_line);
     snprintf(want_sum, sizeof want_sum, "%zu cases, 1 mismatches", cases);
@@ -439,21 +464,54 @@ START_TEST(check_reports_a_flipped_code)
     free(o);
     free(r);
     free(text);
-    remove_tree(tmp);
+    remove_tree(w.dir);
+}
+END_TEST
+
+/* --errors N: at most N failure lines, then one line counting the rest when there is a
+ * rest; --errors 0: every line. The mismatches: the saturating file's codes checked against
+ * the non-saturating file of the same format and mode (the same inputs; they differ on
+ * every overflowing one). Runs: --errors 1, --errors <the count>, --errors 0. */
+START_TEST(check_limits_failure_lines)
+{
+    char sat[8192], nosat[8192], lim[32] = "1";
+    snprintf(sat, sizeof sat, "%s/f32_to_e4m3.cuda.rn.sat.txt", g_elem_dir);
+    snprintf(nosat, sizeof nosat, "%s/f32_to_e4m3.cuda.rn.nosat.txt", g_elem_dir);
+    scratch w;
+    scratch_make(&w);
+    size_t bad = 0;
+    for (int run = 0; run < 3; run++) {
+        const char *args[] = {"vectors", "check", sat, "--results", nosat, "--errors", lim, NULL};
+        ck_assert_int_eq(run_lowp(args, w.out, w.err), 1);
+        char *o = lowp_test_read_file(w.out, NULL);
+        ck_assert_ptr_nonnull(o);
+        const char *sum = strstr(o, " cases, ");
+        ck_assert_msg(sum != NULL && sscanf(sum, " cases, %zu mismatches", &bad) == 1 && bad > 2,
+                      "no mismatch count in: %s", o);
+        size_t lines = 0, more = 0;
+        for (const char *p = o; (p = strstr(p, " line ")) != NULL; p++)
+            lines++;
+        const char *m = strstr(o, " more mismatches not shown; --errors 0 shows all)\n");
+        if (m != NULL)
+            ck_assert(sscanf(strrchr(o, '('), "(%zu more", &more) == 1);
+        ck_assert_msg(lines == (run == 0 ? 1 : bad) && more == (run == 0 ? bad - 1 : 0) &&
+                          (m != NULL) == (run == 0),
+                      "--errors %s: %zu failure lines, %zu counted as not shown, of %zu", lim,
+                      lines, more, bad);
+        free(o);
+        snprintf(lim, sizeof lim, "%zu", run == 0 ? bad : 0);
+    }
+    remove_tree(w.dir);
 }
 END_TEST
 
 START_TEST(check_rejects_malformed_results)
 {
-    char path[8192], tmp[4096], res[4200], out[4200], err[4200];
-    size_t n, cases;
-    long unused = 0;
-    char *text = check_file(path, sizeof path, &n);
-    make_tmpdir(tmp, sizeof tmp);
-    snprintf(res, sizeof res, "%s/results.txt", tmp);
-    snprintf(out, sizeof out, "%s/out", tmp);
-    snprintf(err, sizeof err, "%s/err", tmp);
-    char *r = results_from(text, -1, &unused, &cases);
+    char path[8192];
+    size_t cases;
+    scratch w;
+    char *text = check_start(path, sizeof path, &w);
+    char *r = results_from(text, -1, NULL, &cases);
 
     /* Line 3 is not hex. */
     char *bad = malloc(strlen(r) + 8);
@@ -462,40 +520,40 @@ START_TEST(check_rejects_malformed_results)
     memcpy(bad, r, head);
     strcpy(bad + head, "zz");
     strcat(bad, strchr(third, '\n'));
-    write_file(res, bad, strlen(bad));
-    const char *args[] = {"vectors", "check", path, "--results", res, NULL};
-    int rc = run_lowp(args, out, err);
-    char *e = read_file(err, NULL);
+    write_file(w.res, bad, strlen(bad));
+    const char *args[] = {"vectors", "check", path, "--results", w.res, NULL};
+    int rc = run_lowp(args, w.out, w.err);
+    char *e = lowp_test_read_file(w.err, NULL);
     char want[4300];
-    snprintf(want, sizeof want, "%s line 3:", res);
+    snprintf(want, sizeof want, "%s line 3:", w.res);
     ck_assert_msg(rc == 2, "check on malformed results exited %d, not 2", rc);
     ck_assert_msg(e && strstr(e, want) && strchr(e, '\n') == e + strlen(e) - 1,
                   "want one line naming %s, got: %s", want, e ? e : "");
     free(e);
 
     /* Too few results. */
-    write_file(res, r, strlen(r) / 2 - (strlen(r) / 2) % 3);
-    rc = run_lowp(args, out, err);
-    e = read_file(err, NULL);
+    write_file(w.res, r, strlen(r) / 2 - (strlen(r) / 2) % 3);
+    rc = run_lowp(args, w.out, w.err);
+    e = lowp_test_read_file(w.err, NULL);
     ck_assert_msg(rc == 2 && e && strstr(e, "results, but"), "short results: exit %d, %s", rc,
                   e ? e : "");
     free(e);
 
     /* Unknown options and a missing --results write nothing and exit 2. */
     char gen_dir[4200];
-    snprintf(gen_dir, sizeof gen_dir, "%s/gen", tmp);
+    snprintf(gen_dir, sizeof gen_dir, "%s/gen", w.dir);
     const char *gen_bad[] = {"vectors", "gen", "--dir", gen_dir, "--bogus", NULL};
-    ck_assert_int_eq(run_lowp(gen_bad, out, err), 2);
+    ck_assert_int_eq(run_lowp(gen_bad, w.out, w.err), 2);
     ck_assert_msg(access(gen_dir, F_OK) != 0, "gen with a bad option created %s", gen_dir);
     const char *chk_bad[] = {"vectors", "check", path, NULL};
-    ck_assert_int_eq(run_lowp(chk_bad, out, err), 2);
+    ck_assert_int_eq(run_lowp(chk_bad, w.out, w.err), 2);
     const char *chk_missing[] = {"vectors", "check", path, "--results", gen_dir, NULL};
-    ck_assert_int_eq(run_lowp(chk_missing, out, err), 2);
+    ck_assert_int_eq(run_lowp(chk_missing, w.out, w.err), 2);
 
     free(bad);
     free(r);
     free(text);
-    remove_tree(tmp);
+    remove_tree(w.dir);
 }
 END_TEST
 
@@ -503,154 +561,16 @@ END_TEST
 /* ----------------------------------------------------------------------------- */
 /* Block vectors. */
 
-/* Sorted names of the *.json files in dir (NULL-terminated; *n set). */
-static char **list_json_files(const char *dir, size_t *n)
-{
-    DIR *d = opendir(dir);
-    ck_assert_msg(d != NULL, "cannot read directory %s: %s", dir, strerror(errno));
-    size_t cap = 16, k = 0;
-    char **v = malloc(cap * sizeof *v);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0)
-            continue;
-        if (k + 1 >= cap) {
-            cap *= 2;
-            v = realloc(v, cap * sizeof *v);
-        }
-        v[k++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(v, k, sizeof *v, cmp_str);
-    v[k] = NULL;
-    *n = k;
-    return v;
-}
-
-/* The value of a top-level "key": "value" line of a block vector file, or "". */
-static void json_top_value(const char *text, const char *key, char *out, size_t len)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\n  \"%s\": \"", key);
-    out[0] = '\0';
-    const char *p = strstr(text, pat);
-    if (p == NULL)
-        return;
-    p += strlen(pat);
-    size_t k = strcspn(p, "\"");
-    if (k >= len)
-        k = len - 1;
-    memcpy(out, p, k);
-    out[k] = '\0';
-}
-
 START_TEST(block_regeneration_changes_nothing)
 {
-    size_t n_old;
-    char **old = list_json_files(g_block_dir, &n_old);
-    ck_assert_msg(n_old > 0, "no *.json block vector files in %s", g_block_dir);
-    char seed[64] = "", commit[96] = "";
-    for (size_t i = 0; i < n_old; i++) {
-        char p[8192], sd[64], c[96];
-        snprintf(p, sizeof p, "%s/%s", g_block_dir, old[i]);
-        char *t = read_file(p, NULL);
-        ck_assert_msg(t != NULL, "cannot read %s", p);
-        json_top_value(t, "seed", sd, sizeof sd);
-        json_top_value(t, "lowpCommit", c, sizeof c);
-        free(t);
-        ck_assert_msg(sd[0] && c[0], "%s lacks a \"seed\" or \"lowpCommit\" field", old[i]);
-        if (i == 0) {
-            snprintf(seed, sizeof seed, "%s", sd);
-            snprintf(commit, sizeof commit, "%s", c);
-        }
-        ck_assert_msg(strcmp(sd, seed) == 0 && strcmp(c, commit) == 0,
-                      "%s has seed %s commit %s but %s has seed %s commit %s: the set was not "
-                      "generated in one run",
-                      old[i], sd, c, old[0], seed, commit);
-    }
-    char tmp[4096], gen_dir[4200], out[4200], err[4200];
-    make_tmpdir(tmp, sizeof tmp);
-    snprintf(gen_dir, sizeof gen_dir, "%s/block", tmp);
-    snprintf(out, sizeof out, "%s/gen.out", tmp);
-    snprintf(err, sizeof err, "%s/gen.err", tmp);
-    const char *args[] = {"vectors", "gen-block", "--dir", gen_dir, "--seed",
-                          seed,      "--commit",  commit,  NULL};
-    int rc = run_lowp(args, out, err);
-    char *errtext = read_file(err, NULL);
-    ck_assert_msg(rc == 0, "lowp vectors gen-block exited %d: %s", rc, errtext ? errtext : "");
-    free(errtext);
-    size_t n_new;
-    char **fresh = list_json_files(gen_dir, &n_new);
-    size_t differ = 0;
-    char first[1024] = "";
-    for (size_t i = 0, j = 0; i < n_old || j < n_new;) {
-        int c = (i == n_old) ? 1 : (j == n_new) ? -1 : strcmp(old[i], fresh[j]);
-        if (c != 0) {
-            const char *nm = c < 0 ? old[i] : fresh[j];
-            fprintf(stderr, "%s: %s\n", nm,
-                    c < 0 ? "committed, but gen-block no longer writes it"
-                          : "generated, but not committed");
-            if (!differ++)
-                snprintf(first, sizeof first, "%s is %s", nm,
-                         c < 0 ? "committed but no longer generated"
-                               : "generated but not committed");
-            if (c < 0)
-                i++;
-            else
-                j++;
-            continue;
-        }
-        char pa[8192], pb[8192];
-        snprintf(pa, sizeof pa, "%s/%s", g_block_dir, old[i]);
-        snprintf(pb, sizeof pb, "%s/%s", gen_dir, fresh[j]);
-        size_t na, nb;
-        char *a = read_file(pa, &na), *b = read_file(pb, &nb);
-        ck_assert(a != NULL && b != NULL);
-        if (na != nb || memcmp(a, b, na) != 0) {
-            size_t off;
-            long line = first_diff_line(a, na, b, nb, &off);
-            char la[160], lb[160];
-            copy_line(la, sizeof la, a + (off < na ? off : na));
-            copy_line(lb, sizeof lb, b + (off < nb ? off : nb));
-            fprintf(stderr, "%s line %ld: committed '%s', regenerated '%s'\n", old[i], line, la,
-                    lb);
-            if (!differ++)
-                snprintf(first, sizeof first, "%s line %ld differs", old[i], line);
-        }
-        free(a);
-        free(b);
-        i++;
-        j++;
-    }
-    fprintf(stderr, "block regeneration: %zu committed files, %zu generated, %zu differ\n", n_old,
-            n_new, differ);
-    free_list(old);
-    free_list(fresh);
-    remove_tree(tmp);
-    ck_assert_msg(differ == 0,
-                  "%zu block vector files differ from a regeneration (first: %s); if the change is "
-                  "intended, run 'lowp vectors gen-block' and commit vectors/block",
-                  differ, first);
+    const vec_set v = {g_block_dir, "block", "gen-block", is_block_file, "seed", "lowpCommit", 1};
+    check_regeneration(&v);
 }
 END_TEST
 
 START_TEST(block_verify_finds_no_difference)
 {
-    char tmp[4096], out[4200], err[4200];
-    make_tmpdir(tmp, sizeof tmp);
-    snprintf(out, sizeof out, "%s/out", tmp);
-    snprintf(err, sizeof err, "%s/err", tmp);
-    const char *args[] = {"vectors", "verify-block", "--dir", g_block_dir, NULL};
-    int rc = run_lowp(args, out, err);
-    char *o = read_file(out, NULL), *e = read_file(err, NULL);
-    ck_assert_msg(rc == 0, "lowp vectors verify-block exited %d:\n%s%s", rc, o ? o : "",
-                  e ? e : "");
-    ck_assert_msg(o != NULL && strstr(o, " 0 differences, 0 missing or extra files") != NULL,
-                  "unexpected verify-block summary: %s", o ? o : "");
-    free(o);
-    free(e);
-    remove_tree(tmp);
+    check_verify("verify-block", g_block_dir);
 }
 END_TEST
 
@@ -693,43 +613,49 @@ static char *block_results_from(const char *text, long flip_id, size_t *n)
     return r;
 }
 
-START_TEST(block_check_results)
+/* The block file the check tests use: nvfp4.trtllm.json when present (4-bit codes, block
+ * scales, a global scale), else the first; its path in path, its text returned. */
+static char *block_file(char *path, size_t len)
 {
     size_t nf;
-    char **files = list_json_files(g_block_dir, &nf);
+    char **files = list_files(g_block_dir, is_block_file, &nf);
     ck_assert_msg(nf > 0, "no block vector files in %s", g_block_dir);
-    /* The NVFP4 trtllm file when present (4-bit codes, scales), else the first. */
     const char *pick = files[0];
     for (size_t i = 0; i < nf; i++)
         if (strcmp(files[i], "nvfp4.trtllm.json") == 0)
             pick = files[i];
-    char path[8192], tmp[4096], res[4200], out[4200], err[4200];
-    snprintf(path, sizeof path, "%s/%s", g_block_dir, pick);
-    char *text = read_file(path, NULL);
+    snprintf(path, len, "%s/%s", g_block_dir, pick);
+    free_list(files);
+    char *text = lowp_test_read_file(path, NULL);
     ck_assert_msg(text != NULL, "cannot read %s", path);
-    make_tmpdir(tmp, sizeof tmp);
-    snprintf(res, sizeof res, "%s/results.txt", tmp);
-    snprintf(out, sizeof out, "%s/out", tmp);
-    snprintf(err, sizeof err, "%s/err", tmp);
-    const char *check[] = {"vectors", "check-block", path, "--results", res, NULL};
+    return text;
+}
+
+START_TEST(block_check_results)
+{
+    char path[8192];
+    char *text = block_file(path, sizeof path);
+    scratch w;
+    scratch_make(&w);
+    const char *check[] = {"vectors", "check-block", path, "--results", w.res, NULL};
 
     /* The file's own codes. */
     size_t n;
     char *r = block_results_from(text, 0, &n);
-    write_file(res, r, strlen(r));
-    int rc = run_lowp(check, out, err);
-    char *o = read_file(out, NULL), want[128];
+    write_file(w.res, r, strlen(r));
+    int rc = run_lowp(check, w.out, w.err);
+    char *o = lowp_test_read_file(w.out, NULL), want[128];
     snprintf(want, sizeof want, "%zu tests, 0 mismatches", n);
     ck_assert_msg(rc == 0 && o && strstr(o, want), "check-block on the file's codes: exit %d, %s",
                   rc, o ? o : "");
     free(o);
 
     /* block.c's codes through run-block. */
-    const char *run[] = {"vectors", "run-block", path, "--out", res, NULL};
-    rc = run_lowp(run, out, err);
+    const char *run[] = {"vectors", "run-block", path, "--out", w.res, NULL};
+    rc = run_lowp(run, w.out, w.err);
     ck_assert_msg(rc == 0, "run-block exited %d", rc);
-    rc = run_lowp(check, out, err);
-    o = read_file(out, NULL);
+    rc = run_lowp(check, w.out, w.err);
+    o = lowp_test_read_file(w.out, NULL);
     ck_assert_msg(rc == 0 && o && strstr(o, want), "check-block on run-block output: exit %d, %s",
                   rc, o ? o : "");
     free(o);
@@ -738,9 +664,9 @@ START_TEST(block_check_results)
     long flip = (long)(n / 2);
     free(r);
     r = block_results_from(text, flip, &n);
-    write_file(res, r, strlen(r));
-    rc = run_lowp(check, out, err);
-    o = read_file(out, NULL);
+    write_file(w.res, r, strlen(r));
+    rc = run_lowp(check, w.out, w.err);
+    o = lowp_test_read_file(w.out, NULL);
     char want_line[64], want_sum[64];
     snprintf(want_line, sizeof want_line, " tcId %ld (line ", flip);
     snprintf(want_sum, sizeof want_sum, "%zu tests, 1 mismatches", n);
@@ -753,30 +679,29 @@ START_TEST(block_check_results)
     char *sp = strrchr(bad, ' ');
     ck_assert(sp != NULL);
     sp[1] = 'z';
-    write_file(res, bad, strlen(bad));
-    rc = run_lowp(check, out, err);
-    char *e = read_file(err, NULL);
-    ck_assert_msg(rc == 2 && e && strstr(e, res) && strchr(e, '\n') == e + strlen(e) - 1,
+    write_file(w.res, bad, strlen(bad));
+    rc = run_lowp(check, w.out, w.err);
+    char *e = lowp_test_read_file(w.err, NULL);
+    ck_assert_msg(rc == 2 && e && strstr(e, w.res) && strchr(e, '\n') == e + strlen(e) - 1,
                   "check-block on a bad code: exit %d, stderr %s", rc, e ? e : "");
     free(e);
     char *cut = strrchr(r, '\n');
     *cut = '\0';
     cut = strrchr(r, '\n');
     cut[1] = '\0';
-    write_file(res, r, strlen(r));
-    rc = run_lowp(check, out, err);
-    e = read_file(err, NULL);
+    write_file(w.res, r, strlen(r));
+    rc = run_lowp(check, w.out, w.err);
+    e = lowp_test_read_file(w.err, NULL);
     ck_assert_msg(rc == 2 && e && strstr(e, "is missing"),
                   "check-block on a missing test: exit %d, %s", rc, e ? e : "");
     free(e);
     const char *bad_opt[] = {"vectors", "check-block", path, "--bogus", NULL};
-    ck_assert_int_eq(run_lowp(bad_opt, out, err), 2);
+    ck_assert_int_eq(run_lowp(bad_opt, w.out, w.err), 2);
 
     free(bad);
     free(r);
     free(text);
-    free_list(files);
-    remove_tree(tmp);
+    remove_tree(w.dir);
 }
 END_TEST
 
@@ -798,7 +723,7 @@ static void expect_one_line_exit_2(const char *const *args, const char *out, con
                                    const char *want, const char *label)
 {
     int rc = run_lowp(args, out, err);
-    char *e = read_file(err, NULL);
+    char *e = lowp_test_read_file(err, NULL);
     ck_assert_msg(rc == 2 && e != NULL && strncmp(e, "lowp: ", 6) == 0 &&
                       strchr(e, '\n') == e + strlen(e) - 1 && (want == NULL || strstr(e, want)),
                   "%s: exit %d, stderr '%s' (want one line with '%s')", label, rc, e ? e : "",
@@ -816,23 +741,13 @@ static void expect_one_line_exit_2(const char *const *args, const char *out, con
  *     report and exit 1 instead of 2). */
 START_TEST(block_json_reading)
 {
-    size_t nf;
-    char **files = list_json_files(g_block_dir, &nf);
-    ck_assert_msg(nf > 0, "no block vector files in %s", g_block_dir);
-    const char *pick = files[0];
-    for (size_t i = 0; i < nf; i++)
-        if (strcmp(files[i], "nvfp4.trtllm.json") == 0)
-            pick = files[i];
-    char path[8192], tmp[4096], vec[4200], res[4200], out[4200], err[4200];
-    snprintf(path, sizeof path, "%s/%s", g_block_dir, pick);
-    char *text = read_file(path, NULL);
-    ck_assert_msg(text != NULL, "cannot read %s", path);
-    make_tmpdir(tmp, sizeof tmp);
-    snprintf(vec, sizeof vec, "%s/%s", tmp, pick);
-    snprintf(res, sizeof res, "%s/results.txt", tmp);
-    snprintf(out, sizeof out, "%s/out", tmp);
-    snprintf(err, sizeof err, "%s/err", tmp);
-    const char *check[] = {"vectors", "check-block", vec, "--results", res, NULL};
+    char path[8192], vec[4200];
+    char *text = block_file(path, sizeof path);
+    const char *pick = strrchr(path, '/') + 1;
+    scratch w;
+    scratch_make(&w);
+    snprintf(vec, sizeof vec, "%s/%s", w.dir, pick);
+    const char *check[] = {"vectors", "check-block", vec, "--results", w.res, NULL};
     const char *run[] = {"vectors", "run-block", vec, NULL};
 
     /* Escapes: tcId 1's flags become U+00E9, U+1F600 (a surrogate pair), an escaped quote;
@@ -855,10 +770,10 @@ START_TEST(block_json_reading)
     write_file(vec, edited, strlen(edited));
     size_t n;
     char *r = block_results_from(edited, 1, &n);
-    write_file(res, r, strlen(r));
+    write_file(w.res, r, strlen(r));
     free(r);
-    int rc = run_lowp(check, out, err);
-    char *o = read_file(out, NULL);
+    int rc = run_lowp(check, w.out, w.err);
+    char *o = lowp_test_read_file(w.out, NULL);
     ck_assert_msg(rc == 1 && o && strstr(o, "tcId 1 (line ") &&
                       strstr(o, "[caf\xc3\xa9 \xf0\x9f\x98\x80 q\"t]"),
                   "check-block with escaped flags: exit %d, %s", rc, o ? o : "");
@@ -866,30 +781,30 @@ START_TEST(block_json_reading)
     /* a lone surrogate is not a character: bad input */
     char *lone = replace_once(edited, "\\ud83d\\ude00", "\\ud83d");
     write_file(vec, lone, strlen(lone));
-    expect_one_line_exit_2(check, out, err, "Unicode", "lone high surrogate");
+    expect_one_line_exit_2(check, w.out, w.err, "Unicode", "lone high surrogate");
     free(lone);
     free(edited);
 
     /* A duplicate key, at the root and inside a test. */
     char *dup = replace_once(text, "\"schema\": ", "\"schema\": \"lowp_block_vectors_v1\", \"schema\": ");
     write_file(vec, dup, strlen(dup));
-    expect_one_line_exit_2(run, out, err, "duplicate", "duplicate root key");
+    expect_one_line_exit_2(run, w.out, w.err, "duplicate", "duplicate root key");
     free(dup);
     dup = replace_once(text, "{\"tcId\": 1,", "{\"tcId\": 1, \"tcId\": 1,");
     write_file(vec, dup, strlen(dup));
-    expect_one_line_exit_2(run, out, err, "duplicate", "duplicate tcId key");
+    expect_one_line_exit_2(run, w.out, w.err, "duplicate", "duplicate tcId key");
     free(dup);
 
     /* Not JSON numbers. */
     char *num = replace_once(text, "{\"tcId\": 1,", "{\"tcId\": 0x1,");
     write_file(vec, num, strlen(num));
-    expect_one_line_exit_2(run, out, err, vec, "hex tcId");
+    expect_one_line_exit_2(run, w.out, w.err, vec, "hex tcId");
     free(num);
 
     /* Truncated JSON: one line, exit 2 (and no leak under ASan) from both commands, at a
      * few cut points: inside the header, inside a test, before the last brace. */
     r = block_results_from(text, 0, &n);
-    write_file(res, r, strlen(r));
+    write_file(w.res, r, strlen(r));
     free(r);
     size_t len = strlen(text);
     const size_t cuts[] = {len / 50, len / 2, len - 2};
@@ -897,13 +812,12 @@ START_TEST(block_json_reading)
         write_file(vec, text, cuts[c]);
         char label[64];
         snprintf(label, sizeof label, "cut at %zu of %zu bytes", cuts[c], len);
-        expect_one_line_exit_2(check, out, err, vec, label);
-        expect_one_line_exit_2(run, out, err, vec, label);
+        expect_one_line_exit_2(check, w.out, w.err, vec, label);
+        expect_one_line_exit_2(run, w.out, w.err, vec, label);
     }
 
     free(text);
-    free_list(files);
-    remove_tree(tmp);
+    remove_tree(w.dir);
 }
 END_TEST
 
@@ -919,21 +833,13 @@ int main(int argc, char **argv)
     snprintf(g_block_dir, sizeof g_block_dir, "%s/block", g_vectors_dir);
 
     Suite *s = suite_create("vectors");
-    TCase *tc = tcase_create("elementwise");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, regeneration_changes_nothing);
-    tcase_add_test(tc, verify_finds_no_difference);
-    tcase_add_test(tc, check_accepts_correct_results);
-    tcase_add_test(tc, check_reports_a_flipped_code);
-    tcase_add_test(tc, check_rejects_malformed_results);
-    suite_add_tcase(s, tc);
-    TCase *tb = tcase_create("block");
-    tcase_set_timeout(tb, 600);
-    tcase_add_test(tb, block_regeneration_changes_nothing);
-    tcase_add_test(tb, block_verify_finds_no_difference);
-    tcase_add_test(tb, block_check_results);
-    tcase_add_test(tb, block_json_reading);
-    suite_add_tcase(s, tb);
+    lowp_test_tcase(s, "elementwise", 600,
+                    LOWP_TESTS(regeneration_changes_nothing, verify_finds_no_difference,
+                               check_accepts_correct_results, check_reports_a_flipped_code,
+                               check_limits_failure_lines, check_rejects_malformed_results));
+    lowp_test_tcase(s, "block", 600,
+                    LOWP_TESTS(block_regeneration_changes_nothing, block_verify_finds_no_difference,
+                               block_check_results, block_json_reading));
     int ran;
     int failed = lowp_test_run(s, LOWP_TEST_FORK, &ran);
     fflush(stderr);

@@ -87,15 +87,6 @@ static int parse_shape(const char *s, int *ndim, size_t *shape)
     return 0;
 }
 
-static void shape_text(char *buf, size_t len, int ndim, const size_t *shape)
-{
-    size_t k = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < ndim && k < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, i ? ", %zu" : "%zu", shape[i]);
-    if (k < len)
-        snprintf(buf + k, len - k, "]");
-}
-
 /* The named tensor, which must have this dtype and shape. */
 static const lowp_tensor *need_tensor(const lowp_tensor_file *f, const char *path, const char *name,
                                       lowp_dtype dt, int ndim, const size_t *shape)
@@ -104,8 +95,8 @@ static const lowp_tensor *need_tensor(const lowp_tensor_file *f, const char *pat
     if (t == NULL)
         lowp_cli_fail("'%s' has no tensor \"%s\"", path, name);
     char want[200], got[200];
-    shape_text(want, sizeof want, ndim, shape);
-    shape_text(got, sizeof got, t->ndim, t->shape);
+    lowp_shape_text(want, sizeof want, ndim, shape, LOWP_SHAPE_JSON);
+    lowp_shape_text(got, sizeof got, t->ndim, t->shape, LOWP_SHAPE_JSON);
     if (t->dtype != dt)
         lowp_cli_fail("'%s': tensor \"%s\" is %s, the layout needs %s", path, name, lowp_dtype_name(t->dtype),
                       lowp_dtype_name(dt));

@@ -35,6 +35,7 @@
 
 #include "lowp/cases.h"
 #include "lowp/mma.h"
+#include "lowp_test_base.h" /* tests/lib, named in gpu/probe/mma.cmake */
 
 /* gpu/probe/mma_probe.cu (declared identically there). */
 int lowp_mma_gpu_device(char *desc, size_t len);
@@ -63,32 +64,6 @@ static uint64_t seed = LOWP_DEFAULT_SEED;
  * Helpers
  * ------------------------------------------------------------------------------------- */
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static uint32_t fbits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static float bitsf(uint32_t b)
-{
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-static float bf16_value(uint16_t h)
-{
-    return bitsf((uint32_t)h << 16);
-}
-
 static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
@@ -99,59 +74,9 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-static uint64_t stream(uint64_t a, uint64_t b)
-{
-    uint64_t s = seed ^ (a * UINT64_C(0x9E3779B97F4A7C15)) ^ (b * UINT64_C(0xD1B54A32D192ED03));
-    (void)lowp_splitmix64(&s);
-    return s;
-}
-
-static uint64_t nx(uint64_t *s)
+static uint64_t nx(uint64_t *s) /* one lowp_splitmix64 step, the one RNG */
 {
     return lowp_splitmix64(s);
-}
-
-static int irange(uint64_t *s, int lo, int hi) /* [lo, hi] */
-{
-    return lo + (int)(nx(s) % (uint64_t)(hi - lo + 1));
-}
-
-/* bf16 bits of (-1)^neg (1 + f/128) 2^e, e clamped to 127; below 2^-126 the subnormal with
- * the truncated significand (0 below the smallest one). */
-static uint16_t mkbf(int neg, int e, unsigned f)
-{
-    const unsigned s = neg ? 0x8000u : 0u;
-    f &= 0x7Fu;
-    if (e > 127)
-        e = 127;
-    if (e >= -126)
-        return (uint16_t)(s | (unsigned)(e + 127) << 7 | f);
-    const int sh = -126 - e;
-    return (uint16_t)(s | (sh >= 8 ? 0u : (0x80u | f) >> sh));
-}
-
-static uint32_t mkf(int neg, int e, uint32_t f)
-{
-    const uint32_t s = neg ? 0x80000000u : 0u;
-    f &= 0x7FFFFFu;
-    if (e > 127)
-        e = 127;
-    if (e >= -126)
-        return s | (uint32_t)(e + 127) << 23 | f;
-    const int sh = -126 - e;
-    return s | (sh >= 24 ? 0u : (0x800000u | f) >> sh);
-}
-
-static uint16_t rbf(uint64_t *s, int elo, int ehi)
-{
-    const uint64_t r = nx(s);
-    return mkbf((int)(r & 1), irange(s, elo, ehi), (unsigned)(r >> 8));
-}
-
-static uint32_t rf(uint64_t *s, int elo, int ehi)
-{
-    const uint64_t r = nx(s);
-    return mkf((int)(r & 1), irange(s, elo, ehi), (uint32_t)(r >> 8));
 }
 
 static uint16_t special_bf(uint64_t *s)
@@ -181,7 +106,7 @@ static double tile_dot(const uint16_t *A, const uint16_t *B, int i, int j)
 {
     double d = 0;
     for (int k = 0; k < 16; k++)
-        d += (double)bf16_value(A[AI(i, k)]) * (double)bf16_value(B[BI(k, j)]);
+        d += (double)lowp_test_bf16_value(A[AI(i, k)]) * (double)lowp_test_bf16_value(B[BI(k, j)]);
     return d;
 }
 
@@ -205,93 +130,97 @@ static void gen_tile(uint64_t *s, int kind, uint16_t *A, uint16_t *B, uint32_t *
         }
         break;
     case K_NARROW: {
-        const int e0 = irange(s, -30, 30);
+        const int e0 = lowp_test_irange(s, -30, 30);
         for (int x = 0; x < 256; x++)
-            A[x] = rbf(s, e0 - 2, e0 + 2);
+            A[x] = lowp_test_bf16_draw(s, e0 - 2, e0 + 2);
         for (int x = 0; x < 128; x++) {
-            B[x] = rbf(s, -2, 2);
-            C[x] = nx(s) % 8 == 0 ? (uint32_t)(nx(s) & 0x80000000u) : rf(s, e0 - 30, e0 + 8);
+            B[x] = lowp_test_bf16_draw(s, -2, 2);
+            C[x] = nx(s) % 8 == 0 ? (uint32_t)(nx(s) & 0x80000000u)
+                                  : lowp_test_f32_draw(s, e0 - 30, e0 + 8);
         }
         break;
     }
     case K_WINDOW: { /* per row a dominant product, the rest 5..35 binades below */
-        const int e0 = irange(s, -40, 40);
+        const int e0 = lowp_test_irange(s, -40, 40);
         for (int i = 0; i < 16; i++) {
             const int d = (int)(nx(s) % 16);
             for (int k = 0; k < 16; k++)
-                A[AI(i, k)] = k == d ? rbf(s, e0, e0) : rbf(s, e0 - 35, e0 - 5);
+                A[AI(i, k)] = k == d ? lowp_test_bf16_draw(s, e0, e0)
+                                     : lowp_test_bf16_draw(s, e0 - 35, e0 - 5);
         }
         for (int x = 0; x < 128; x++) {
-            B[x] = rbf(s, -1, 1);
-            C[x] = nx(s) % 4 == 0 ? (uint32_t)(nx(s) & 0x80000000u) : rf(s, e0 - 35, e0 + 3);
+            B[x] = lowp_test_bf16_draw(s, -1, 1);
+            C[x] = nx(s) % 4 == 0 ? (uint32_t)(nx(s) & 0x80000000u)
+                                  : lowp_test_f32_draw(s, e0 - 35, e0 + 3);
         }
         break;
     }
     case K_CDOM: /* C at or above the products, which sit 0..35 binades below */
         for (int x = 0; x < 256; x++)
-            A[x] = rbf(s, -3, 3);
+            A[x] = lowp_test_bf16_draw(s, -3, 3);
         for (int x = 0; x < 128; x++) {
-            B[x] = rbf(s, -3, 3);
-            C[x] = rf(s, -3, 35);
+            B[x] = lowp_test_bf16_draw(s, -3, 3);
+            C[x] = lowp_test_f32_draw(s, -3, 35);
         }
         break;
     case K_CANCEL: { /* C = -(products) to within a few ulps */
-        const int e0 = irange(s, -10, 10);
+        const int e0 = lowp_test_irange(s, -10, 10);
         for (int x = 0; x < 256; x++)
-            A[x] = rbf(s, e0 - 2, e0 + 2);
+            A[x] = lowp_test_bf16_draw(s, e0 - 2, e0 + 2);
         for (int x = 0; x < 128; x++)
-            B[x] = rbf(s, -2, 2);
+            B[x] = lowp_test_bf16_draw(s, -2, 2);
         for (int i = 0; i < 16; i++)
             for (int j = 0; j < 8; j++) {
                 const float d = (float)-tile_dot(A, B, i, j);
-                uint32_t cb = fbits(d);
+                uint32_t cb = lowp_test_f32_bits(d);
                 if (d != 0.0f)
-                    cb = (uint32_t)((int64_t)cb + irange(s, -3, 3));
+                    cb = (uint32_t)((int64_t)cb + lowp_test_irange(s, -3, 3));
                 else
-                    cb = rf(s, e0 - 30, e0 - 20);
+                    cb = lowp_test_f32_draw(s, e0 - 30, e0 - 20);
                 C[CI(i, j)] = cb;
             }
         break;
     }
     case K_PAIRS: { /* x*y - x*y' with y' = y or its neighbour, a small rest */
-        const int e0 = irange(s, -20, 20);
+        const int e0 = lowp_test_irange(s, -20, 20);
         for (int i = 0; i < 16; i++) {
             for (int m = 0; m < 8; m++) {
-                A[AI(i, 2 * m)] = rbf(s, e0 - 1, e0 + 1);
+                A[AI(i, 2 * m)] = lowp_test_bf16_draw(s, e0 - 1, e0 + 1);
                 A[AI(i, 2 * m + 1)] = A[AI(i, 2 * m)] ^ 0x8000u;
             }
             if (nx(s) & 1)
-                A[AI(i, nx(s) % 16)] = rbf(s, e0 - 30, e0 - 20);
+                A[AI(i, nx(s) % 16)] = lowp_test_bf16_draw(s, e0 - 30, e0 - 20);
         }
         for (int j = 0; j < 8; j++)
             for (int m = 0; m < 8; m++) {
-                B[BI(2 * m, j)] = rbf(s, -1, 1);
+                B[BI(2 * m, j)] = lowp_test_bf16_draw(s, -1, 1);
                 B[BI(2 * m + 1, j)] = (uint16_t)(B[BI(2 * m, j)] + (nx(s) % 3 == 0 ? 1 : 0));
             }
         for (int x = 0; x < 128; x++)
-            C[x] = nx(s) % 3 == 0 ? (uint32_t)(nx(s) & 0x80000000u) : rf(s, e0 - 30, e0 - 20);
+            C[x] = nx(s) % 3 == 0 ? (uint32_t)(nx(s) & 0x80000000u)
+                                  : lowp_test_f32_draw(s, e0 - 30, e0 - 20);
         break;
     }
     case K_TINY:
         if (r0 & 4) { /* every product below 2^-133 (a zero term's e_zero), C = +-0 */
             for (int i = 0; i < 16; i++) {
                 for (int k = 0; k < 16; k++)
-                    A[AI(i, k)] = rbf(s, -82, -68);
+                    A[AI(i, k)] = lowp_test_bf16_draw(s, -82, -68);
                 A[AI(i, nx(s) % 16)] = (uint16_t)(nx(s) & 0x8000u);
             }
             for (int x = 0; x < 128; x++) {
-                B[x] = rbf(s, -82, -68);
+                B[x] = lowp_test_bf16_draw(s, -82, -68);
                 C[x] = (uint32_t)(nx(s) & 0x80000000u);
             }
             break;
         }
         for (int x = 0; x < 256; x++) {
             const uint64_t r = nx(s);
-            A[x] = r % 8 == 0 ? (uint16_t)((r >> 8) & 0x807Fu) : rbf(s, -82, -55);
+            A[x] = r % 8 == 0 ? (uint16_t)((r >> 8) & 0x807Fu) : lowp_test_bf16_draw(s, -82, -55);
         }
         for (int x = 0; x < 128; x++) {
             const uint64_t r = nx(s);
-            B[x] = r % 4 == 1 ? (uint16_t)(r & 0x8000u) : rbf(s, -82, -55);
+            B[x] = r % 4 == 1 ? (uint16_t)(r & 0x8000u) : lowp_test_bf16_draw(s, -82, -55);
             switch ((r >> 20) % 4) {
             case 0:
                 C[x] = (uint32_t)(r & 0x80000000u);
@@ -300,7 +229,7 @@ static void gen_tile(uint64_t *s, int kind, uint16_t *A, uint16_t *B, uint32_t *
                 C[x] = (uint32_t)((r >> 24) & 0x807FFFFFu);
                 break;
             default:
-                C[x] = rf(s, -149, -118);
+                C[x] = lowp_test_f32_draw(s, -149, -118);
             }
         }
         break;
@@ -310,55 +239,60 @@ static void gen_tile(uint64_t *s, int kind, uint16_t *A, uint16_t *B, uint32_t *
             const int use_mask = nx(s) % 8 != 0;
             for (int k = 0; k < 16; k++)
                 A[AI(i, k)] = (use_mask && (mask >> k & 1)) ? (uint16_t)(nx(s) & 0x8000u)
-                                                            : rbf(s, -60, 10);
+                                                            : lowp_test_bf16_draw(s, -60, 10);
         }
         for (int k = 0; k < 16; k++)
             for (int j = 0; j < 8; j++)
-                B[BI(k, j)] = (mask >> k & 1) ? rbf(s, 20, 127) : rbf(s, -60, 10);
+                B[BI(k, j)] = (mask >> k & 1) ? lowp_test_bf16_draw(s, 20, 127)
+                                              : lowp_test_bf16_draw(s, -60, 10);
         for (int x = 0; x < 128; x++)
-            C[x] = nx(s) % 2 ? (uint32_t)(nx(s) & 0x80000000u) : rf(s, -140, 20);
+            C[x] = nx(s) % 2 ? (uint32_t)(nx(s) & 0x80000000u) : lowp_test_f32_draw(s, -140, 20);
         break;
     }
     case K_HALVES: { /* large terms in one half (some zero), small ones in the other */
-        const int big_lo = (int)(r0 & 1), e0 = irange(s, -20, 20);
+        const int big_lo = (int)(r0 & 1), e0 = lowp_test_irange(s, -20, 20);
         for (int i = 0; i < 16; i++)
             for (int k = 0; k < 16; k++) {
                 const int in_big = (k < 8) == big_lo;
-                A[AI(i, k)] = in_big ? rbf(s, e0 - 2, e0) : rbf(s, e0 - 30, e0 - 15);
+                A[AI(i, k)] = in_big ? lowp_test_bf16_draw(s, e0 - 2, e0)
+                                     : lowp_test_bf16_draw(s, e0 - 30, e0 - 15);
                 if (in_big && nx(s) % 3 == 0)
                     A[AI(i, k)] = 0;
             }
         for (int x = 0; x < 128; x++) {
-            B[x] = rbf(s, -1, 1);
-            C[x] = nx(s) % 4 == 0 ? rf(s, e0 - 1, e0 + 1) : rf(s, e0 - 30, e0 - 10);
+            B[x] = lowp_test_bf16_draw(s, -1, 1);
+            C[x] = nx(s) % 4 == 0 ? lowp_test_f32_draw(s, e0 - 1, e0 + 1)
+                                  : lowp_test_f32_draw(s, e0 - 30, e0 - 10);
         }
         break;
     }
     case K_OVF:
         for (int x = 0; x < 256; x++)
-            A[x] = rbf(s, 55, 127);
+            A[x] = lowp_test_bf16_draw(s, 55, 127);
         for (int x = 0; x < 128; x++) {
-            B[x] = rbf(s, 55, 127);
-            C[x] = nx(s) % 3 == 0 ? (uint32_t)(nx(s) & 0x80000000u) : rf(s, 100, 127);
+            B[x] = lowp_test_bf16_draw(s, 55, 127);
+            C[x] = nx(s) % 3 == 0 ? (uint32_t)(nx(s) & 0x80000000u)
+                                  : lowp_test_f32_draw(s, 100, 127);
         }
         break;
     case K_CARRY: { /* one sign, equal exponents, large significands: many carries */
-        const int e0 = irange(s, -30, 30), neg = (int)(r0 & 1);
+        const int e0 = lowp_test_irange(s, -30, 30), neg = (int)(r0 & 1);
         for (int x = 0; x < 256; x++)
-            A[x] = mkbf(neg, e0, 0x60u | (unsigned)(nx(s) & 0x1Fu));
+            A[x] = lowp_test_bf16_make(neg, e0, 0x60u | (unsigned)(nx(s) & 0x1Fu));
         for (int x = 0; x < 128; x++) {
-            B[x] = mkbf(0, 0, 0x60u | (unsigned)(nx(s) & 0x1Fu));
-            C[x] = mkf((int)(nx(s) & 1), e0 + irange(s, -24, 6), (uint32_t)(nx(s) >> 20));
+            B[x] = lowp_test_bf16_make(0, 0, 0x60u | (unsigned)(nx(s) & 0x1Fu));
+            C[x] = lowp_test_f32_make((int)(nx(s) & 1), e0 + lowp_test_irange(s, -24, 6),
+                                      (uint32_t)(nx(s) >> 20));
         }
         break;
     }
     default: { /* K_SPECIAL: narrow data with NaN / Inf / -0 / subnormals sprinkled */
-        const int e0 = irange(s, -20, 20);
+        const int e0 = lowp_test_irange(s, -20, 20);
         for (int x = 0; x < 256; x++)
-            A[x] = rbf(s, e0 - 3, e0 + 3);
+            A[x] = lowp_test_bf16_draw(s, e0 - 3, e0 + 3);
         for (int x = 0; x < 128; x++) {
-            B[x] = rbf(s, -3, 3);
-            C[x] = nx(s) % 8 == 0 ? special_f(s) : rf(s, e0 - 10, e0 + 5);
+            B[x] = lowp_test_bf16_draw(s, -3, 3);
+            C[x] = nx(s) % 8 == 0 ? special_f(s) : lowp_test_f32_draw(s, e0 - 10, e0 + 5);
         }
         for (int i = 0; i < 16; i++)
             if (nx(s) % 3 == 0)
@@ -372,7 +306,7 @@ static void gen_tile(uint64_t *s, int kind, uint16_t *A, uint16_t *B, uint32_t *
 
 static uint16_t bf16_of_int(int v) /* exact for |v| <= 256 */
 {
-    return (uint16_t)(fbits((float)v) >> 16);
+    return (uint16_t)(lowp_test_f32_bits((float)v) >> 16);
 }
 
 /* Layout tiles: exact small integers, results never zero (C is a half- or quarter-
@@ -398,8 +332,8 @@ static void layout_tile(int which, uint16_t *A, uint16_t *B, uint32_t *C, uint32
             int dot = 0;
             for (int k = 0; k < 16; k++)
                 dot += ai[i][k] * bi[k][j];
-            C[CI(i, j)] = fbits(c);
-            want[CI(i, j)] = fbits((float)dot + c); /* exact: |.| < 2^12, quarters */
+            C[CI(i, j)] = lowp_test_f32_bits(c);
+            want[CI(i, j)] = lowp_test_f32_bits((float)dot + c); /* exact: |.| < 2^12, quarters */
         }
 }
 
@@ -407,20 +341,11 @@ static void layout_tile(int which, uint16_t *A, uint16_t *B, uint32_t *C, uint32
  * Candidates
  * ------------------------------------------------------------------------------------- */
 
+/* lowp_mma_candidates, and the record's position among them in *def (appended when it is
+ * none of them, so that it is always evaluated). out holds NCAND_MAX. */
 static size_t candidates(lowp_mma_params *out, size_t *def)
 {
-    static const int zm[5][2] = {{LOWP_MMA_ZERO_SUBNORMAL, 0},
-                                 {LOWP_MMA_ZERO_FIXED, -132},
-                                 {LOWP_MMA_ZERO_FIXED, -133},
-                                 {LOWP_MMA_ZERO_FIXED, -134},
-                                 {LOWP_MMA_ZERO_SKIP, 0}};
-    size_t n = 0;
-    for (int g = 0; g < 2; g++)
-        for (int f = 23; f <= 27; f++)
-            for (int ci = 0; ci < 2; ci++)
-                for (int z = 0; z < 5; z++)
-                    for (int pn = 0; pn < 2; pn++)
-                        out[n++] = (lowp_mma_params){g ? 16 : 8, f, ci, zm[z][0], zm[z][1], pn};
+    const size_t n = lowp_mma_candidates(out);
     const lowp_mma_params *D = &lowp_mma_sm90_bf16;
     for (size_t i = 0; i < n; i++) {
         const lowp_mma_params *c = &out[i];
@@ -535,7 +460,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "lowp_gpu_mma_probe: cannot write %s\n", report);
         return 2;
     }
-    const double t_start = now();
+    const double t_start = lowp_test_now();
 
     /* Candidates. */
     static lowp_mma_params cand[NCAND_MAX];
@@ -569,11 +494,11 @@ int main(int argc, char **argv)
     }
 #pragma omp parallel for schedule(static)
     for (size_t r = 0; r < nrand; r++) {
-        uint64_t s = stream(0x6d6d61, r);
+        uint64_t s = lowp_test_stream(seed, 0x6d6d61, r, 0);
         const size_t t = t_rand0 + r;
         gen_tile(&s, (int)(r % NKINDS), A + t * 256, B + t * 128, C + t * 128);
     }
-    const double t_gen = now();
+    const double t_gen = lowp_test_now();
 
     /* The hardware. */
     char err[512] = "";
@@ -593,7 +518,7 @@ int main(int argc, char **argv)
         fclose(rep);
         return 3;
     }
-    const double t_gpu = now();
+    const double t_gpu = lowp_test_now();
 
     /* 1. Layout. */
     int layout_bad = 0;
@@ -615,10 +540,10 @@ int main(int argc, char **argv)
         for (int x = 1; x < 128; x++)
             probe_lanes_bad[p] += D[t * 128 + x] != probe_hw[p];
         float out[NCAND_MAX];
-        lowp_mma_dot_add_bf16_multi(probes[p].a, probes[p].b, 16, bitsf(probes[p].c), cand, nc,
-                                    out);
+        lowp_mma_dot_add_bf16_multi(probes[p].a, probes[p].b, 16,
+                                    lowp_test_f32_from_bits(probes[p].c), cand, nc, out);
         for (size_t c = 0; c < nc; c++) {
-            if (fbits(out[c]) == probe_hw[p]) {
+            if (lowp_test_f32_bits(out[c]) == probe_hw[p]) {
                 probe_ncand[p]++;
             } else {
                 cand_probe_bad[c]++;
@@ -648,10 +573,11 @@ int main(int argc, char **argv)
                         if (T->nan_other++ == 0)
                             T->nan_other_example = hw;
                     }
-                    lowp_mma_dot_add_bf16_multi(a, b, 16, bitsf(C[t * 128 + CI(i, j)]), cand, nc,
-                                                out);
+                    lowp_mma_dot_add_bf16_multi(a, b, 16,
+                                                lowp_test_f32_from_bits(C[t * 128 + CI(i, j)]),
+                                                cand, nc, out);
                     for (size_t c = 0; c < nc; c++) {
-                        const uint32_t m = fbits(out[c]);
+                        const uint32_t m = lowp_test_f32_bits(out[c]);
                         if (m == hw)
                             continue;
                         T->cnt[c][kind]++;
@@ -691,7 +617,7 @@ int main(int argc, char **argv)
     }
     sort_key = rank_key;
     qsort(order, nc, sizeof order[0], cmp_rank);
-    const double t_model = now();
+    const double t_model = lowp_test_now();
 
     /* Verdict. */
     int lanes_bad = 0;
@@ -825,8 +751,9 @@ int main(int argc, char **argv)
             fprintf(f, "\n  b = ");
             hexrow(f, b);
             fprintf(f, "\n  c = %08x  hardware %08x (%a)  model %08x (%a)\n",
-                    C[q->tile * 128 + CI(q->i, q->j)], q->hw, (double)bitsf(q->hw), q->model,
-                    (double)bitsf(q->model));
+                    C[q->tile * 128 + CI(q->i, q->j)], q->hw,
+                    (double)lowp_test_f32_from_bits(q->hw), q->model,
+                    (double)lowp_test_f32_from_bits(q->model));
         }
         fprintf(f, "```\n\n");
     }
@@ -837,7 +764,7 @@ int main(int argc, char **argv)
            "layout %s; BF16 multiply %llu of 2^32 differ; report %s (%.1f s)\n",
            nrand * 128, nprobe, dev, ps, def_ok ? "MATCHES" : "DOES NOT MATCH", tot[idef],
            cand_probe_bad[idef], nperfect, nc, layout_bad ? "FAILED" : "ok", mul_bad, report,
-           now() - t_start);
+           lowp_test_now() - t_start);
     free(A);
     free(B);
     free(C);

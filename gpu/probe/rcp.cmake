@@ -19,6 +19,8 @@ target_compile_options(lowp_gpu_rcp_probe PRIVATE
 target_link_libraries(lowp_gpu_rcp_probe PRIVATE lowp_static CUDA::cudart_static)
 # rcp_table.h: the table format the probe must write (a private lowp header, host code)
 target_include_directories(lowp_gpu_rcp_probe PRIVATE ${PROJECT_SOURCE_DIR}/ref/block/internal)
+# tests/lib/lowp_test_rcp.h: the model's bits and RN(1/x), as tests/test_rcp_approx.c has them
+target_include_directories(lowp_gpu_rcp_probe PRIVATE ${PROJECT_SOURCE_DIR}/tests/lib)
 
 add_test(NAME gpu_rcp COMMAND lowp_gpu_rcp_probe ${CMAKE_CURRENT_BINARY_DIR}/rcp-out)
 set_tests_properties(gpu_rcp PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800)

@@ -27,7 +27,6 @@
  * the program still runs (PTX JIT) and reports what differs; it never edits ref/block/data. To
  * adopt a new measurement: cp OUTDIR/rcp_approx_sm90.bin ref/block/data/ and rebuild. */
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,7 +42,8 @@
 
 #include "lowp/block.h"
 
-#include "rcp_table.h" /* ref/block/internal, named in gpu/probe/rcp.cmake */
+#include "lowp_test_rcp.h" /* tests/lib (the model's bits, RN(1/x)), named in gpu/probe/rcp.cmake */
+#include "rcp_table.h"     /* ref/block/internal, named in gpu/probe/rcp.cmake */
 
 #define NMANT (1u << 23)
 #define CANON_NAN 0x7FFFFFFFu
@@ -123,38 +123,6 @@ __global__ void k_list(const unsigned *in, unsigned *out, int n)
 
 /* --------------------------------------------------------------------------- host */
 
-static uint32_t bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
-static float f32(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static uint32_t model(uint32_t x)
-{
-    return bits(lowp_rcp_approx_ftz(f32(x)));
-}
-
-/* RN(1/x), binary32 with gradual underflow, via binary64 (no double-rounding case: see
- * tests/test_rcp_approx.c rn_rcp). */
-static uint32_t rn_rcp(uint32_t x)
-{
-    return bits((float)(1.0 / (double)f32(x)));
-}
-
-static double now_s(void)
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 enum { C_NAN, C_INF, C_ZERO, C_SUB, C_NORMAL, C_FLUSH, C_COUNT };
 static const char *const CLASS_NAME[C_COUNT] = {
     "NaN", "+-Inf", "+-0", "subnormal", "normal x, normal 1/x", "normal x, 1/x below 2^-126"};
@@ -194,7 +162,7 @@ static void check_range(const uint32_t *hw, uint64_t start, size_t lo, size_t hi
         in[c]++;
         if (c == C_NAN && h == CANON_NAN)
             nc++;
-        if (h != model(x)) {
+        if (h != lowp_test_rcp_model(x)) {
             bad[c]++;
             if (first.size() < 20)
                 first.emplace_back(x, h);
@@ -338,7 +306,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const std::string outdir = argv[1];
-    const double t0 = now_s();
+    const double t0 = lowp_test_now();
 
     int ndev = 0;
     cudaError_t de = cudaGetDeviceCount(&ndev);
@@ -377,7 +345,7 @@ int main(int argc, char **argv)
     lowp_rcp_approx_ftz(1.0f); /* decode the embedded table before the timed parts */
 
     /* 1. the mantissa table */
-    double t1 = now_s();
+    double t1 = lowp_test_now();
     unsigned char *d_corr;
     CK(cudaMalloc(&d_corr, NMANT));
     k_mantissas<<<NMANT / 256, 256>>>(d_corr);
@@ -406,10 +374,10 @@ int main(int argc, char **argv)
            "other; %zu entries -> %s\n", cnt[0], cnt[1], cnt[2], cnt[3], entries.size(),
            bin.c_str());
     printf("table vs embedded: %s", tdesc.c_str());
-    double t_mant = now_s() - t1;
+    double t_mant = lowp_test_now() - t1;
 
     /* 2. exponent invariance */
-    t1 = now_s();
+    t1 = lowp_test_now();
     unsigned long long *d_cnt;
     unsigned *d_ex;
     CK(cudaMalloc(&d_cnt, 4 * sizeof(unsigned long long)));
@@ -429,10 +397,10 @@ int main(int argc, char **argv)
     for (int s = 0; s < 2; s++)
         for (unsigned long long k = 0; k < ecnt[2 * s] && k < 8; k++)
             printf("   x=0x%08x got=0x%08x\n", ex[2 * (s * 8 + k)], ex[2 * (s * 8 + k) + 1]);
-    double t_exp = now_s() - t1;
+    double t_exp = lowp_test_now() - t1;
 
     /* 3. all 2^32 inputs against lowp_rcp_approx_ftz */
-    t1 = now_s();
+    t1 = lowp_test_now();
     const unsigned CH = 1u << 28;
     unsigned *d_out, *h_out;
     CK(cudaMalloc(&d_out, (size_t)CH * 4));
@@ -467,8 +435,8 @@ int main(int argc, char **argv)
     printf("NaN inputs giving 0x7FFFFFFF: %llu of %llu\n", sw.nan_canon, sw.inputs[C_NAN]);
     for (size_t k = 0; k < sw.first.size() && k < 20; k++)
         printf("   mismatch x=0x%08x hw=0x%08x model=0x%08x\n", sw.first[k].first,
-               sw.first[k].second, model(sw.first[k].first));
-    double t_sweep = now_s() - t1;
+               sw.first[k].second, lowp_test_rcp_model(sw.first[k].first));
+    double t_sweep = lowp_test_now() - t1;
 
     /* 4. special inputs, each also in the sweep */
     static const struct {
@@ -501,9 +469,9 @@ int main(int argc, char **argv)
     CK(cudaFree(d_o));
     int sp_bad = 0;
     for (int i = 0; i < nsp; i++)
-        sp_bad += spout[i] != model(sp[i].x);
+        sp_bad += spout[i] != lowp_test_rcp_model(sp[i].x);
 
-    double t_all = now_s() - t0;
+    double t_all = lowp_test_now() - t0;
     bool pass = table_same && total_bad == 0 && sp_bad == 0 && cnt[3] == 0 && ecnt[0] == 0 &&
                 ecnt[2] == 0;
 
@@ -547,15 +515,16 @@ int main(int argc, char **argv)
         fprintf(f, "First mismatches:\n\n| x | hardware | model |\n|---|---|---|\n");
         for (size_t k = 0; k < sw.first.size() && k < 20; k++)
             fprintf(f, "| 0x%08x | 0x%08x | 0x%08x |\n", sw.first[k].first, sw.first[k].second,
-                    model(sw.first[k].first));
+                    lowp_test_rcp_model(sw.first[k].first));
         fprintf(f, "\n");
     }
     fprintf(f, "## Special inputs\n\n| input | x | hardware | lowp | RN(1/x) |\n"
             "|---|---|---|---|---|\n");
     for (int i = 0; i < nsp; i++)
         fprintf(f, "| %s | 0x%08x | 0x%08x | 0x%08x%s | 0x%08x |\n", sp[i].what, sp[i].x,
-                spout[i], model(sp[i].x), spout[i] == model(sp[i].x) ? "" : " **differs**",
-                rn_rcp(sp[i].x));
+                spout[i], lowp_test_rcp_model(sp[i].x),
+                spout[i] == lowp_test_rcp_model(sp[i].x) ? "" : " **differs**",
+                lowp_test_rcp_rn(sp[i].x));
     fclose(f);
     printf("wrote %s; %s in %.1f s\n", md.c_str(), pass ? "PASS" : "FAIL", t_all);
     return pass ? 0 : 1;

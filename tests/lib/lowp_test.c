@@ -1,6 +1,8 @@
 /* tests/lib/lowp_test.c: see lowp_test.h. */
 #include "lowp_test.h"
 
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,4 +79,109 @@ int lowp_test_run(Suite *s, int mode, int *ran)
 int lowp_test_main(Suite *s, int mode)
 {
     return lowp_test_run(s, mode, NULL) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+TCase *lowp_test_tcase(Suite *s, const char *name, double timeout, const TTest *const *tests,
+                       size_t n)
+{
+    TCase *tc = tcase_create(name);
+    if (timeout > 0)
+        tcase_set_timeout(tc, timeout);
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
+void lowp_test_say(const char *prog, const char *fmt, ...)
+{
+    static atomic_int said;
+    const int k = atomic_fetch_add(&said, 1) + 1;
+    if (k > LOWP_TEST_SAY_MAX) {
+        if (k == LOWP_TEST_SAY_MAX + 1)
+            printf("%s: further failures not shown\n", prog);
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+}
+
+void *lowp_test_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL) {
+        fprintf(stderr, "out of memory (%zu bytes)\n", n);
+        exit(2);
+    }
+    return p;
+}
+
+void lowp_test_push_f64(lowp_test_f64_list *b, double x)
+{
+    if (b->n == b->cap) {
+        const size_t cap = b->cap ? 2 * b->cap : 4096;
+        double *v = realloc(b->v, cap * sizeof *v);
+        if (v == NULL) {
+            fprintf(stderr, "out of memory (%zu bytes)\n", cap * sizeof *v);
+            exit(2);
+        }
+        b->v = v;
+        b->cap = cap;
+    }
+    b->v[b->n++] = x;
+}
+
+char *lowp_test_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = (size_t)1 << 16, n = 0;
+    char *buf = lowp_test_xmalloc(cap + 1);
+    for (;;) {
+        if (n == cap) {
+            char *nb = realloc(buf, 2 * cap + 1);
+            if (nb == NULL) {
+                fprintf(stderr, "out of memory (%zu bytes)\n", 2 * cap + 1);
+                exit(2);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        const size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    const int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (len != NULL)
+        *len = n;
+    return buf;
+}
+
+const char *lowp_test_json_string(const char *text, const char *end, const char *key, char *out,
+                                  size_t len)
+{
+    char pat[128];
+    const int pl = snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    if (pl < 0 || (size_t)pl >= sizeof pat || len == 0)
+        return NULL;
+    const char *q = strstr(text, pat);
+    if (q == NULL || (end != NULL && q >= end))
+        return NULL;
+    q += pl;
+    size_t k = strcspn(q, "\"");
+    if (k >= len)
+        k = len - 1;
+    memcpy(out, q, k);
+    out[k] = '\0';
+    return out;
 }

@@ -9,10 +9,16 @@
  *                         usage line on stderr and exit 2
  *   lowp_test_run         run a suite, return how many tests failed
  *   lowp_test_main        run a suite, return the process exit status
- *   lowp_test_urand, lowp_test_gauss, lowp_test_stream
- *                         the tests' random draws, all from lowp_splitmix64 (the one RNG)
- *   lowp_test_f32_bits, lowp_test_f64_bits, lowp_test_f32_from_bits, lowp_test_now
- *                         bit patterns of floats, and a monotonic clock for timings
+ *   lowp_test_tcase, LOWP_TESTS
+ *                         a test case and its list of tests, in one call
+ *   lowp_test_say         a failure line, at most LOWP_TEST_SAY_MAX per process
+ *   lowp_test_xmalloc, lowp_test_push_f64
+ *                         allocation that ends the run with one line when it fails, and a
+ *                         growing array of binary64 inputs
+ *   lowp_test_read_file   a whole file in memory
+ *   lowp_test_json_string the string value of a key in a JSON text lowp wrote
+ *   lowp_test_base.h      (included) random draws, float bit patterns, the MMA model's
+ *                         input builders and a clock: what needs no Check
  *
  * The test prints the seed it uses itself (with what else its first line says), so a
  * failure can be reproduced with LOWP_SEED=<that value>. */
@@ -20,12 +26,10 @@
 #define LOWP_TEST_H
 
 #include <check.h>
-#include <math.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
-#include <time.h>
 
-#include "lowp/cases.h"
+#include "lowp_test_base.h"
 
 /* Parse s as a seed. Returns 0 and sets *out, or -1 (and leaves *out alone) when s is
  * NULL, empty, has a sign, a space or any other character outside the number, or the
@@ -51,59 +55,49 @@ int lowp_test_run(Suite *s, int mode, int *ran);
 /* lowp_test_run, then EXIT_SUCCESS when nothing failed, else EXIT_FAILURE. */
 int lowp_test_main(Suite *s, int mode);
 
-/* Uniform on [0, 1): the top 53 bits of one lowp_splitmix64 step. */
-static inline double lowp_test_urand(uint64_t *s)
-{
-    return (double)(lowp_splitmix64(s) >> 11) * 0x1p-53;
-}
+/* A test case named name holding the n tests, in this order, added to s. With timeout > 0
+ * each test may run that many seconds (else Check's default: CK_DEFAULT_TIMEOUT, or 4 s).
+ * Returns the test case, for loop tests added after the list. */
+TCase *lowp_test_tcase(Suite *s, const char *name, double timeout, const TTest *const *tests,
+                       size_t n);
 
-/* A standard normal draw (Box-Muller from two lowp_test_urand draws, the first kept at
- * least 2^-60 so the logarithm is finite). */
-static inline double lowp_test_gauss(uint64_t *s)
-{
-    double u = lowp_test_urand(s), v = lowp_test_urand(s);
-    if (u < 0x1p-60)
-        u = 0x1p-60;
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
+/* The tests argument pair of lowp_test_tcase: LOWP_TESTS(a, b, c) for START_TEST(a) ...
+ * (a block-scope compound literal, so only inside a function). */
+#define LOWP_TESTS(...)                                                                         \
+    (const TTest *const[]){__VA_ARGS__},                                                        \
+        sizeof((const TTest *const[]){__VA_ARGS__}) / sizeof(const TTest *)
 
-/* The state of an independent stream for (a, b, c) under seed: reproducible from
- * LOWP_SEED and the three indices alone, whatever ran before. */
-static inline uint64_t lowp_test_stream(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t s = seed ^ (a * UINT64_C(0x9E3779B97F4A7C15)) ^ (b * UINT64_C(0xD1B54A32D192ED03)) ^
-                 (c * UINT64_C(0x8CB92BA72F3D8DD7));
-    (void)lowp_splitmix64(&s);
-    return s;
-}
+/* One report line (fmt as printf, the caller ends it with '\n'), at most LOWP_TEST_SAY_MAX
+ * per process over all threads; the first line past that is "<prog>: further failures not
+ * shown", the rest are dropped. The counts a test asserts on are the caller's: this only
+ * keeps a run of many mismatches readable. */
+#define LOWP_TEST_SAY_MAX 20
+void lowp_test_say(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static inline uint32_t lowp_test_f32_bits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
+/* malloc(n ? n : 1); when that fails, "out of memory (N bytes)" on stderr and exit 2 (in a
+ * forked test Check reports the exit; in the runner's own process it ends the run). */
+void *lowp_test_xmalloc(size_t n);
 
-static inline uint64_t lowp_test_f64_bits(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
+/* A growing array of binary64 values (start from {0}; free v). */
+typedef struct {
+    double *v;
+    size_t n, cap;
+} lowp_test_f64_list;
 
-static inline float lowp_test_f32_from_bits(uint32_t b)
-{
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
+/* Append x (capacity doubles, from 4096; out of memory as lowp_test_xmalloc). */
+void lowp_test_push_f64(lowp_test_f64_list *b, double x);
 
-/* Seconds on CLOCK_MONOTONIC. */
-static inline double lowp_test_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+/* The whole file at path, NUL-terminated (it may hold NUL bytes too: *len, when len is not
+ * NULL, gets the byte count), in memory the caller frees; NULL when it cannot be opened or
+ * read. Out of memory as lowp_test_xmalloc. */
+char *lowp_test_read_file(const char *path, size_t *len);
+
+/* The value of the first string member "key": "..." in text[0 .. end) (end NULL: up to the
+ * NUL), in the layout lowp's JSON writers use (one space after the colon, no escapes in the
+ * value), starting before end: copied into out (truncated to len - 1 bytes) and returned;
+ * NULL when absent. A scraper for files lowp wrote, not a JSON parser: the tools read JSON
+ * through jansson. */
+const char *lowp_test_json_string(const char *text, const char *end, const char *key, char *out,
+                                  size_t len);
 
 #endif

@@ -94,34 +94,16 @@ static void check_block_usage(FILE *f)
 int lowp_vec_cmd_check_block(int argc, char **argv)
 {
     const char *file = NULL, *results = NULL;
-    long max_errors = VEC_ERRORS_DEFAULT;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            check_block_usage(stdout);
-            return LOWP_EXIT_OK;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--results")) != NULL) {
-            results = v;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--errors")) != NULL) {
-            max_errors = lowp_vec_parse_errors(v);
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            lowp_cli_fail("vectors check-block: unknown option '%s'", argv[i]);
-        } else if (file == NULL) {
-            file = argv[i];
-        } else {
-            lowp_cli_fail("vectors check-block: one vector FILE at a time ('%s' is a second one)",
-                          argv[i]);
-        }
-    }
-    if (file == NULL)
-        lowp_cli_fail(
-            "vectors check-block: no vector FILE given (try 'lowp vectors check-block --help')");
-    if (results == NULL)
-        lowp_cli_fail("vectors check-block: --results R is required");
-    /* Bad input anywhere below: the line goes to why, everything is freed, then exit 2. */
+    long max_errors;
+    if (lowp_vec_args(argc, argv, "check-block", check_block_usage,
+                      &(lowp_vec_opts){.file = &file, .results = &results,
+                                       .max_errors = &max_errors}))
+        return LOWP_EXIT_OK;
+    /* The results text first: it fails by itself, holding nothing else. Bad input anywhere
+     * below: the line goes to why, everything is freed, then exit 2. */
     char why[512];
     size_t len;
-    unsigned char *buf = lowp_read_all(results, &len); /* first: it fails by itself */
+    char *buf = lowp_vec_read_text(results, &len);
     bv_vfile V;
     if (lowp_vec_bv_read(&V, file, why, sizeof why)) {
         free(buf);
@@ -137,28 +119,12 @@ int lowp_vec_cmd_check_block(int argc, char **argv)
     uint8_t(*gsc)[BV_MAX] = calloc(V.nt ? V.nt : 1, sizeof *gsc);
     uint16_t(*gco)[BV_MAX] = calloc(V.nt ? V.nt : 1, sizeof *gco);
     char *seen = calloc(V.nt ? V.nt : 1, 1);
-    unsigned char *nb = realloc(buf, len + 1);
-    if (nb == NULL) {
-        free(buf);
-        buf = NULL;
-        CB_FAIL("out of memory");
-    }
-    buf = nb;
-    buf[len] = '\0';
     if (gsc == NULL || gco == NULL || seen == NULL)
         CB_FAIL("out of memory");
-    if (memchr(buf, '\0', len) != NULL)
-        CB_FAIL("%s: not a text file (contains a NUL byte)", results);
-    char *s = (char *)buf, *end = s + len;
+    char *s = buf, *end = s + len, *line;
     long lineno = 0;
     size_t got_n = 0;
-    while (s < end) {
-        char *nlp = memchr(s, '\n', (size_t)(end - s));
-        char *e = nlp ? nlp : end;
-        lineno++;
-        *e = '\0';
-        char *line = s;
-        s = nlp ? nlp + 1 : end;
+    while ((line = lowp_vec_next_line(&s, end, &lineno)) != NULL) {
         char *hash = strchr(line, '#');
         if (hash != NULL)
             *hash = '\0';
@@ -226,12 +192,11 @@ int lowp_vec_cmd_check_block(int argc, char **argv)
     for (size_t k = 0; k < V.nt; k++) {
         if (bv_same(&V, &V.t[k], gsc[k], gco[k]))
             continue;
-        if (max_errors == 0 || (long)bad < max_errors)
+        if (lowp_vec_error_shown(max_errors, bad))
             bv_print_diff(&V, &V.t[k], gsc[k], gco[k], "got", "expected");
         bad++;
     }
-    if (max_errors > 0 && (long)bad > max_errors)
-        printf("(%zu more mismatches not shown; --errors 0 shows all)\n", bad - (size_t)max_errors);
+    lowp_vec_more_not_shown(bad, max_errors, "mismatches");
     printf("%zu tests, %zu mismatches in %s\n", V.nt, bad, V.name);
     free(gsc);
     free(gco);
@@ -261,23 +226,9 @@ static void run_block_usage(FILE *f)
 int lowp_vec_cmd_run_block(int argc, char **argv)
 {
     const char *file = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            run_block_usage(stdout);
-            return LOWP_EXIT_OK;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--out")) != NULL) {
-            out = v;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            lowp_cli_fail("vectors run-block: unknown option '%s'", argv[i]);
-        } else if (file == NULL) {
-            file = argv[i];
-        } else {
-            lowp_cli_fail("vectors run-block: one vector FILE at a time");
-        }
-    }
-    if (file == NULL)
-        lowp_cli_fail("vectors run-block: no vector FILE given");
+    if (lowp_vec_args(argc, argv, "run-block", run_block_usage,
+                      &(lowp_vec_opts){.file = &file, .out = &out}))
+        return LOWP_EXIT_OK;
     bv_vfile V;
     char why[512];
     if (lowp_vec_bv_read(&V, file, why, sizeof why))
@@ -320,35 +271,12 @@ static void verify_block_usage(FILE *f)
 int lowp_vec_cmd_verify_block(int argc, char **argv)
 {
     const char *dir = BV_DEFAULT_DIR;
-    long max_errors = VEC_ERRORS_DEFAULT;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            verify_block_usage(stdout);
-            return LOWP_EXIT_OK;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--dir")) != NULL) {
-            dir = v;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--errors")) != NULL) {
-            max_errors = lowp_vec_parse_errors(v);
-        } else {
-            lowp_cli_fail("vectors verify-block: unknown argument '%s'", argv[i]);
-        }
-    }
-    if (strlen(dir) > 3800)
-        lowp_cli_fail("vectors verify-block: --dir path is too long");
-    DIR *dd = opendir(dir);
-    if (dd == NULL)
-        lowp_cli_fail("vectors verify-block: cannot read directory '%s': %s", dir, strerror(errno));
+    long max_errors;
     name_list present = {0};
-    struct dirent *e;
-    while ((e = readdir(dd)) != NULL)
-        if (lowp_vec_bv_is_file_name(e->d_name))
-            lowp_vec_name_list_add(&present, e->d_name);
-    closedir(dd);
-    if (present.n == 0)
-        lowp_cli_fail("vectors verify-block: no *.json files in '%s'", dir);
-    qsort(present.names, present.n, sizeof present.names[0], lowp_vec_cmp_names);
-    size_t tests = 0, diffs = 0, shown = 0, problems = 0;
+    if (lowp_vec_verify_start(argc, argv, "verify-block", verify_block_usage, &dir, &max_errors,
+                              lowp_vec_bv_is_file_name, "*.json", &present))
+        return LOWP_EXIT_OK;
+    size_t tests = 0, diffs = 0, problems = 0;
     for (size_t i = 0; i < present.n; i++) {
         char path[4352], want[64];
         snprintf(path, sizeof path, "%s/%s", dir, present.names[i]);
@@ -376,12 +304,10 @@ int lowp_vec_cmd_verify_block(int argc, char **argv)
                         bv_run_block(&V, &V.t[k], sc, co);
                     if (bv_same(&V, &V.t[k], sc, co))
                         continue;
-                    if (max_errors == 0 || (long)shown < max_errors) {
+                    if (lowp_vec_error_shown(max_errors, diffs))
                         bv_print_diff(&V, &V.t[k], sc, co,
                                       who ? "lowp_block_quantize gives" : "the oracle gives",
                                       "file has");
-                        shown++;
-                    }
                     diffs++;
                 }
             }
@@ -389,8 +315,7 @@ int lowp_vec_cmd_verify_block(int argc, char **argv)
         tests += V.nt;
         lowp_vec_bv_vfile_free(&V);
     }
-    if (max_errors > 0 && diffs > shown)
-        printf("(%zu more differences not shown; --errors 0 shows all)\n", diffs - shown);
+    lowp_vec_more_not_shown(diffs, max_errors, "differences");
     for (int f = 0; f < LOWP_BLOCK_FORMAT_COUNT; f++)
         for (int r = 0; r < LOWP_RECIPE_COUNT; r++) {
             if (lowp_recipe_check((lowp_block_format)f, (lowp_recipe)r, NULL, 0) != 0)

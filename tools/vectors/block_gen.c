@@ -984,41 +984,12 @@ static void gen_block_usage(FILE *f)
 
 int lowp_vec_cmd_gen_block(int argc, char **argv)
 {
-    const char *dir = BV_DEFAULT_DIR, *commit_arg = NULL;
+    const char *dir = BV_DEFAULT_DIR;
     uint64_t seed = LOWP_DEFAULT_SEED;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            gen_block_usage(stdout);
-            return LOWP_EXIT_OK;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--dir")) != NULL) {
-            if (*v == '\0')
-                lowp_cli_fail("vectors gen-block: --dir is empty");
-            dir = v;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--seed")) != NULL) {
-            seed = lowp_vec_parse_seed(v);
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--commit")) != NULL) {
-            if (!lowp_vec_commit_ok(v))
-                lowp_cli_fail("vectors gen-block: --commit '%.80s' must be 1 to 64 printable "
-                              "characters without spaces",
-                              v);
-            commit_arg = v;
-        } else {
-            lowp_cli_fail(
-                "vectors gen-block: unknown argument '%s' (try 'lowp vectors gen-block --help')",
-                argv[i]);
-        }
-    }
-    if (strlen(dir) > 3800)
-        lowp_cli_fail("vectors gen-block: --dir path is too long");
     char commit[80];
-    if (commit_arg != NULL)
-        snprintf(commit, sizeof commit, "%s", commit_arg);
-    else
-        lowp_source_commit(commit, sizeof commit);
-    if (!lowp_vec_commit_ok(commit))
-        snprintf(commit, sizeof commit, "unknown");
-    lowp_vec_mkdir_p(dir);
+    if (lowp_vec_gen_start(argc, argv, "gen-block", gen_block_usage, &dir, &seed, commit,
+                           sizeof commit))
+        return LOWP_EXIT_OK;
     name_list written = {0};
     size_t files = 0, tests = 0;
     for (int f = 0; f < LOWP_BLOCK_FORMAT_COUNT; f++)
@@ -1036,22 +1007,7 @@ int lowp_vec_cmd_gen_block(int argc, char **argv)
             files++;
             bv_file_free(&F);
         }
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        name_list stale = {0};
-        while ((e = readdir(d)) != NULL)
-            if (lowp_vec_bv_is_file_name(e->d_name) && !lowp_vec_name_list_has(&written, e->d_name))
-                lowp_vec_name_list_add(&stale, e->d_name);
-        closedir(d);
-        for (size_t i = 0; i < stale.n; i++) {
-            char path[4352];
-            snprintf(path, sizeof path, "%s/%s", dir, stale.names[i]);
-            if (remove(path) == 0)
-                printf("removed stale %s\n", path);
-        }
-        free(stale.names);
-    }
+    lowp_vec_remove_stale(dir, lowp_vec_bv_is_file_name, &written);
     free(written.names);
     printf("wrote %zu block vector files, %zu tests, to %s (seed 0x%" PRIx64 ", commit %s)\n",
            files, tests, dir, seed, commit);

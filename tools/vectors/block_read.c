@@ -256,11 +256,7 @@ int lowp_vec_bv_read(bv_vfile *V, const char *path, char *why, size_t why_len)
 {
     memset(V, 0, sizeof *V);
     V->path = path;
-    const char *base = strrchr(path, '/');
-    snprintf(V->name, sizeof V->name, "%s", base ? base + 1 : path);
-    size_t nl = strlen(V->name);
-    if (nl > 5 && strcmp(V->name + nl - 5, ".json") == 0)
-        V->name[nl - 5] = '\0';
+    lowp_vec_base_name(V->name, sizeof V->name, path, ".json");
     size_t len;
     unsigned char *buf = lowp_read_all(path, &len);
     int rc = bv_parse(V, path, (const char *)buf, len, why, why_len);

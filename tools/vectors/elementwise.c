@@ -332,40 +332,9 @@ int lowp_vec_cmd_gen(int argc, char **argv)
 {
     const char *dir = VEC_DEFAULT_DIR;
     uint64_t seed = LOWP_DEFAULT_SEED;
-    const char *commit_arg = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            gen_usage(stdout);
-            return LOWP_EXIT_OK;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--dir")) != NULL) {
-            if (*v == '\0')
-                lowp_cli_fail("vectors gen: --dir is empty");
-            dir = v;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--seed")) != NULL) {
-            seed = lowp_vec_parse_seed(v);
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--commit")) != NULL) {
-            if (!lowp_vec_commit_ok(v))
-                lowp_cli_fail("vectors gen: --commit '%.80s' must be 1 to 64 printable "
-                              "characters without spaces",
-                              v);
-            commit_arg = v;
-        } else {
-            lowp_cli_fail("vectors gen: unknown argument '%s' (try 'lowp vectors gen --help')",
-                          argv[i]);
-        }
-    }
-    if (strlen(dir) > 3800)
-        lowp_cli_fail("vectors gen: --dir path is too long");
     char commit[80];
-    if (commit_arg != NULL)
-        snprintf(commit, sizeof commit, "%s", commit_arg);
-    else
-        lowp_source_commit(commit, sizeof commit);
-    if (!lowp_vec_commit_ok(commit))
-        snprintf(commit, sizeof commit, "unknown");
-
-    lowp_vec_mkdir_p(dir);
+    if (lowp_vec_gen_start(argc, argv, "gen", gen_usage, &dir, &seed, commit, sizeof commit))
+        return LOWP_EXIT_OK;
     name_list written = {0};
     size_t files = 0, total = 0;
     int progress = lowp_progress_wanted();
@@ -376,47 +345,25 @@ int lowp_vec_cmd_gen(int argc, char **argv)
         uint16_t *codes = lowp_vec_xmalloc(cs.n * sizeof *codes);
         for (size_t i = 0; i < cs.n; i++)
             xs[i] = lowp_vec_f32_from_bits(cs.in[i]);
-        for (int p = 0; p < LOWP_PROFILE_COUNT; p++)
-            for (int r = 0; r < LOWP_ROUND_COUNT; r++)
-                for (int sat = 1; sat >= 0; sat--) {
-                    lowp_codec c;
-                    if (lowp_codec_init(&c, (lowp_format)f, (lowp_profile)p, (lowp_round)r,
-                                        sat ? LOWP_SAT_ON : LOWP_SAT_OFF, NULL, 0) != 0)
-                        continue;
-                    char name[96], file[128];
-                    gen_one(dir, &cs, &c, seed, commit, xs, codes, name, sizeof name);
-                    snprintf(file, sizeof file, "%s.txt", name);
-                    lowp_vec_name_list_add(&written, file);
-                    files++;
-                    total += cs.n;
-                    if (progress)
-                        fprintf(stderr, "\rlowp vectors gen: %zu files", files);
-                }
+        lowp_codec cc[VEC_MAX_CODECS];
+        const size_t nc = lowp_vec_codecs((lowp_format)f, cc);
+        for (size_t k = 0; k < nc; k++) {
+            char name[96], file[128];
+            gen_one(dir, &cs, &cc[k], seed, commit, xs, codes, name, sizeof name);
+            snprintf(file, sizeof file, "%s.txt", name);
+            lowp_vec_name_list_add(&written, file);
+            files++;
+            total += cs.n;
+            if (progress)
+                fprintf(stderr, "\rlowp vectors gen: %zu files", files);
+        }
         free(xs);
         free(codes);
         case_set_free(&cs);
     }
     if (progress)
         fputc('\n', stderr);
-
-    /* The directory holds exactly the generated set: drop files of combinations that no
-     * longer exist. */
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        name_list stale = {0};
-        while ((e = readdir(d)) != NULL)
-            if (is_vector_file_name(e->d_name) && !lowp_vec_name_list_has(&written, e->d_name))
-                lowp_vec_name_list_add(&stale, e->d_name);
-        closedir(d);
-        for (size_t i = 0; i < stale.n; i++) {
-            char path[4352];
-            snprintf(path, sizeof path, "%s/%s", dir, stale.names[i]);
-            if (remove(path) == 0)
-                printf("removed stale %s\n", path);
-        }
-        free(stale.names);
-    }
+    lowp_vec_remove_stale(dir, is_vector_file_name, &written);
     free(written.names);
     printf("wrote %zu vector files, %zu cases, to %s (seed 0x%" PRIx64 ", commit %s)\n", files,
            total, dir, seed, commit);
@@ -429,7 +376,7 @@ int lowp_vec_cmd_gen(int argc, char **argv)
 typedef struct {
     const char *path;
     char name[256]; /* file name without directory and ".txt" */
-    unsigned char *buf;
+    char *buf;
     int have_format, have_profile, have_round, have_sat;
     lowp_format format;
     lowp_profile profile;
@@ -467,22 +414,10 @@ static void vec_file_read(vec_file *vf, const char *path)
     memset(vf, 0, sizeof *vf);
     vf->path = path;
     vf->declared = -1;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    snprintf(vf->name, sizeof vf->name, "%s", base);
-    size_t bl = strlen(vf->name);
-    if (bl > 4 && strcmp(vf->name + bl - 4, ".txt") == 0)
-        vf->name[bl - 4] = '\0';
+    lowp_vec_base_name(vf->name, sizeof vf->name, path, ".txt");
 
     size_t len;
-    vf->buf = lowp_read_all(path, &len);
-    unsigned char *nb = realloc(vf->buf, len + 1);
-    if (nb == NULL)
-        lowp_cli_fail("out of memory");
-    vf->buf = nb;
-    vf->buf[len] = '\0';
-    if (memchr(vf->buf, '\0', len) != NULL)
-        lowp_cli_fail("%s: not a text file (contains a NUL byte)", path);
+    vf->buf = lowp_vec_read_text(path, &len);
 
     size_t cap = 1;
     for (size_t i = 0; i < len; i++)
@@ -492,17 +427,9 @@ static void vec_file_read(vec_file *vf, const char *path)
     vf->line = lowp_vec_xmalloc(cap * sizeof *vf->line);
     vf->note = lowp_vec_xmalloc(cap * sizeof *vf->note);
 
-    char *s = (char *)vf->buf, *end = s + len;
+    char *s = vf->buf, *end = s + len, *line;
     long lineno = 0;
-    while (s < end) {
-        char *nl = memchr(s, '\n', (size_t)(end - s));
-        char *e = nl ? nl : end;
-        lineno++;
-        *e = '\0';
-        if (e > s && e[-1] == '\r')
-            e[-1] = '\0';
-        char *line = s;
-        s = nl ? nl + 1 : end;
+    while ((line = lowp_vec_next_line(&s, end, &lineno)) != NULL) {
         if (line[0] == '#') {
             char v[64];
             if (is_header(line, "format")) {
@@ -633,26 +560,13 @@ static long parse_hex_token(const char *t, size_t len, int max_digits)
 static uint16_t *read_results(const char *rpath, const vec_file *vf)
 {
     size_t len;
-    unsigned char *buf = lowp_read_all(rpath, &len);
-    unsigned char *nb = realloc(buf, len + 1);
-    if (nb == NULL)
-        lowp_cli_fail("out of memory");
-    buf = nb;
-    buf[len] = '\0';
-    if (memchr(buf, '\0', len) != NULL)
-        lowp_cli_fail("%s: not a text file (contains a NUL byte)", rpath);
+    char *buf = lowp_vec_read_text(rpath, &len);
     uint16_t *got = lowp_vec_xmalloc((vf->n ? vf->n : 1) * sizeof *got);
     unsigned maxcode = (1u << lowp_format_bits(vf->format)) - 1;
     size_t k = 0;
-    char *s = (char *)buf, *end = s + len;
+    char *s = buf, *end = s + len, *line;
     long lineno = 0;
-    while (s < end) {
-        char *nl = memchr(s, '\n', (size_t)(end - s));
-        char *e = nl ? nl : end;
-        lineno++;
-        *e = '\0';
-        char *line = s;
-        s = nl ? nl + 1 : end;
+    while ((line = lowp_vec_next_line(&s, end, &lineno)) != NULL) {
         char *hash = strchr(line, '#');
         if (hash != NULL)
             *hash = '\0';
@@ -714,33 +628,12 @@ static uint16_t *read_results(const char *rpath, const vec_file *vf)
 int lowp_vec_cmd_check(int argc, char **argv)
 {
     const char *file = NULL, *results = NULL;
-    long max_errors = VEC_ERRORS_DEFAULT;
+    long max_errors;
     int nan_any = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            check_usage(stdout);
-            return LOWP_EXIT_OK;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--results")) != NULL) {
-            results = v;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--errors")) != NULL) {
-            max_errors = lowp_vec_parse_errors(v);
-        } else if (strcmp(argv[i], "--nan-any") == 0) {
-            nan_any = 1;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            lowp_cli_fail("vectors check: unknown option '%s' (try 'lowp vectors check --help')",
-                          argv[i]);
-        } else if (file == NULL) {
-            file = argv[i];
-        } else {
-            lowp_cli_fail("vectors check: one vector FILE at a time ('%s' is a second one)",
-                          argv[i]);
-        }
-    }
-    if (file == NULL)
-        lowp_cli_fail("vectors check: no vector FILE given (try 'lowp vectors check --help')");
-    if (results == NULL)
-        lowp_cli_fail("vectors check: --results R is required");
+    if (lowp_vec_args(argc, argv, "check", check_usage,
+                      &(lowp_vec_opts){.file = &file, .results = &results,
+                                       .max_errors = &max_errors, .nan_any = &nan_any}))
+        return LOWP_EXIT_OK;
     if (strcmp(file, "-") == 0 && strcmp(results, "-") == 0)
         lowp_cli_fail("vectors check: FILE and R cannot both be standard input");
 
@@ -753,12 +646,11 @@ int lowp_vec_cmd_check(int argc, char **argv)
         if (g == e || (nan_any && lowp_code_is_nan(vf.format, (uint16_t)g) &&
                        lowp_code_is_nan(vf.format, (uint16_t)e)))
             continue;
-        if (max_errors == 0 || (long)bad < max_errors)
+        if (lowp_vec_error_shown(max_errors, bad))
             print_failure(&vf, k, g, "got", "expected");
         bad++;
     }
-    if (max_errors > 0 && (long)bad > max_errors)
-        printf("(%zu more mismatches not shown; --errors 0 shows all)\n", bad - (size_t)max_errors);
+    lowp_vec_more_not_shown(bad, max_errors, "mismatches");
     printf("%zu cases, %zu mismatches in %s\n", vf.n, bad, vf.name);
     free(got);
     vec_file_free(&vf);
@@ -780,39 +672,13 @@ static void verify_usage(FILE *f)
 int lowp_vec_cmd_verify(int argc, char **argv)
 {
     const char *dir = VEC_DEFAULT_DIR;
-    long max_errors = VEC_ERRORS_DEFAULT;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            verify_usage(stdout);
-            return LOWP_EXIT_OK;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--dir")) != NULL) {
-            dir = v;
-        } else if ((v = lowp_vec_opt_value(argc, argv, &i, "--errors")) != NULL) {
-            max_errors = lowp_vec_parse_errors(v);
-        } else {
-            lowp_cli_fail("vectors verify: unknown argument '%s' (try 'lowp vectors verify "
-                          "--help')",
-                          argv[i]);
-        }
-    }
-    if (strlen(dir) > 3800)
-        lowp_cli_fail("vectors verify: --dir path is too long");
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        lowp_cli_fail("vectors verify: cannot read directory '%s': %s", dir, strerror(errno));
+    long max_errors;
     name_list present = {0};
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (is_vector_file_name(e->d_name))
-            lowp_vec_name_list_add(&present, e->d_name);
-    closedir(d);
-    if (present.n > 0)
-        qsort(present.names, present.n, sizeof present.names[0], lowp_vec_cmp_names);
-    if (present.n == 0)
-        lowp_cli_fail("vectors verify: no " VEC_OP_PREFIX "*.txt files in '%s'", dir);
+    if (lowp_vec_verify_start(argc, argv, "verify", verify_usage, &dir, &max_errors,
+                              is_vector_file_name, VEC_OP_PREFIX "*.txt", &present))
+        return LOWP_EXIT_OK;
 
-    size_t cases = 0, diffs = 0, shown = 0, problems = 0;
+    size_t cases = 0, diffs = 0, problems = 0;
     for (size_t i = 0; i < present.n; i++) {
         char path[4352];
         snprintf(path, sizeof path, "%s/%s", dir, present.names[i]);
@@ -852,10 +718,8 @@ int lowp_vec_cmd_verify(int argc, char **argv)
             }
             if (now == vf.code[k])
                 continue;
-            if (max_errors == 0 || (long)shown < max_errors) {
+            if (lowp_vec_error_shown(max_errors, diffs))
                 print_failure(&vf, k, now, who, "file has");
-                shown++;
-            }
             diffs++;
         }
         free(xs);
@@ -863,28 +727,23 @@ int lowp_vec_cmd_verify(int argc, char **argv)
         cases += vf.n;
         vec_file_free(&vf);
     }
-    if (max_errors > 0 && diffs > shown)
-        printf("(%zu more differences not shown; --errors 0 shows all)\n", diffs - shown);
+    lowp_vec_more_not_shown(diffs, max_errors, "differences");
     /* Every combination lowp accepts has its file. */
-    for (int f = 0; f < LOWP_FORMAT_COUNT; f++)
-        for (int p = 0; p < LOWP_PROFILE_COUNT; p++)
-            for (int r = 0; r < LOWP_ROUND_COUNT; r++)
-                for (int sat = 1; sat >= 0; sat--) {
-                    lowp_codec c;
-                    if (lowp_codec_init(&c, (lowp_format)f, (lowp_profile)p, (lowp_round)r,
-                                        sat ? LOWP_SAT_ON : LOWP_SAT_OFF, NULL, 0) != 0)
-                        continue;
-                    char name[96], file[128];
-                    lowp_vec_vec_name(name, sizeof name, (lowp_format)f, (lowp_profile)p, (lowp_round)r,
-                             sat);
-                    snprintf(file, sizeof file, "%s.txt", name);
-                    if (!lowp_vec_name_list_has(&present, file)) {
-                        printf("%s: missing (lowp accepts this combination; run lowp vectors "
-                               "gen)\n",
-                               name);
-                        problems++;
-                    }
-                }
+    for (int f = 0; f < LOWP_FORMAT_COUNT; f++) {
+        lowp_codec cc[VEC_MAX_CODECS];
+        const size_t nc = lowp_vec_codecs((lowp_format)f, cc);
+        for (size_t k = 0; k < nc; k++) {
+            char name[96], file[128];
+            lowp_vec_vec_name(name, sizeof name, cc[k].format, cc[k].profile, cc[k].round,
+                              cc[k].saturate);
+            snprintf(file, sizeof file, "%s.txt", name);
+            if (!lowp_vec_name_list_has(&present, file)) {
+                printf("%s: missing (lowp accepts this combination; run lowp vectors gen)\n",
+                       name);
+                problems++;
+            }
+        }
+    }
     printf("%zu files, %zu cases, %zu differences, %zu missing or extra files in %s\n", present.n,
            cases, diffs, problems, dir);
     free(present.names);

@@ -763,3 +763,20 @@ const lowp_mma_probe *lowp_mma_probes(size_t *n)
     *n = sizeof probes / sizeof probes[0];
     return probes;
 }
+
+size_t lowp_mma_candidates(lowp_mma_params *out)
+{
+    static const int zm[5][2] = {{LOWP_MMA_ZERO_SUBNORMAL, 0},
+                                 {LOWP_MMA_ZERO_FIXED, -132},
+                                 {LOWP_MMA_ZERO_FIXED, -133},
+                                 {LOWP_MMA_ZERO_FIXED, -134},
+                                 {LOWP_MMA_ZERO_SKIP, 0}};
+    size_t n = 0;
+    for (int g = 0; g < 2; g++)
+        for (int f = 23; f <= 27; f++)
+            for (int ci = 0; ci < 2; ci++)
+                for (int z = 0; z < 5; z++)
+                    for (int pn = 0; pn < 2; pn++)
+                        out[n++] = (lowp_mma_params){g ? 16 : 8, f, ci, zm[z][0], zm[z][1], pn};
+    return n; /* 2 * 5 * 2 * 5 * 2 = LOWP_MMA_N_CANDIDATES */
+}

@@ -68,6 +68,17 @@ int lowp_dtype_parse(const char *name, lowp_dtype *out)
     return -1;
 }
 
+void lowp_shape_text(char *buf, size_t len, int ndim, const size_t *shape,
+                     lowp_shape_style style)
+{
+    const int tuple = style == LOWP_SHAPE_TUPLE;
+    size_t k = (size_t)snprintf(buf, len, tuple ? "(" : "[");
+    for (int i = 0; i < ndim && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, i ? ", %zu" : "%zu", shape[i]);
+    if (k < len)
+        snprintf(buf + k, len - k, !tuple ? "]" : ndim == 1 ? ",)" : ")");
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* tensors                                                                              */
 

@@ -302,15 +302,6 @@ static int parse_header(hparse *p, npy_header *h, char *why, size_t why_len)
     return 0;
 }
 
-static void format_shape(char *buf, size_t len, int ndim, const size_t *shape)
-{
-    size_t k = (size_t)snprintf(buf, len, "(");
-    for (int i = 0; i < ndim && k < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, i ? ", %zu" : "%zu", shape[i]);
-    if (k < len)
-        snprintf(buf + k, len - k, ndim == 1 ? ",)" : ")");
-}
-
 int lowp_npy_parse(const unsigned char *buf, size_t len, lowp_tensor *out, char *why,
                    size_t why_len)
 {
@@ -357,7 +348,7 @@ int lowp_npy_parse(const unsigned char *buf, size_t len, lowp_tensor *out, char 
         return -1;
     size_t count, nbytes;
     char sh[256];
-    format_shape(sh, sizeof sh, h.ndim, h.shape);
+    lowp_shape_text(sh, sizeof sh, h.ndim, h.shape, LOWP_SHAPE_TUPLE);
     if (lowp_shape_size(h.ndim, h.shape, lowp_dtype_size(dt), &count, &nbytes))
         return lowp_why_set(why, why_len, "shape %s of '%s' overflows size_t", sh, h.descr);
     size_t have = len - start - hlen;
@@ -394,7 +385,7 @@ int lowp_npy_header(const lowp_tensor *t, unsigned char **hdr, size_t *hdr_len, 
      * the first dimension could grow to 21 digits in place. */
     char dict[512];
     char sh[256];
-    format_shape(sh, sizeof sh, t->ndim, t->shape);
+    lowp_shape_text(sh, sizeof sh, t->ndim, t->shape, LOWP_SHAPE_TUPLE);
     int k = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
                      write_descr[t->dtype], sh);
     if (t->ndim > 0) {

@@ -172,15 +172,6 @@ static int entry_by_offsets(const void *a, const void *b)
     return (x->end > y->end) - (x->end < y->end);
 }
 
-static void shape_text(char *buf, size_t len, int ndim, const size_t *shape)
-{
-    size_t k = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < ndim && k < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, i ? ", %zu" : "%zu", shape[i]);
-    if (k < len)
-        snprintf(buf + k, len - k, "]");
-}
-
 static int check_entry(json_t *t, entry *e, size_t data_len, char *why, size_t why_len)
 {
     char pn[52];
@@ -233,7 +224,7 @@ static int check_entry(json_t *t, entry *e, size_t data_len, char *why, size_t w
                     e->begin, e->end, data_len);
     size_t count, nbytes;
     char st[200];
-    shape_text(st, sizeof st, e->ndim, e->shape);
+    lowp_shape_text(st, sizeof st, e->ndim, e->shape, LOWP_SHAPE_JSON);
     if (lowp_shape_size(e->ndim, e->shape, lowp_dtype_size(e->dtype), &count, &nbytes))
         return lowp_why_set(why, why_len, "tensor '%s': shape %s of %s overflows size_t", pn, st, dn);
     if (nbytes != e->end - e->begin)
@@ -599,17 +590,28 @@ int lowp_safetensors_header(const lowp_tensor_file *f, unsigned char **hdr, size
     return 0;
 }
 
+/* lowp_safetensors_header with the order it lays the data out in: *hdr and *order are
+ * malloc'd (the caller frees both) on success; on failure nothing is left allocated. */
+static int header_and_order(const lowp_tensor_file *f, unsigned char **hdr, size_t *hl,
+                            size_t **order, char *why, size_t why_len)
+{
+    *order = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof **order);
+    if (*order == NULL)
+        return lowp_why_set(why, why_len, "out of memory");
+    if (lowp_safetensors_header(f, hdr, hl, *order, why, why_len)) {
+        free(*order);
+        *order = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int lowp_safetensors_emit(FILE *out, const lowp_tensor_file *f, char *why, size_t why_len)
 {
     unsigned char *hdr;
-    size_t hl;
-    size_t *order = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *order);
-    if (order == NULL)
-        return lowp_why_set(why, why_len, "out of memory");
-    if (lowp_safetensors_header(f, &hdr, &hl, order, why, why_len)) {
-        free(order);
+    size_t hl, *order;
+    if (header_and_order(f, &hdr, &hl, &order, why, why_len))
         return -1;
-    }
     int bad = fwrite(hdr, 1, hl, out) != hl;
     for (size_t i = 0; i < f->n_tensors && !bad; i++) {
         const lowp_tensor *t = &f->tensors[order[i]];
@@ -628,14 +630,9 @@ int lowp_safetensors_serialize(const lowp_tensor_file *f, unsigned char **buf, s
     *buf = NULL;
     *len = 0;
     unsigned char *hdr;
-    size_t hl, total;
-    size_t *order = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *order);
-    if (order == NULL)
-        return lowp_why_set(why, why_len, "out of memory");
-    if (lowp_safetensors_header(f, &hdr, &hl, order, why, why_len)) {
-        free(order);
+    size_t hl, total, *order;
+    if (header_and_order(f, &hdr, &hl, &order, why, why_len))
         return -1;
-    }
     total = hl;
     for (size_t i = 0; i < f->n_tensors; i++)
         total += f->tensors[i].nbytes; /* the header check proved the sum fits */

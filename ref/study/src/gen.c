@@ -13,6 +13,7 @@
 
 #include "lowp/why.h"
 #include "lowp/cases.h"
+#include "lowp/names.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -28,17 +29,16 @@ static const char *const kind_names[LOWP_GEN_KIND_COUNT] = {"gaussian", "student
 
 const char *lowp_gen_kind_name(lowp_gen_kind k)
 {
-    return (unsigned)k < LOWP_GEN_KIND_COUNT ? kind_names[k] : "unknown";
+    return lowp_name_of(kind_names, LOWP_GEN_KIND_COUNT, (int)k, "unknown");
 }
 
 int lowp_gen_kind_parse(const char *name, lowp_gen_kind *out)
 {
-    for (int k = 0; k < LOWP_GEN_KIND_COUNT; k++)
-        if (strcmp(name, kind_names[k]) == 0) {
-            *out = (lowp_gen_kind)k;
-            return 0;
-        }
-    return -1;
+    const int k = lowp_name_index(kind_names, LOWP_GEN_KIND_COUNT, name);
+    if (k < 0)
+        return -1;
+    *out = (lowp_gen_kind)k;
+    return 0;
 }
 
 lowp_gen_params lowp_gen_defaults(lowp_gen_kind k)

@@ -14,6 +14,7 @@
 #include "lowp/why.h"
 #include "lowp/cases.h"
 #include "lowp/gen.h"
+#include "lowp/names.h"
 
 static const char *const kind_names[LOWP_WORKLOAD_KIND_COUNT] = {"gaussian", "k-outlier", "rope", "needle",
                                                                      "small"};
@@ -30,17 +31,16 @@ static const char *const kind_names[LOWP_WORKLOAD_KIND_COUNT] = {"gaussian", "k-
 
 const char *lowp_workload_name(lowp_workload_kind k)
 {
-    return (unsigned)k < LOWP_WORKLOAD_KIND_COUNT ? kind_names[k] : "unknown";
+    return lowp_name_of(kind_names, LOWP_WORKLOAD_KIND_COUNT, (int)k, "unknown");
 }
 
 int lowp_workload_parse(const char *name, lowp_workload_kind *out)
 {
-    for (int k = 0; k < LOWP_WORKLOAD_KIND_COUNT; k++)
-        if (strcmp(name, kind_names[k]) == 0) {
-            *out = (lowp_workload_kind)k;
-            return 0;
-        }
-    return -1;
+    const int k = lowp_name_index(kind_names, LOWP_WORKLOAD_KIND_COUNT, name);
+    if (k < 0)
+        return -1;
+    *out = (lowp_workload_kind)k;
+    return 0;
 }
 
 void lowp_workload_free(lowp_workload *w)

@@ -125,6 +125,14 @@ typedef struct lowp_mma_probe {
 /* The probe table (static, constant; thread-safe). *n gets the count. */
 const lowp_mma_probe *lowp_mma_probes(size_t *n);
 
+/* The candidate parameter sets the GPU probe holds the hardware to and tests/test_mma.c
+ * holds the model to: group {8, 16} x n_frac 23..27 x C in window {0, 1} x zero rule
+ * {arithmetic.py, e_zero -132, -133, -134, skip} x prod_norm {0, 1}, in that nesting
+ * order (prod_norm fastest): LOWP_MMA_N_CANDIDATES sets written to out, the count
+ * returned. lowp_mma_sm90_bf16 is one of them. */
+#define LOWP_MMA_N_CANDIDATES 200
+size_t lowp_mma_candidates(lowp_mma_params *out);
+
 #ifdef __cplusplus
 }
 #endif

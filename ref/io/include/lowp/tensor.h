@@ -126,6 +126,14 @@ typedef struct lowp_tensor_file {
 int lowp_shape_size(int ndim, const size_t *shape, size_t elem_size, size_t *count,
                     size_t *nbytes);
 
+/* A shape as text, for headers and messages: LOWP_SHAPE_JSON "[2, 3]" (safetensors headers,
+ * lowp's metadata, messages), LOWP_SHAPE_TUPLE the Python tuple of a .npy header "(2, 3)",
+ * with the 1-tuple's comma "(2,)", and "()" for a scalar. Truncated to len - 1 bytes and
+ * NUL-terminated (len > 0). */
+typedef enum { LOWP_SHAPE_JSON, LOWP_SHAPE_TUPLE } lowp_shape_style;
+void lowp_shape_text(char *buf, size_t len, int ndim, const size_t *shape,
+                     lowp_shape_style style);
+
 /* A tensor with zeroed data. On failure *t is left empty (safe to free). */
 int lowp_tensor_alloc(lowp_tensor *t, const char *name, lowp_dtype dt, int ndim,
                       const size_t *shape, char *why, size_t why_len);
