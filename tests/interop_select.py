@@ -79,11 +79,11 @@ def e4m3(x):
 
 
 def seq_sum_f64(a, axis=-1):
-    """binary64 sum in index order (cumsum is sequential), as float64"""
+    """binary64 sum in index order starting from +0 (cumsum is sequential), as float64"""
     a = np.asarray(a, dtype=np.float64)
-    if a.shape[axis] == 0:
-        return np.zeros(np.delete(a.shape, axis % a.ndim), dtype=np.float64)
-    return np.take(np.cumsum(a, axis=axis), -1, axis=axis)
+    a = np.moveaxis(a, axis, -1)
+    z = np.zeros(a.shape[:-1] + (1,), dtype=np.float64)
+    return np.cumsum(np.concatenate([z, a], axis=-1), axis=-1)[..., -1]
 
 
 def rmsnorm1w(x, w, eps):
@@ -289,6 +289,149 @@ def run_case(lib, rng, case_no, fails):
     return "tie" if n > K and len(np.unique(sc_o)) < n else "ok"
 
 
+# ---------------------------------------------------------------- DSA
+
+class DsaConfig(ctypes.Structure):
+    _fields_ = [("heads", ctypes.c_size_t), ("head_dim", ctypes.c_size_t), ("topk", ctypes.c_size_t),
+                ("ue8m0", ctypes.c_int), ("q_floor", ctypes.c_float), ("k_floor", ctypes.c_float),
+                ("keys", ctypes.c_int), ("fp4_round", ctypes.c_int)]
+
+
+def pow2_ceil(x):
+    """fast_round_scale's exponent-bit ceil: 2^(exponent + (fraction != 0)), x float32 > 0"""
+    b = np.asarray(x, dtype=F32).view(np.uint32)
+    e = ((b >> 23) & 0xFF).astype(np.int64) - 127 + ((b & 0x7FFFFF) != 0)
+    return ((e + 127).astype(np.uint32) << 23).view(F32)
+
+
+def act_quant(x, floor, ue8m0):
+    """DeepSeek act_quant per row (block = the row): amax floor, scale, clamp(x / s), e4m3"""
+    amax = np.max(np.abs(x), axis=-1)  # NaN propagates, as torch.max
+    amax = np.where(np.isnan(amax), amax, np.maximum(amax, F32(floor))).astype(F32)
+    s = (amax * F32(1 / 448)).astype(F32)
+    if ue8m0:
+        s = np.where(np.isnan(s) | np.isinf(s), s, pow2_ceil(s)).astype(F32)
+    y = (x / s[..., None]).astype(F32)
+    y = np.where(np.isnan(y), y, np.clip(y, F32(-448), F32(448))).astype(F32)
+    return e4m3(y), s
+
+
+E2M1_BOUNDS = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0]
+E2M1_VALUES = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=F32)
+
+
+def fp4_keys(k, deepgemm):
+    """DeepGEMM per_token_cast_to_fp4 (use_ue8m0, gran_k 32): values e2m1 x sf"""
+    T, d = k.shape
+    g = k.reshape(T, d // 32, 32)
+    amax = np.max(np.abs(g), axis=-1)
+    nan = np.isnan(amax)
+    t = (np.maximum(np.where(nan, F32(0), amax), F32(1e-4)) / F32(6)).astype(F32)
+    b = t.view(np.uint32)
+    code = ((b >> 23) & 0xFF).astype(np.int64) + ((b & 0x7FFFFF) != 0)
+    code = np.clip(code, 1, 254)
+    sf = (code.astype(np.uint32) << 23).view(F32)
+    v = (g / sf[..., None]).astype(F32)
+    if deepgemm:
+        a = np.abs(v)
+        c = sum((a > F32(bd)).astype(np.int64) for bd in E2M1_BOUNDS)
+        e = E2M1_VALUES[c]
+        e = np.where((v < 0) & (c != 0), -e, e).astype(F32)
+    else:
+        e = v.astype(ml_dtypes.float4_e2m1fn).astype(F32)  # nearest even, saturating
+    out = (e * sf[..., None]).astype(F32)
+    out = np.where(nan[..., None], F32(np.nan), out)
+    return out.reshape(T, d), np.ones(T, dtype=F32)
+
+
+def dsa_oracle(cfg, q, w, k, pos):
+    H, d = cfg["heads"], cfg["d"]
+    if cfg["keys"] == 0:
+        kq, ks = act_quant(k, cfg["k_floor"], cfg["ue8m0"])
+    else:
+        kq, ks = fp4_keys(k, cfg["fp4_round"] == 1)
+    qq, qs = act_quant(q, cfg["q_floor"], cfg["ue8m0"])
+    wb = bf16((w * F32(H ** -0.5)).astype(F32))
+    wh = ((wb * qs).astype(F32) * F32(d ** -0.5)).astype(F32)
+    vis = pos + 1
+    dots = seq_sum_f64(kq[:vis, None, :].astype(np.float64) * qq[None, :, :].astype(np.float64)).astype(F32)
+    relu = np.where(dots > 0, dots, np.where(np.isnan(dots), dots, F32(0))).astype(F32)
+    sc = (seq_sum_f64((relu * wh[None, :]).astype(F32)).astype(F32) * ks[:vis]).astype(F32)
+    return kq, ks, sc
+
+
+def run_dsa_case(lib, rng, case_no, fails):
+    kind = int(rng.integers(0, 6))
+    H = int(rng.choice([1, 4, 8, 64]))
+    d = int(rng.choice([32, 64, 128, 128]))
+    keys = int(rng.integers(0, 2))
+    cfg = {"heads": H, "d": d, "keys": keys, "fp4_round": int(rng.integers(0, 2)),
+           "ue8m0": int(rng.integers(0, 2)), "q_floor": float(rng.choice([1e-4, 1e-10])), "k_floor": 1e-4,
+           "topk": int(rng.choice([1, 16, 64, 2048]))}
+    T = int(rng.integers(1, 400))
+    k = bf16(rng.standard_normal((T, d)).astype(F32) * F32(float(2.0 ** rng.integers(-12, 8))))
+    q = bf16(rng.standard_normal((H, d)).astype(F32) * F32(float(2.0 ** rng.integers(-12, 8))))
+    w = bf16(rng.standard_normal(H).astype(F32))
+    if kind == 1:  # ties: repeated keys
+        k[1::2] = k[0::2][:T // 2]
+    if kind == 2:  # rows below the amax floor: the floor sets the scale
+        k[rng.integers(0, T, size=T // 2)] *= F32(2.0 ** -40)
+        k = bf16(k)
+    if kind == 3:  # FP4 midpoints: values on E2M1 boundaries after the group scale
+        grid = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0, -0.75, -2.5, -5.0, 0.0], dtype=F32)
+        k = bf16(grid[rng.integers(0, len(grid), size=(T, d))] * F32(2.0 ** int(rng.integers(-4, 4))))
+    if kind == 4:  # zero query heads and negative weights
+        q[rng.integers(0, H)] = 0
+        w = -np.abs(w)
+    pos = int(rng.integers(0, T))
+    c = DsaConfig(H, d, cfg["topk"], cfg["ue8m0"], cfg["q_floor"], cfg["k_floor"], keys, cfg["fp4_round"])
+    why = ctypes.create_string_buffer(256)
+    kq_c = np.zeros((T, d), dtype=F32)
+    ks_c = np.zeros(T, dtype=F32)
+    kk = np.ascontiguousarray(k, dtype=F32)
+    rc = lib.lowp_dsa_keys_quantize(ctypes.byref(c), kk.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(T),
+                                    kq_c.ctypes.data_as(ctypes.c_void_p), ks_c.ctypes.data_as(ctypes.c_void_p),
+                                    why, 256)
+    sc_c = np.zeros(T, dtype=F32)
+    vis = ctypes.c_size_t(0)
+    qq = np.ascontiguousarray(q, dtype=F32)
+    ww = np.ascontiguousarray(w, dtype=F32)
+    rc |= lib.lowp_dsa_scores(ctypes.byref(c), qq.ctypes.data_as(ctypes.c_void_p),
+                              ww.ctypes.data_as(ctypes.c_void_p), kq_c.ctypes.data_as(ctypes.c_void_p),
+                              ks_c.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(T), ctypes.c_size_t(pos),
+                              sc_c.ctypes.data_as(ctypes.c_void_p), ctypes.byref(vis), why, 256)
+    tag = f"dsa case {case_no} (kind {kind}, H {H} d {d} keys {keys} round {cfg['fp4_round']} ue8m0 {cfg['ue8m0']} T {T} pos {pos})"
+    if rc:
+        fails.append(f"{tag}: lowp refused: {why.value.decode()}")
+        return
+    kq_o, ks_o, sc_o = dsa_oracle(cfg, q, w, k, pos)
+    if not same(kq_c, kq_o, np.uint32).all() or not same(ks_c, ks_o, np.uint32).all():
+        i = np.argwhere(~same(kq_c, kq_o, np.uint32))
+        at = tuple(i[0]) if len(i) else "scale"
+        fails.append(f"{tag}: quantized key {at} differs")
+        return
+    n = vis.value
+    if n != len(sc_o) or not same(sc_c[:n], sc_o, np.uint32).all():
+        i = int(np.argwhere(~same(sc_c[:n], sc_o, np.uint32))[0][0]) if n == len(sc_o) else -1
+        fails.append(f"{tag}: score {i} differs: lowp {sc_c[i]!r} numpy {sc_o[i]!r}")
+        return
+    # the selection: top-k with the tie rule, through lowp_topk, against a lexsort
+    K = cfg["topk"]
+    idx = np.zeros(K, dtype=np.int32)
+    cnt = ctypes.c_size_t(0)
+    rc = lib.lowp_topk(sc_c.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(n), ctypes.c_size_t(K),
+                       idx.ctypes.data_as(ctypes.c_void_p), ctypes.byref(cnt), why, 256)
+    if np.isnan(sc_o).any():
+        if rc == 0:
+            fails.append(f"{tag}: NaN score not refused")
+        return "nan"
+    order = np.lexsort((np.arange(n), -sc_o.astype(np.float64)))[:min(K, n)]
+    if rc or not np.array_equal(idx[:cnt.value], order):
+        fails.append(f"{tag}: top-{K} differs")
+        return
+    return "ok"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -299,13 +442,14 @@ def main():
     seed = int(seed, 0)
     lib = ctypes.CDLL(a.lib)
     for name in ("lowp_qsa_compress", "lowp_qsa_query", "lowp_qsa_scores", "lowp_qsa_select",
-                 "lowp_block_quantize", "lowp_block_dequantize_f64"):
+                 "lowp_block_quantize", "lowp_block_dequantize_f64", "lowp_dsa_keys_quantize",
+                 "lowp_dsa_scores", "lowp_topk"):
         getattr(lib, name).restype = ctypes.c_int
     rng = np.random.default_rng(seed)
     print(f"interop_select: seed {seed:#x}, {a.cases} cases", file=sys.stderr)
     fails, kinds = [], {}
     for i in range(a.cases):
-        r = run_case(lib, rng, i, fails)
+        r = (run_case if i % 2 == 0 else run_dsa_case)(lib, rng, i, fails)
         kinds[r] = kinds.get(r, 0) + 1
         if len(fails) >= 20:
             break

@@ -192,6 +192,53 @@ START_TEST(test_qsa_refusals)
 }
 END_TEST
 
+
+START_TEST(test_dsa_fp4_midpoints_by_hand)
+{
+    /* amax 6 -> sf = 2^ceil_ue8m0(6 / 6) = 1; exact midpoints 0.75, 2.5, 5, -0.25: DeepGEMM's
+     * encoder goes toward zero (0.5, 2, 4, +0), nearest-even gives 1, 2, 4, -0 */
+    lowp_dsa_config c = lowp_dsa_config_default();
+    c.head_dim = 32;
+    c.keys = LOWP_DSA_KEYS_FP4;
+    float k[32] = {6.0f, 0.75f, 2.5f, 5.0f, -0.25f, 1.75f, -3.5f};
+    float kq[32], ks;
+    const float dg[7] = {6.0f, 0.5f, 2.0f, 4.0f, 0.0f, 1.5f, -3.0f};
+    const float rne[7] = {6.0f, 1.0f, 2.0f, 4.0f, -0.0f, 2.0f, -4.0f};
+    for (int r = 0; r < 2; r++) {
+        c.fp4_round = r ? LOWP_DSA_FP4_DEEPGEMM : LOWP_DSA_FP4_RNE;
+        ck_assert_int_eq(lowp_dsa_keys_quantize(&c, k, 1, kq, &ks, NULL, 0), 0);
+        ck_assert(ks == 1.0f);
+        for (int i = 0; i < 7; i++) {
+            float want = r ? dg[i] : rne[i];
+            ck_assert_msg(kq[i] == want && signbit(kq[i]) == signbit(want), "round %d: %g -> %g, want %g", r,
+                          (double)k[i], (double)kq[i], (double)want);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_dsa_refusals)
+{
+    char why[256];
+    lowp_dsa_config c = lowp_dsa_config_default();
+    c.keys = LOWP_DSA_KEYS_FP4;
+    c.head_dim = 48;
+    float k[48] = {0}, kq[48], ks, sc[2];
+    size_t vis;
+    ck_assert_int_eq(lowp_dsa_keys_quantize(&c, k, 1, kq, &ks, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "multiple of 32") != NULL, "%s", why);
+    c = lowp_dsa_config_default();
+    c.heads = 1;
+    c.head_dim = 48;
+    float q[48] = {0}, w[1] = {1};
+    ck_assert_int_eq(lowp_dsa_scores(&c, q, w, kq, &ks, 1, 1, sc, &vis, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "outside the sequence") != NULL, "%s", why);
+    c.q_floor = 0;
+    ck_assert_int_eq(lowp_dsa_scores(&c, q, w, kq, &ks, 1, 0, sc, &vis, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "floors") != NULL, "%s", why);
+}
+END_TEST
+
 static Suite *select_suite(void)
 {
     Suite *s = suite_create("select");
@@ -203,6 +250,8 @@ static Suite *select_suite(void)
     tcase_add_test(t, test_drift_refusals);
     tcase_add_test(t, test_qsa_index_list_layout);
     tcase_add_test(t, test_qsa_refusals);
+    tcase_add_test(t, test_dsa_fp4_midpoints_by_hand);
+    tcase_add_test(t, test_dsa_refusals);
     suite_add_tcase(s, t);
     return s;
 }

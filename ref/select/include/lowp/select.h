@@ -7,7 +7,7 @@
  *     to the smaller index (a stable descending sort). -0 and +0 are one score.
  *   - reduction order: torch's fp32 reductions (matmul, mean of squares) have no fixed
  *     order. Where the reference leaves it open, lowp accumulates in binary64 in index
- *     order, the terms being exact products of binary32 operands, and rounds once to
+ *     order from +0, the terms being exact products of binary32 operands, and rounds once to
  *     binary32 (the dot-product rule below). That is within a few binary64 ulps of the exact
  *     value, so any fp32 order of the reference differs from it by at most the bound of
  *     its own accumulation, which the stability certificate (lowp_select_margin) states.
@@ -145,6 +145,55 @@ int lowp_qsa_scores(const lowp_qsa_config *c, const float *qo, const double *kb,
  * selected block numbers, best first, blocks[0..*nblocks). Returns 0 or -1 (NaN score). */
 int lowp_qsa_select(const lowp_qsa_config *c, const float *scores, size_t visible, size_t pos,
                     int32_t *index, int32_t *blocks, size_t *nblocks, char *why, size_t why_len);
+
+/* ------------------------------------------------------------------ DSA */
+
+/* DeepSeek-V3.2's lightning indexer (deepseek-ai/DeepSeek-V3.2-Exp inference/model.py
+ * Indexer.forward and inference/kernel.py act_quant / fp8_index; DeepGEMM's FP4 index-K;
+ * ref/notes/selection.md 2). Inputs are the index q [heads][head_dim] and keys
+ * k[seq_len][head_dim] after RoPE and the Hadamard rotation (BF16 values), and the raw
+ * head weights w[heads] (weights_proj(x), BF16 values). For one query at position pos:
+ *   quant(x, floor): amax = max(max|x|, floor); s = ue8m0 ? 2^ceil(log2(fp32(amax * (1/448))))
+ *     (the exponent-bit ceil of fast_round_scale) : fp32(amax * (1/448));
+ *     codes = e4m3(clamp(fp32(x / s), -448, 448)) (nearest even), per token (per head for q)
+ *   w_h  = fp32(fp32(bf16(w_h * fp32(heads^-0.5)) * qs_h) * fp32(head_dim^-0.5))
+ *   l_nh = ReLU(dot(kq_n, qq_h)) * w_h                   (dot: the rule above, exact E4M3 products)
+ *   s_n  = (sum_h l_nh) * ks_n                            (k scale after the head sum)
+ *   visible: n <= pos (causal), n < seq_len; selection: top-k of s over the visible keys.
+ * FP4 index keys (DeepGEMM per_token_cast_to_fp4, use_ue8m0, gran_k 32): per 32 elements
+ *   sf = 2^(ceil_ue8m0(max(amax, 1e-4) / 6) - 127), the E8M0 code clamped to [1, 254];
+ *   element = E2M1(x / sf) by round-to-nearest-even (LOWP_DSA_FP4_RNE) or DeepGEMM's
+ *   encoder (LOWP_DSA_FP4_DEEPGEMM: the count of boundaries 0.25 0.75 1.25 1.75 2.5 3.5 5
+ *   that |x / sf| exceeds, so exact midpoints go toward zero, and -0 becomes +0); the dot
+ *   reads element x sf (exact) and ks_n = 1. q stays FP8.
+ * Not modelled: vLLM's fused q path computes the UE8M0 scale as exp2(ceil(log2(.))) with
+ * the device's log2, which can round a value just above a power of two down to it. */
+typedef enum lowp_dsa_keys { LOWP_DSA_KEYS_FP8 = 0, LOWP_DSA_KEYS_FP4 = 1 } lowp_dsa_keys;
+typedef enum lowp_dsa_fp4_round { LOWP_DSA_FP4_RNE = 0, LOWP_DSA_FP4_DEEPGEMM = 1 } lowp_dsa_fp4_round;
+
+typedef struct lowp_dsa_config {
+    size_t heads;        /* 64 index heads */
+    size_t head_dim;     /* 128: one scale per token (the quantization block is the head dim) */
+    size_t topk;         /* 2048 */
+    int ue8m0;           /* 1: power-of-two scales (the released model's scale_fmt "ue8m0") */
+    float q_floor;       /* amax floor of q: 1e-4 (reference), 1e-10 (vLLM's fused q path) */
+    float k_floor;       /* amax floor of k: 1e-4 */
+    lowp_dsa_keys keys;
+    lowp_dsa_fp4_round fp4_round;
+} lowp_dsa_config;
+
+lowp_dsa_config lowp_dsa_config_default(void);
+
+/* Quantized keys as the dot reads them: kq[seq_len][head_dim] (E4M3 values, or E2M1 x sf
+ * for FP4) and ks[seq_len] (the FP8 per-token scale; 1 for FP4). Returns 0 or -1. */
+int lowp_dsa_keys_quantize(const lowp_dsa_config *c, const float *k, size_t seq_len, float *kq, float *ks,
+                           char *why, size_t why_len);
+
+/* Scores of the visible keys for one query (q[heads][head_dim], w[heads]) at position pos:
+ * scores[0..*visible), *visible = min(pos + 1, seq_len). Returns 0 or -1. */
+int lowp_dsa_scores(const lowp_dsa_config *c, const float *q, const float *w, const float *kq,
+                    const float *ks, size_t seq_len, size_t pos, float *scores, size_t *visible, char *why,
+                    size_t why_len);
 
 #ifdef __cplusplus
 }
