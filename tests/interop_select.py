@@ -1,30 +1,34 @@
 #!/usr/bin/env python3
-"""interop_select: lowp's QSA selector model (lowp/select.h) against an independent numpy
-implementation of the same reference, written here from the cited sources
-(Hugging Face qwen4_exp Qwen4ExpTextQSAIndexer.forward; vLLM qwen4_exp compression kernel;
-ref/notes/selection.md), not from lowp's C.
+"""interop_select: lowp's selector models (lowp/select.h) against independent numpy
+implementations of the same references, written here from the cited sources
+(ref/notes/selection.md), not from lowp's C. Three kinds of case, in turn:
 
-Per case, bit for bit: the compressed index keys (mean over `ratio` tokens, BF16, Gemma
-RMSNorm with (1 + w), partial NeoX RoPE with per-op BF16 rounding, the key format), the
-prepared queries, every block score, the selected blocks (top-k, ties to the smaller
-index) and the production index list (selected blocks ascending, the open tail, -1
-padding, the count column).
-
-Where the reference leaves an order open (torch's fp32 reductions) both sides use the rule
-lowp/select.h states: binary64 in index order, rounded once to binary32. numpy gives the
-binary32 and BF16/E4M3 roundings (ml_dtypes for the casts, which lowp's torch profile
-equals on every input: reports/torch-check-h200.md); cos, sin and pow come from Python's
-math module, the C library's functions, as lowp calls them. NVFP4 / MXFP4 / MXFP8 index
+  QSA  (Hugging Face qwen4_exp Qwen4ExpTextQSAIndexer.forward; vLLM's compression kernel):
+       the compressed index keys (mean over `ratio` tokens, BF16, Gemma RMSNorm with
+       (1 + w), partial NeoX RoPE with per-op BF16 rounding, the key format), the prepared
+       queries, every block score, the selected blocks and the production index list
+       (selected blocks ascending, the open tail, -1 padding, the count column);
+  DSA  (DeepSeek-V3.2 act_quant / fp8_index; DeepGEMM's FP4 index-K): the quantized keys
+       and scales, every score, the top-k;
+  MoBA / NSA (moba_naive; FLA's parallel_nsa_kernel_topk with the paper's forced blocks):
+       every block score per selection unit and each unit's top-k;
+all bit for bit. Where a reference leaves a reduction order open (torch's fp32
+reductions) both sides use the rule lowp/select.h states: binary64 in index order from
++0, rounded once to binary32. numpy gives the binary32 arithmetic and ml_dtypes the BF16 /
+E4M3 / E2M1 casts (lowp's torch profile equals torch on every input:
+reports/torch-check-h200.md; NaN signs and payloads aside, which differ between torch and
+ml_dtypes and never matter here); cos, sin, pow, exp and log come from Python's math
+module, the C library's functions, as lowp calls them. NVFP4 / MXFP4 / MXFP8 QSA index
 keys are lowp's own options with no outside reference: their block quantization is
 lowp_block_quantize (proven against MPFR elsewhere), called through ctypes.
 
-Cases: random geometries (index heads 1-5, head dims 32-256, rotary dims 0..head dim,
-ratios 1-8, top-k 1-600, with and without the divisor, every key format), sequences of
-1-700 tokens, and adversarial inputs: exact ties (repeated key groups), all-negative
-scores (every score 0: the tie rule alone decides), huge keys (E4M3 beyond 464 is NaN:
-refused), zero keys, tiny keys. --cases N (default 2000; the full tier runs 100000).
-Exit 0 all equal, 1 on a difference, 77 when numpy or ml_dtypes is missing.
-Seed: --seed, else LOWP_SEED (decimal or 0x hex), else 0x6c6f7770.
+Cases are random geometries (head counts, dims, ratios, block sizes, top-k, formats,
+profiles, GQA groups 1-16) and adversarial inputs: exact ties (repeated keys or blocks),
+all-zero scores (the tie rule alone decides), keys below the amax floors, E2M1 midpoints,
+huge keys (E4M3 beyond 464 is NaN: the NaN score must be refused), zero and tiny keys.
+--cases N (default 2000; the full tier runs 100000). Exit 0 all equal, 1 on a difference,
+77 when numpy or ml_dtypes is missing. Seed: --seed, else LOWP_SEED (decimal or 0x hex),
+else 0x6c6f7770.
 """
 import argparse
 import ctypes
@@ -432,6 +436,102 @@ def run_dsa_case(lib, rng, case_no, fails):
     return "ok"
 
 
+# ---------------------------------------------------------------- MoBA / NSA
+
+class BlockselConfig(ctypes.Structure):
+    _fields_ = [("method", ctypes.c_int), ("q_heads", ctypes.c_size_t), ("kv_heads", ctypes.c_size_t),
+                ("head_dim", ctypes.c_size_t), ("block", ctypes.c_size_t), ("topk", ctypes.c_size_t),
+                ("sink_blocks", ctypes.c_size_t), ("local_blocks", ctypes.c_size_t)]
+
+
+def blocksel_oracle(cfg, q, k, pos):
+    B, Hq, Hk, d = cfg["block"], cfg["hq"], cfg["hk"], cfg["d"]
+    G = Hq // Hk
+    T = k.shape[0]
+    cur = pos // B
+    nb = cur + 1
+    kbar = np.zeros((nb, Hk, d), dtype=F32)
+    for i in range(nb):
+        blk = k[i * B:min(i * B + B, T)]  # [n, Hk, d]
+        kbar[i] = bf16(seq_sum_f64(np.moveaxis(blk, 0, -1)).astype(F32) / F32(blk.shape[0]))
+    def dot(a, b):
+        return seq_sum_f64(a.astype(np.float64) * b.astype(np.float64)).astype(F32)
+    if cfg["method"] == 0:  # MoBA: per query head
+        out = np.zeros((Hq, nb), dtype=F32)
+        for h in range(Hq):
+            for i in range(cur):
+                out[h, i] = dot(q[h], kbar[i, h // G])
+            out[h, cur] = np.inf
+        return out
+    out = np.zeros((Hk, nb), dtype=F32)
+    nc = (pos + 1) // B
+    sm = F32(1.0 / math.sqrt(d))
+    for g in range(Hk):
+        acc = np.zeros(nb, dtype=np.float64)
+        for hh in range(G):
+            h = g * G + hh
+            sv = [F32(dot(q[h], kbar[i, g]) * sm) for i in range(nc)]
+            m = max([float(v) for v in sv], default=-math.inf)
+            lse = m + math.log(sum(math.exp(float(v) - m) for v in sv)) if nc else 0.0
+            for i in range(min(cur, nc)):
+                acc[i] += float(F32(math.exp(float(sv[i]) - lse)))
+        # acc was summed head by head from +0 in binary64: the rule
+        out[g] = acc.astype(F32)
+        out[g, :min(cfg["sink"], nb)] = np.inf
+        for j in range(min(cfg["local"], cur + 1)):
+            out[g, cur - j] = np.inf
+    return out
+
+
+def run_blocksel_case(lib, rng, case_no, fails):
+    method = int(rng.integers(0, 2))
+    Hk = int(rng.choice([1, 2, 3, 8]))
+    G = int(rng.choice([1, 2, 5, 6, 16]))
+    d = int(rng.choice([16, 64, 128]))
+    B = int(rng.choice([1, 4, 16, 64]))
+    T = int(rng.integers(1, 600))
+    cfg = {"method": method, "hq": Hk * G, "hk": Hk, "d": d, "block": B, "topk": int(rng.choice([1, 3, 8, 16])),
+           "sink": int(rng.choice([0, 1])) if method else 0, "local": int(rng.choice([1, 2])) if method else 1}
+    k = bf16(rng.standard_normal((T, Hk, d)).astype(F32) * F32(float(2.0 ** rng.integers(-6, 6))))
+    if rng.integers(0, 4) == 0:  # ties: a repeated block
+        k[B:2 * B] = k[:B][:len(k[B:2 * B])]
+    q = bf16(rng.standard_normal((Hk * G, d)).astype(F32))
+    pos = int(rng.integers(0, T))
+    c = BlockselConfig(method, Hk * G, Hk, d, B, cfg["topk"], cfg["sink"], cfg["local"])
+    why = ctypes.create_string_buffer(256)
+    units = Hk * G if method == 0 else Hk
+    nb = pos // B + 1
+    sc_c = np.zeros((units, nb), dtype=F32)
+    n = ctypes.c_size_t(0)
+    kk = np.ascontiguousarray(k, dtype=F32)
+    qq = np.ascontiguousarray(q, dtype=F32)
+    rc = lib.lowp_blocksel_scores(ctypes.byref(c), qq.ctypes.data_as(ctypes.c_void_p),
+                                  kk.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(T), ctypes.c_size_t(pos),
+                                  sc_c.ctypes.data_as(ctypes.c_void_p), ctypes.byref(n), why, 256)
+    tag = f"blocksel case {case_no} ({'nsa' if method else 'moba'}, Hk {Hk} G {G} d {d} B {B} T {T} pos {pos})"
+    if rc or n.value != nb:
+        fails.append(f"{tag}: lowp refused or {n.value} blocks: {why.value.decode()}")
+        return
+    sc_o = blocksel_oracle(cfg, q, k, pos)
+    if not same(sc_c, sc_o, np.uint32).all():
+        i = tuple(np.argwhere(~same(sc_c, sc_o, np.uint32))[0])
+        fails.append(f"{tag}: score {i}: lowp {sc_c[i]!r} numpy {sc_o[i]!r}")
+        return
+    K = cfg["topk"]
+    for u in range(units):
+        idx = np.zeros(K, dtype=np.int32)
+        cnt = ctypes.c_size_t(0)
+        row = np.ascontiguousarray(sc_c[u])
+        rc = lib.lowp_topk(row.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(nb), ctypes.c_size_t(K),
+                           idx.ctypes.data_as(ctypes.c_void_p), ctypes.byref(cnt), why, 256)
+        order = np.lexsort((np.arange(nb), -sc_o[u].astype(np.float64)))
+        order = order[np.isfinite(sc_o[u][order]) | (sc_o[u][order] > 0)][:K]  # -Inf never selected
+        if rc or not np.array_equal(idx[:cnt.value], order):
+            fails.append(f"{tag}: unit {u}: top-{K} differs")
+            return
+    return "ok"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -443,13 +543,13 @@ def main():
     lib = ctypes.CDLL(a.lib)
     for name in ("lowp_qsa_compress", "lowp_qsa_query", "lowp_qsa_scores", "lowp_qsa_select",
                  "lowp_block_quantize", "lowp_block_dequantize_f64", "lowp_dsa_keys_quantize",
-                 "lowp_dsa_scores", "lowp_topk"):
+                 "lowp_dsa_scores", "lowp_topk", "lowp_blocksel_scores"):
         getattr(lib, name).restype = ctypes.c_int
     rng = np.random.default_rng(seed)
     print(f"interop_select: seed {seed:#x}, {a.cases} cases", file=sys.stderr)
     fails, kinds = [], {}
     for i in range(a.cases):
-        r = (run_case if i % 2 == 0 else run_dsa_case)(lib, rng, i, fails)
+        r = (run_case, run_dsa_case, run_blocksel_case)[i % 3](lib, rng, i, fails)
         kinds[r] = kinds.get(r, 0) + 1
         if len(fails) >= 20:
             break

@@ -239,6 +239,37 @@ START_TEST(test_dsa_refusals)
 }
 END_TEST
 
+
+START_TEST(test_blocksel_forced_and_refusals)
+{
+    /* NSA with the paper's forced blocks: block 0 (sink) and the 2 most recent (current
+     * included) are +Inf, the others are probabilities in [0, 1] summed over 2 heads */
+    lowp_blocksel_config c = {LOWP_BLOCKSEL_NSA, 2, 1, 4, 2, 8, 1, 2};
+    float k[40 * 4], q[2 * 4] = {1, 0, 0, 0, 0, 1, 0, 0}, sc[20];
+    for (int i = 0; i < 40 * 4; i++)
+        k[i] = (float)((i * 7) % 5) - 2.0f;
+    size_t nb;
+    ck_assert_int_eq(lowp_blocksel_scores(&c, q, k, 40, 37, sc, &nb, NULL, 0), 0);
+    ck_assert_uint_eq(nb, 19); /* blocks 0..18, the current one is 18 */
+    ck_assert(isinf(sc[0]) && isinf(sc[18]) && isinf(sc[17]));
+    for (int i = 1; i < 17; i++)
+        ck_assert_msg(sc[i] >= 0.0f && sc[i] <= 2.0f, "block %d: %g", i, (double)sc[i]);
+    /* MoBA: one unit per query head, only the current block forced */
+    c.method = LOWP_BLOCKSEL_MOBA;
+    ck_assert_uint_eq(lowp_blocksel_units(&c), 2);
+    float sm[2 * 19];
+    ck_assert_int_eq(lowp_blocksel_scores(&c, q, k, 40, 37, sm, &nb, NULL, 0), 0);
+    ck_assert(isinf(sm[18]) && !isinf(sm[17]) && !isinf(sm[0]) && isinf(sm[19 + 18]));
+    char why[256];
+    ck_assert_int_eq(lowp_blocksel_scores(&c, q, k, 40, 40, sm, &nb, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "outside the sequence") != NULL, "%s", why);
+    c.q_heads = 3;
+    c.kv_heads = 2;
+    ck_assert_int_eq(lowp_blocksel_scores(&c, q, k, 40, 3, sm, &nb, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "3 query heads over 2 KV heads") != NULL, "%s", why);
+}
+END_TEST
+
 static Suite *select_suite(void)
 {
     Suite *s = suite_create("select");
@@ -252,6 +283,7 @@ static Suite *select_suite(void)
     tcase_add_test(t, test_qsa_refusals);
     tcase_add_test(t, test_dsa_fp4_midpoints_by_hand);
     tcase_add_test(t, test_dsa_refusals);
+    tcase_add_test(t, test_blocksel_forced_and_refusals);
     suite_add_tcase(s, t);
     return s;
 }

@@ -195,6 +195,46 @@ int lowp_dsa_scores(const lowp_dsa_config *c, const float *q, const float *w, co
                     const float *ks, size_t seq_len, size_t pos, float *scores, size_t *visible, char *why,
                     size_t why_len);
 
+/* ------------------------------------------------------------------ MoBA / NSA */
+
+/* Block selection from the main keys, so that the main KV format acts on it directly:
+ * k[seq_len][kv_heads][head_dim] are the values the cache gives back (dequantized), q
+ * [q_heads][head_dim] the query at position pos (pos < seq_len); group g = h / (q_heads /
+ * kv_heads). Blocks of `block` tokens; block i's key is, per KV head,
+ *   kbar_i = bf16(fp32(sum of its tokens' keys) / n_i)     (torch mean of a BF16 tensor;
+ *            the last block may be partial: n_i < block)
+ * The current block c = pos / block.
+ *   MoBA (MoonshotAI/MoBA moba_naive.py; ref/notes/selection.md 3): per query head,
+ *     gate_i = dot(q_h, kbar_i) (fp32, no 1/sqrt(d)) for i < c, +Inf for i = c (forced),
+ *     masked (-Inf, never selected) for i > c; top-k per head. One selection per q head.
+ *   NSA (fla-org/native-sparse-attention parallel_nsa_kernel_topk, and the paper's forced
+ *     blocks): per head, s_i = fp32(dot(q_h, kbar_i) * fp32(head_dim^-0.5)) over the
+ *     complete blocks i < nc = (pos + 1) / block; lse = log(sum exp(s_i)) in binary64;
+ *     p_i = fp32(exp(s_i - lse)) for i < c; the scores of a group are the sum of its
+ *     heads' p_i (the rule), and the current block, the first sink_blocks and the
+ *     local_blocks most recent blocks (the current one included) are forced (+Inf);
+ *     top-k per KV group. One selection per KV head.
+ * exp and log are the C library's binary64 functions. */
+typedef enum lowp_blocksel_method { LOWP_BLOCKSEL_MOBA = 0, LOWP_BLOCKSEL_NSA = 1 } lowp_blocksel_method;
+
+typedef struct lowp_blocksel_config {
+    lowp_blocksel_method method;
+    size_t q_heads, kv_heads, head_dim;
+    size_t block;        /* tokens per block (MoBA chunk_size 512 / 4096; NSA selection block 64) */
+    size_t topk;         /* blocks kept per selection, forced ones included (MoBA 3; NSA 16) */
+    size_t sink_blocks;  /* NSA: 1 in the paper, 0 in the FLA kernel; MoBA: 0 */
+    size_t local_blocks; /* NSA: 2 in the paper, 1 (the current block) in FLA; MoBA: 1 */
+} lowp_blocksel_config;
+
+/* Number of selections (MoBA: q_heads, NSA: kv_heads) and of candidate blocks at pos. */
+size_t lowp_blocksel_units(const lowp_blocksel_config *c);
+
+/* Scores scores[unit][nblocks] with nblocks = pos / block + 1 (the current block and
+ * those before it), +Inf forced, -Inf masked; then lowp_topk per unit gives the
+ * selection. Returns 0 or -1 (bad configuration, pos >= seq_len). */
+int lowp_blocksel_scores(const lowp_blocksel_config *c, const float *q, const float *k, size_t seq_len,
+                         size_t pos, float *scores, size_t *nblocks, char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif
