@@ -352,9 +352,14 @@ def dsa_oracle(cfg, q, w, k, pos):
     H, d = cfg["heads"], cfg["d"]
     if cfg["keys"] == 0:
         kq, ks = act_quant(k, cfg["k_floor"], cfg["ue8m0"])
-    else:
+    elif cfg["keys"] == 1:
         kq, ks = fp4_keys(k, cfg["fp4_round"] == 1)
-    qq, qs = act_quant(q, cfg["q_floor"], cfg["ue8m0"])
+    else:  # unquantized
+        kq, ks = k.copy(), np.ones(k.shape[0], dtype=F32)
+    if cfg["keys"] == 2:
+        qq, qs = q.copy(), np.ones(H, dtype=F32)
+    else:
+        qq, qs = act_quant(q, cfg["q_floor"], cfg["ue8m0"])
     wb = bf16((w * F32(H ** -0.5)).astype(F32))
     wh = ((wb * qs).astype(F32) * F32(d ** -0.5)).astype(F32)
     vis = pos + 1
@@ -368,7 +373,7 @@ def run_dsa_case(lib, rng, case_no, fails):
     kind = int(rng.integers(0, 6))
     H = int(rng.choice([1, 4, 8, 64]))
     d = int(rng.choice([32, 64, 128, 128]))
-    keys = int(rng.integers(0, 2))
+    keys = int(rng.integers(0, 3))
     cfg = {"heads": H, "d": d, "keys": keys, "fp4_round": int(rng.integers(0, 2)),
            "ue8m0": int(rng.integers(0, 2)), "q_floor": float(rng.choice([1e-4, 1e-10])), "k_floor": 1e-4,
            "topk": int(rng.choice([1, 16, 64, 2048]))}

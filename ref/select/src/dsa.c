@@ -34,7 +34,7 @@ static int check_config(const lowp_dsa_config *c, char *why, size_t wl)
     if (c->keys == LOWP_DSA_KEYS_FP4 && c->head_dim % 32)
         return lowp_why_set(why, wl, "DSA: FP4 index keys need a head dim that is a multiple of 32, not %zu",
                             c->head_dim);
-    if ((unsigned)c->keys > LOWP_DSA_KEYS_FP4 || (unsigned)c->fp4_round > LOWP_DSA_FP4_DEEPGEMM)
+    if ((unsigned)c->keys > LOWP_DSA_KEYS_BF16 || (unsigned)c->fp4_round > LOWP_DSA_FP4_DEEPGEMM)
         return lowp_why_set(why, wl, "DSA: unknown index-key format %d or FP4 rounding %d", (int)c->keys,
                             (int)c->fp4_round);
     if (!(c->q_floor > 0) || !(c->k_floor > 0) || !isfinite(c->q_floor) || !isfinite(c->k_floor))
@@ -119,6 +119,11 @@ int lowp_dsa_keys_quantize(const lowp_dsa_config *c, const float *k, size_t seq_
             ks[n] = act_quant(&e4, x, d, c->k_floor, c->ue8m0, o);
             continue;
         }
+        if (c->keys == LOWP_DSA_KEYS_BF16) {
+            memcpy(o, x, d * sizeof *o);
+            ks[n] = 1.0f;
+            continue;
+        }
         ks[n] = 1.0f;
         for (size_t g = 0; g < d; g += 32) {
             float amax = 0.0f;
@@ -165,7 +170,11 @@ int lowp_dsa_scores(const lowp_dsa_config *c, const float *q, const float *w, co
     float *wh = qq + H * d;
     float hscale = (float)(1.0 / sqrt((double)H)), dscale = (float)(1.0 / sqrt((double)d));
     for (size_t h = 0; h < H; h++) {
-        float qs = act_quant(&e4, q + h * d, d, c->q_floor, c->ue8m0, qq + h * d);
+        float qs = 1.0f;
+        if (c->keys == LOWP_DSA_KEYS_BF16)
+            memcpy(qq + h * d, q + h * d, d * sizeof *qq);
+        else
+            qs = act_quant(&e4, q + h * d, d, c->q_floor, c->ue8m0, qq + h * d);
         float wb = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&b16, w[h] * hscale));
         wh[h] = (wb * qs) * dscale;
     }

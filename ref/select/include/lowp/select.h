@@ -166,9 +166,15 @@ int lowp_qsa_select(const lowp_qsa_config *c, const float *scores, size_t visibl
  *   encoder (LOWP_DSA_FP4_DEEPGEMM: the count of boundaries 0.25 0.75 1.25 1.75 2.5 3.5 5
  *   that |x / sf| exceeds, so exact midpoints go toward zero, and -0 becomes +0); the dot
  *   reads element x sf (exact) and ks_n = 1. q stays FP8.
+ * BF16 (unquantized; the reference vLLM's indexer tests compare against): q and k as given,
+ *   qs = ks = 1.
  * Not modelled: vLLM's fused q path computes the UE8M0 scale as exp2(ceil(log2(.))) with
  * the device's log2, which can round a value just above a power of two down to it. */
-typedef enum lowp_dsa_keys { LOWP_DSA_KEYS_FP8 = 0, LOWP_DSA_KEYS_FP4 = 1 } lowp_dsa_keys;
+typedef enum lowp_dsa_keys {
+    LOWP_DSA_KEYS_FP8 = 0,
+    LOWP_DSA_KEYS_FP4 = 1,
+    LOWP_DSA_KEYS_BF16 = 2 /* unquantized q and k (qs = ks = 1): the reference drift is measured against */
+} lowp_dsa_keys;
 typedef enum lowp_dsa_fp4_round { LOWP_DSA_FP4_RNE = 0, LOWP_DSA_FP4_DEEPGEMM = 1 } lowp_dsa_fp4_round;
 
 typedef struct lowp_dsa_config {
