@@ -32,6 +32,8 @@ static void select_usage(FILE *f)
         "                   fp8 fp4 fp4-deepgemm; moba/nsa: bf16 (reference) fp8_e4m3 fp8_e5m2\n"
         "                   nvfp4 mxfp4 mxfp8 (the main cache's format) (default: the reference)\n"
         "  --recipe R       the block quantizer of nvfp4 / mxfp4 / mxfp8 keys (their default)\n"
+        "  --scale M        moba/nsa nvfp4 and fp8 keys: the global scale, calibrated (default:\n"
+        "                   from the keys' amax) or one (1.0, what SGLang ships uncalibrated)\n"
         "  --topk K         blocks (qsa, moba, nsa) or tokens (dsa) kept (512, 2048, 3, 16)\n"
         "  --budget N       qsa: tokens, a multiple of the ratio (topk = budget / ratio)\n"
         "  --ratio R        qsa: tokens per block (4);  --block B  moba/nsa: tokens per block (64)\n"
@@ -54,7 +56,7 @@ static void select_usage(FILE *f)
 }
 
 typedef struct {
-    const char *selector, *q, *k, *keys, *recipe, *indices, *index_list, *scores, *wq, *wk, *w;
+    const char *selector, *q, *k, *keys, *recipe, *indices, *index_list, *scores, *wq, *wk, *w, *scale;
     size_t topk, budget, ratio, block, rotary, sink, local, q_offset;
     int topk_set, budget_set, ratio_set, block_set, rotary_set, sink_set, local_set, q_offset_set;
     int no_divide, no_ue8m0, theta_set, q_floor_set;
@@ -90,6 +92,7 @@ static void parse_args(int argc, char **argv, select_args *a)
         OPT("--q-norm-weight", wq);
         OPT("--k-norm-weight", wk);
         OPT("--weights", w);
+        OPT("--scale", scale);
         NUM("--topk", topk, 1, (uint64_t)1 << 20)
         NUM("--budget", budget, 1, (uint64_t)1 << 22)
         NUM("--ratio", ratio, 1, 1024)
@@ -174,6 +177,8 @@ static void write_i32_3(const char *path, const int32_t *x, size_t d0, size_t d1
 typedef struct {
     int sel;
     size_t units, cand; /* selections per row; candidates at the last row (the widest) */
+    lowp_quant_counts counts; /* what the main keys' quantizer did (moba, nsa) */
+    float dec;                /* their decode-side global scale */
     lowp_qsa_config qsa;
     lowp_dsa_config dsa;
     lowp_blocksel_config bs;
@@ -279,11 +284,17 @@ static void prepare(selector *s, const select_args *a, const char *keys, const f
         float amax = 0;
         for (size_t i = 0; i < n; i++)
             amax = fabsf(k[i]) > amax ? fabsf(k[i]) : amax;
-        lowp_global_scale gs = lowp_sweep_global_scale(f, r, LOWP_SWEEP_SCALE_CALIBRATED, amax);
+        lowp_sweep_scale_mode mode = LOWP_SWEEP_SCALE_CALIBRATED;
+        if (a->scale != NULL && strcmp(a->scale, "one") == 0)
+            mode = LOWP_SWEEP_SCALE_ONE;
+        else if (a->scale != NULL && strcmp(a->scale, "calibrated") != 0)
+            lowp_cli_fail("select: --scale '%s' (calibrated one)", a->scale);
+        lowp_global_scale gs = lowp_sweep_global_scale(f, r, mode, amax);
+        s->dec = gs.dec;
         double *dq = malloc(n * sizeof *dq);
         if (dq == NULL)
             lowp_cli_fail("out of memory for the keys");
-        if (lowp_sweep_quantize_exact(f, r, gs, k, ctx * kvh, d, dq, NULL, why, sizeof why))
+        if (lowp_sweep_quantize_exact(f, r, gs, k, ctx * kvh, d, dq, &s->counts, why, sizeof why))
             lowp_cli_fail("select: %s", why);
         for (size_t i = 0; i < n; i++)
             s->main_k[i] = (float)dq[i]; /* the value a kernel reads, rounded to binary32 */
@@ -321,6 +332,8 @@ int lowp_cmd_select(int argc, char **argv)
         for (int j = 0; j < i; j++)
             lowp_cli_check_distinct_outputs(names[j], outs[j], names[i], outs[i]);
     }
+    if (a.scale != NULL && sel != SEL_MOBA && sel != SEL_NSA)
+        lowp_cli_fail("select: --scale is the main keys' global scale (--selector moba or nsa)");
     if (a.index_list != NULL && sel != SEL_QSA)
         lowp_cli_fail("select: --index-list is QSA's production layout (--selector qsa)");
 
@@ -465,6 +478,10 @@ int lowp_cmd_select(int argc, char **argv)
            a.selector, qlen, H, d, ctx, kvh, d, q0, q0 + qlen - 1, K, keys);
     if (rq || rk)
         printf("# rounded to BF16 as the model holds them: %zu query and %zu key values\n", rq, rk);
+    if (s.counts.elements)
+        printf("# keys quantized with global scale %.9g (decode side): %zu of %zu blocks have a zero scale, "
+               "%zu of %zu elements flushed to zero\n",
+               (double)s.dec, s.counts.scale_zero, s.counts.blocks, s.counts.flushed, s.counts.elements);
     printf("selections %zu  unchanged %zu  jaccard mean %.6f min %.6f  recall mean %.6f  lost %zu  "
            "deepest intruder rank %zu\n",
            n_sel, unchanged, jac_sum / (double)n_sel, jac_min, rec_sum / (double)n_sel, lost, deepest);
