@@ -127,7 +127,7 @@ np.save(f("kn.npy"), k)
 kept = {}
 for scale in ("calibrated", "one"):
     p = run(["--selector", "moba", "--q", f("qn.npy"), "--k", f("kn.npy"), "--keys", "nvfp4", "--recipe", "sglang-kv",
-             "--scale", scale, "--topk", "4", "--indices", f("needle.npy")])
+             "--scale", scale, "--topk", "4", "--block", "64", "--indices", f("needle.npy")])
     kept[scale] = p.returncode == 0 and 20 in np.load(f("needle.npy"))[0, 0]
     if scale == "one" and "16384 of 16384 blocks have a zero scale" not in p.stdout:
         bad(f"needle, scale one: the zero block scales are not reported: {p.stdout.strip()}")
@@ -142,7 +142,7 @@ refusals = [
     (["--selector", "qsa", "--q", "q_idx", "--k", "k_idx", "--topk", "4", "--budget", "16"], "give one"),
     (["--selector", "qsa", "--q", "q_idx", "--k", "k_two"], "one head"),
     (["--selector", "dsa", "--q", "q_idx", "--k", "k_dim"], "dim"),
-    (["--selector", "moba", "--q", "q_main", "--k", "k_main", "--topk", "3", "--block", "16", "--keys", "e5m2"], "--keys 'e5m2'"),
+    (["--selector", "moba", "--q", "q_main", "--k", "k_main", "--topk", "3", "--block", "16", "--keys", "e5m2"], "keys 'e5m2'"),
     (["--selector", "nsa", "--q", "q_idx", "--k", "k_three", "--topk", "2"], "multiple"),
     (["--selector", "moba", "--q", "q_main", "--k", "k_main", "--topk", "99", "--block", "16"], "top-99"),
     (["--selector", "bsa", "--q", "q_idx", "--k", "k_idx"], "unknown selector"),

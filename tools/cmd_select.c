@@ -12,9 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "lowp/attn_sweep.h"
-#include "lowp/format.h"
-#include "lowp/select.h"
+#include "lowp/select_run.h"
 #include "lowp/tensor.h"
 
 LOWP_COMMAND_DEFINE(select, "a sparse-attention selector (QSA, DSA, MoBA, NSA) and its drift under quantized keys");
@@ -36,7 +34,8 @@ static void select_usage(FILE *f)
         "                   from the keys' amax) or one (1.0, what SGLang ships uncalibrated)\n"
         "  --topk K         blocks (qsa, moba, nsa) or tokens (dsa) kept (512, 2048, 3, 16)\n"
         "  --budget N       qsa: tokens, a multiple of the ratio (topk = budget / ratio)\n"
-        "  --ratio R        qsa: tokens per block (4);  --block B  moba/nsa: tokens per block (64)\n"
+        "  --ratio R        qsa: tokens per block (4);  --block B  moba/nsa: tokens per block\n"
+        "                   (moba 512, nsa 64)\n"
         "  --rotary-dim D, --theta T, --no-divide       qsa's RoPE (64, 1e7) and score divisor\n"
         "  --q-norm-weight W, --k-norm-weight W          qsa's RMSNorm weights, dim values (0)\n"
         "  --weights W      dsa: the head weights, q_len x heads values (1)\n"
@@ -62,8 +61,6 @@ typedef struct {
     int no_divide, no_ue8m0, theta_set, q_floor_set;
     double theta, q_floor;
 } select_args;
-
-enum { SEL_QSA, SEL_DSA, SEL_MOBA, SEL_NSA };
 
 static void parse_args(int argc, char **argv, select_args *a)
 {
@@ -139,20 +136,6 @@ static float *load_vector(const char *opt, const char *path, size_t n)
     return x;
 }
 
-/* round in place to BF16 (torch's cast); returns how many values changed */
-static size_t to_bf16(float *x, size_t n)
-{
-    lowp_codec c;
-    lowp_codec_init(&c, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, NULL, 0);
-    size_t changed = 0;
-    for (size_t i = 0; i < n; i++) {
-        float r = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&c, x[i]));
-        changed += r != x[i];
-        x[i] = r;
-    }
-    return changed;
-}
-
 static void write_i32_3(const char *path, const int32_t *x, size_t d0, size_t d1, size_t d2)
 {
     lowp_tensor_file tf;
@@ -173,141 +156,12 @@ static void write_i32_3(const char *path, const int32_t *x, size_t d0, size_t d1
     lowp_tensor_file_free(&tf);
 }
 
-/* One selector instance over a whole run: scores one query row under the given keys. */
-typedef struct {
-    int sel;
-    size_t units, cand; /* selections per row; candidates at the last row (the widest) */
-    lowp_quant_counts counts; /* what the main keys' quantizer did (moba, nsa) */
-    float dec;                /* their decode-side global scale */
-    lowp_qsa_config qsa;
-    lowp_dsa_config dsa;
-    lowp_blocksel_config bs;
-    /* prepared keys */
-    double *qsa_kb;
-    float *dsa_kq, *dsa_ks, *main_k;
-} selector;
-
-/* scores of row r (position pos) into sc[units][cand], -inf past the visible ones;
- * *vis gets the visible count */
-static void score_row(const selector *s, const select_args *a, const float *q, const float *wq, const float *w,
-                      size_t ctx, size_t r, size_t pos, float *sc, size_t *vis)
+static void row_progress(void *arg, size_t done, size_t total)
 {
-    char why[256];
-    for (size_t i = 0; i < s->units * s->cand; i++)
-        sc[i] = -INFINITY;
-    if (s->sel == SEL_QSA) {
-        size_t d = s->qsa.head_dim, H = s->qsa.index_heads;
-        float *qo = malloc(H * d * sizeof *qo);
-        if (qo == NULL)
-            lowp_cli_fail("out of memory");
-        if (lowp_qsa_query(&s->qsa, q + r * H * d, pos, wq, qo, why, sizeof why) ||
-            lowp_qsa_scores(&s->qsa, qo, s->qsa_kb, ctx, pos, sc, vis, why, sizeof why))
-            lowp_cli_fail("select: %s", why);
-        free(qo);
-    } else if (s->sel == SEL_DSA) {
-        size_t d = s->dsa.head_dim, H = s->dsa.heads;
-        if (lowp_dsa_scores(&s->dsa, q + r * H * d, w + r * H, s->dsa_kq, s->dsa_ks, ctx, pos, sc, vis, why,
-                            sizeof why))
-            lowp_cli_fail("select: %s", why);
-    } else {
-        size_t nb, d = s->bs.head_dim, H = s->bs.q_heads;
-        float *tmp = malloc(s->units * (pos / s->bs.block + 1) * sizeof *tmp);
-        if (tmp == NULL)
-            lowp_cli_fail("out of memory");
-        if (lowp_blocksel_scores(&s->bs, q + r * H * d, s->main_k, ctx, pos, tmp, &nb, why, sizeof why))
-            lowp_cli_fail("select: %s", why);
-        for (size_t u = 0; u < s->units; u++)
-            memcpy(sc + u * s->cand, tmp + u * nb, nb * sizeof *tmp);
-        free(tmp);
-        *vis = nb;
-    }
-    (void)a;
-}
-
-/* QSA / DSA keys of one format; MoBA / NSA: the main keys through the cache's format */
-static void prepare(selector *s, const select_args *a, const char *keys, const float *k, size_t ctx, size_t kvh,
-                    size_t d, const float *wk)
-{
-    char why[256];
-    if (s->sel == SEL_QSA) {
-        static const char *names[] = {"bf16", "e4m3", "nvfp4", "mxfp4", "mxfp8"};
-        size_t f = 0;
-        while (f < 5 && strcmp(keys, names[f]) != 0)
-            f++;
-        if (f == 5)
-            lowp_cli_fail("select qsa: --keys '%s' (bf16 e4m3 nvfp4 mxfp4 mxfp8)", keys);
-        s->qsa.keys = (lowp_qsa_keys)f;
-        if (f >= 2) {
-            lowp_block_format bf = f == 2 ? LOWP_NVFP4 : f == 3 ? LOWP_MXFP4 : LOWP_MXFP8;
-            lowp_recipe r = bf == LOWP_NVFP4 ? LOWP_RECIPE_TRTLLM : LOWP_RECIPE_OCP;
-            if (a->recipe != NULL && lowp_recipe_parse(a->recipe, &r))
-                lowp_cli_fail("select: unknown recipe '%s'", a->recipe);
-            s->qsa.recipe = r;
-        }
-        s->qsa_kb = malloc((ctx / s->qsa.ratio + 1) * d * sizeof *s->qsa_kb);
-        if (s->qsa_kb == NULL)
-            lowp_cli_fail("out of memory for the index keys");
-        if (lowp_qsa_compress(&s->qsa, k, ctx, wk, s->qsa_kb, why, sizeof why))
-            lowp_cli_fail("select: %s", why);
-    } else if (s->sel == SEL_DSA) {
-        if (strcmp(keys, "fp8") == 0)
-            s->dsa.keys = LOWP_DSA_KEYS_FP8;
-        else if (strcmp(keys, "fp4") == 0 || strcmp(keys, "fp4-deepgemm") == 0) {
-            s->dsa.keys = LOWP_DSA_KEYS_FP4;
-            s->dsa.fp4_round = keys[3] ? LOWP_DSA_FP4_DEEPGEMM : LOWP_DSA_FP4_RNE;
-        } else if (strcmp(keys, "bf16") == 0)
-            s->dsa.keys = LOWP_DSA_KEYS_BF16;
-        else
-            lowp_cli_fail("select dsa: --keys '%s' (bf16 fp8 fp4 fp4-deepgemm)", keys);
-        s->dsa_kq = malloc(ctx * d * sizeof *s->dsa_kq);
-        s->dsa_ks = malloc(ctx * sizeof *s->dsa_ks);
-        if (s->dsa_kq == NULL || s->dsa_ks == NULL)
-            lowp_cli_fail("out of memory for the index keys");
-        if (lowp_dsa_keys_quantize(&s->dsa, k, ctx, s->dsa_kq, s->dsa_ks, why, sizeof why))
-            lowp_cli_fail("select: %s", why);
-    } else {
-        size_t n = ctx * kvh * d;
-        s->main_k = malloc(n * sizeof *s->main_k);
-        if (s->main_k == NULL)
-            lowp_cli_fail("out of memory for the keys");
-        if (strcmp(keys, "bf16") == 0) {
-            memcpy(s->main_k, k, n * sizeof *k);
-            to_bf16(s->main_k, n);
-            return;
-        }
-        lowp_block_format f;
-        if (lowp_block_format_parse(keys, &f) || f == LOWP_BF16_PASS)
-            lowp_cli_fail("select %s: --keys '%s' (bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4 mxfp8)", a->selector, keys);
-        lowp_recipe r = lowp_recipe_default(f);
-        if (a->recipe != NULL && lowp_recipe_parse(a->recipe, &r))
-            lowp_cli_fail("select: unknown recipe '%s'", a->recipe);
-        float amax = 0;
-        for (size_t i = 0; i < n; i++)
-            amax = fabsf(k[i]) > amax ? fabsf(k[i]) : amax;
-        lowp_sweep_scale_mode mode = LOWP_SWEEP_SCALE_CALIBRATED;
-        if (a->scale != NULL && strcmp(a->scale, "one") == 0)
-            mode = LOWP_SWEEP_SCALE_ONE;
-        else if (a->scale != NULL && strcmp(a->scale, "calibrated") != 0)
-            lowp_cli_fail("select: --scale '%s' (calibrated one)", a->scale);
-        lowp_global_scale gs = lowp_sweep_global_scale(f, r, mode, amax);
-        s->dec = gs.dec;
-        double *dq = malloc(n * sizeof *dq);
-        if (dq == NULL)
-            lowp_cli_fail("out of memory for the keys");
-        if (lowp_sweep_quantize_exact(f, r, gs, k, ctx * kvh, d, dq, &s->counts, why, sizeof why))
-            lowp_cli_fail("select: %s", why);
-        for (size_t i = 0; i < n; i++)
-            s->main_k[i] = (float)dq[i]; /* the value a kernel reads, rounded to binary32 */
-        free(dq);
-    }
-}
-
-static void selector_free(selector *s)
-{
-    free(s->qsa_kb);
-    free(s->dsa_kq);
-    free(s->dsa_ks);
-    free(s->main_k);
+    (void)arg;
+    fprintf(stderr, "\rlowp select: query row %zu/%zu", done, total);
+    if (done == total)
+        fputc('\n', stderr);
 }
 
 int lowp_cmd_select(int argc, char **argv)
@@ -316,12 +170,8 @@ int lowp_cmd_select(int argc, char **argv)
     parse_args(argc, argv, &a);
     if (a.selector == NULL || a.q == NULL || a.k == NULL)
         lowp_cli_fail("select: --selector, --q and --k are required (see lowp select --help)");
-    int sel = strcmp(a.selector, "qsa") == 0    ? SEL_QSA
-              : strcmp(a.selector, "dsa") == 0  ? SEL_DSA
-              : strcmp(a.selector, "moba") == 0 ? SEL_MOBA
-              : strcmp(a.selector, "nsa") == 0  ? SEL_NSA
-                                                : -1;
-    if (sel < 0)
+    lowp_selector_kind sel;
+    if (lowp_selector_parse(a.selector, &sel))
         lowp_cli_fail("select: unknown selector '%s' (qsa dsa moba nsa)", a.selector);
     const char *outs[3] = {a.indices, a.index_list, a.scores};
     const char *names[3] = {"--indices", "--index-list", "--scores"};
@@ -332,9 +182,9 @@ int lowp_cmd_select(int argc, char **argv)
         for (int j = 0; j < i; j++)
             lowp_cli_check_distinct_outputs(names[j], outs[j], names[i], outs[i]);
     }
-    if (a.scale != NULL && sel != SEL_MOBA && sel != SEL_NSA)
+    if (a.scale != NULL && sel != LOWP_SEL_MOBA && sel != LOWP_SEL_NSA)
         lowp_cli_fail("select: --scale is the main keys' global scale (--selector moba or nsa)");
-    if (a.index_list != NULL && sel != SEL_QSA)
+    if (a.index_list != NULL && sel != LOWP_SEL_QSA)
         lowp_cli_fail("select: --index-list is QSA's production layout (--selector qsa)");
 
     size_t qd[3], kd[3];
@@ -343,167 +193,93 @@ int lowp_cmd_select(int argc, char **argv)
     size_t qlen = qd[0], H = qd[1], d = qd[2], ctx = kd[0], kvh = kd[1];
     if (kd[2] != d)
         lowp_cli_fail("select: --q has dim %zu, --k has %zu", d, kd[2]);
-    if ((sel == SEL_QSA || sel == SEL_DSA) && kvh != 1)
+    if ((sel == LOWP_SEL_QSA || sel == LOWP_SEL_DSA) && kvh != 1)
         lowp_cli_fail("select %s: the index keys have one head, --k has %zu", a.selector, kvh);
-    if ((sel == SEL_MOBA || sel == SEL_NSA) && H % kvh)
+    if ((sel == LOWP_SEL_MOBA || sel == LOWP_SEL_NSA) && H % kvh)
         lowp_cli_fail("select %s: %zu query heads are not a multiple of %zu KV heads", a.selector, H, kvh);
     size_t q0 = a.q_offset_set ? a.q_offset : (qlen <= ctx ? ctx - qlen : 0);
     if (qlen > ctx || q0 + qlen > ctx)
         lowp_cli_fail("select: query rows at positions %zu..%zu, past the %zu keys", q0, q0 + qlen - 1, ctx);
 
-    selector s;
-    memset(&s, 0, sizeof s);
-    s.sel = sel;
+    lowp_select_spec sp = lowp_select_spec_default(sel, H, kvh, d);
+    sp.keys = a.keys ? a.keys : "bf16";
+    sp.recipe = a.recipe;
+    if (a.scale != NULL && strcmp(a.scale, "one") == 0)
+        sp.scale = LOWP_SWEEP_SCALE_ONE;
+    else if (a.scale != NULL && strcmp(a.scale, "calibrated") != 0)
+        lowp_cli_fail("select: --scale '%s' (calibrated one)", a.scale);
+    if (a.budget_set && a.topk_set)
+        lowp_cli_fail("select: --budget and --topk both give the number of blocks; give one");
+    if (a.budget_set && sel != LOWP_SEL_QSA)
+        lowp_cli_fail("select %s: --budget is QSA's (tokens); give --topk", a.selector);
     float *wq = NULL, *wk = NULL, *w = NULL;
-    if (sel == SEL_QSA) {
-        s.qsa = lowp_qsa_config_default();
-        s.qsa.index_heads = H;
-        s.qsa.head_dim = d;
+    if (sel == LOWP_SEL_QSA) {
         if (a.ratio_set)
-            s.qsa.ratio = a.ratio;
+            sp.qsa.ratio = a.ratio;
         if (a.rotary_set)
-            s.qsa.rotary_dim = a.rotary;
-        else if (s.qsa.rotary_dim > d)
-            s.qsa.rotary_dim = d - d % 2;
+            sp.qsa.rotary_dim = a.rotary;
         if (a.theta_set)
-            s.qsa.rope_theta = a.theta;
-        s.qsa.divide = !a.no_divide;
-        if (a.budget_set && a.topk_set)
-            lowp_cli_fail("select: --budget and --topk both give the number of blocks; give one");
+            sp.qsa.rope_theta = a.theta;
+        sp.qsa.divide = !a.no_divide;
         if (a.budget_set) {
-            if (a.budget % s.qsa.ratio)
-                lowp_cli_fail("select qsa: --budget %zu is not a multiple of the ratio %zu", a.budget, s.qsa.ratio);
-            s.qsa.topk = a.budget / s.qsa.ratio;
+            if (a.budget % sp.qsa.ratio)
+                lowp_cli_fail("select qsa: --budget %zu is not a multiple of the ratio %zu", a.budget, sp.qsa.ratio);
+            sp.qsa.topk = a.budget / sp.qsa.ratio;
         } else if (a.topk_set)
-            s.qsa.topk = a.topk;
-        if (s.qsa.topk > ctx / s.qsa.ratio)
-            lowp_cli_fail("select qsa: top-%zu of the %zu blocks the %zu keys make (at most %zu)", s.qsa.topk,
-                          ctx / s.qsa.ratio, ctx, ctx / s.qsa.ratio);
-        wq = a.wq ? load_vector("--q-norm-weight", a.wq, d) : calloc(d, sizeof *wq);
-        wk = a.wk ? load_vector("--k-norm-weight", a.wk, d) : calloc(d, sizeof *wk);
-        if (wq == NULL || wk == NULL)
-            lowp_cli_fail("out of memory");
-        s.units = 1;
-        s.cand = ctx / s.qsa.ratio;
-    } else if (sel == SEL_DSA) {
-        s.dsa = lowp_dsa_config_default();
-        s.dsa.heads = H;
-        s.dsa.head_dim = d;
+            sp.qsa.topk = a.topk;
+        if (a.wq)
+            wq = load_vector("--q-norm-weight", a.wq, d);
+        if (a.wk)
+            wk = load_vector("--k-norm-weight", a.wk, d);
+    } else if (sel == LOWP_SEL_DSA) {
         if (a.topk_set)
-            s.dsa.topk = a.topk;
-        if (a.budget_set)
-            lowp_cli_fail("select dsa: --budget is QSA's; DSA selects --topk tokens");
-        if (s.dsa.topk > ctx)
-            lowp_cli_fail("select dsa: top-%zu of %zu keys", s.dsa.topk, ctx);
-        s.dsa.ue8m0 = !a.no_ue8m0;
+            sp.dsa.topk = a.topk;
+        sp.dsa.ue8m0 = !a.no_ue8m0;
         if (a.q_floor_set)
-            s.dsa.q_floor = (float)a.q_floor;
-        if (a.w) {
+            sp.dsa.q_floor = (float)a.q_floor;
+        if (a.w)
             w = load_vector("--weights", a.w, qlen * H);
-            to_bf16(w, qlen * H);
-        } else {
-            w = malloc(qlen * H * sizeof *w);
-            if (w == NULL)
-                lowp_cli_fail("out of memory");
-            for (size_t i = 0; i < qlen * H; i++)
-                w[i] = 1.0f;
-        }
-        s.units = 1;
-        s.cand = ctx;
     } else {
-        s.bs.method = sel == SEL_MOBA ? LOWP_BLOCKSEL_MOBA : LOWP_BLOCKSEL_NSA;
-        s.bs.q_heads = H;
-        s.bs.kv_heads = kvh;
-        s.bs.head_dim = d;
-        s.bs.block = a.block_set ? a.block : 64;
-        s.bs.topk = a.topk_set ? a.topk : (sel == SEL_MOBA ? 3 : 16);
-        s.bs.sink_blocks = a.sink_set ? a.sink : (sel == SEL_MOBA ? 0 : 1);
-        s.bs.local_blocks = a.local_set ? a.local : (sel == SEL_MOBA ? 1 : 2);
-        size_t nbk = (ctx + s.bs.block - 1) / s.bs.block;
-        if (s.bs.topk > nbk)
-            lowp_cli_fail("select %s: top-%zu of the %zu blocks of %zu keys", a.selector, s.bs.topk, nbk, ctx);
-        s.units = lowp_blocksel_units(&s.bs);
-        s.cand = (ctx - 1) / s.bs.block + 1;
+        if (a.block_set)
+            sp.bs.block = a.block;
+        if (a.topk_set)
+            sp.bs.topk = a.topk;
+        if (a.sink_set)
+            sp.bs.sink_blocks = a.sink;
+        if (a.local_set)
+            sp.bs.local_blocks = a.local;
     }
-    size_t rq = sel == SEL_MOBA || sel == SEL_NSA ? 0 : to_bf16(q, qlen * H * d);
-    size_t rk = sel == SEL_MOBA || sel == SEL_NSA ? 0 : to_bf16(k, ctx * d);
-    const char *keys = a.keys ? a.keys : "bf16";
-    selector ref = s;
-    prepare(&s, &a, keys, k, ctx, kvh, d, wk);
-    prepare(&ref, &a, "bf16", k, ctx, kvh, d, wk);
-    size_t K = sel == SEL_QSA ? s.qsa.topk : sel == SEL_DSA ? s.dsa.topk : s.bs.topk;
-
-    size_t U = s.units, C = s.cand;
-    float *sc = malloc(qlen * U * C * sizeof *sc), *rsc = malloc(U * C * sizeof *rsc);
-    int32_t *idx = malloc(qlen * U * K * sizeof *idx), *ridx = malloc(K * sizeof *ridx);
-    size_t W = sel == SEL_QSA ? lowp_qsa_index_width(&s.qsa) + 1 : 0;
-    int32_t *list = W ? malloc(qlen * W * sizeof *list) : NULL;
-    if (sc == NULL || rsc == NULL || idx == NULL || ridx == NULL || (W && list == NULL))
-        lowp_cli_fail("out of memory for the selections");
-    double jac_sum = 0, rec_sum = 0, jac_min = 1;
-    size_t lost = 0, deepest = 0, n_sel = 0, unchanged = 0, progress = lowp_progress_wanted();
-    char why[256];
-    for (size_t r = 0; r < qlen; r++) {
-        size_t pos = q0 + r, vis = 0, rvis = 0;
-        if (progress)
-            fprintf(stderr, "\rlowp select: query row %zu/%zu", r + 1, qlen);
-        score_row(&s, &a, q, wq, w, ctx, r, pos, sc + r * U * C, &vis);
-        score_row(&ref, &a, q, wq, w, ctx, r, pos, rsc, &rvis);
-        for (size_t u = 0; u < U; u++) {
-            const float *row = sc + (r * U + u) * C;
-            int32_t *sel_u = idx + (r * U + u) * K;
-            size_t n = 0, rn = 0;
-            if (lowp_topk(row, vis, K, sel_u, &n, why, sizeof why))
-                lowp_cli_fail("select: query row %zu, unit %zu, keys %s: %s", r, u, keys, why);
-            if (lowp_topk(rsc + u * C, rvis, K, ridx, &rn, why, sizeof why))
-                lowp_cli_fail("select: query row %zu, unit %zu, reference keys: %s", r, u, why);
-            lowp_select_drift dr;
-            if (lowp_select_drift_of(ridx, rn, sel_u, n, rsc + u * C, rvis, &dr, why, sizeof why))
-                lowp_cli_fail("select: drift: %s", why);
-            jac_sum += dr.jaccard;
-            rec_sum += dr.recall;
-            jac_min = dr.jaccard < jac_min ? dr.jaccard : jac_min;
-            lost += dr.lost;
-            deepest = dr.max_intruder_rank > deepest ? dr.max_intruder_rank : deepest;
-            unchanged += dr.lost == 0 && dr.intruders == 0;
-            n_sel++;
-            if (W && u == 0 && lowp_qsa_select(&s.qsa, row, vis, pos, list + r * W, NULL, NULL, why, sizeof why))
-                lowp_cli_fail("select: query row %zu: %s", r, why);
-        }
-    }
-    if (progress)
-        fputc('\n', stderr);
+    lowp_select_inputs in = {q, k, wq, wk, w, qlen, H, ctx, kvh, d, q0};
+    lowp_select_result res;
+    char why[512];
+    if (lowp_select_run(&sp, &in, &res, lowp_progress_wanted() ? row_progress : NULL, NULL, why, sizeof why))
+        lowp_cli_fail("select %s: %s", a.selector, why);
     printf("# lowp select %s: q [%zu, %zu, %zu], k [%zu, %zu, %zu], queries at %zu..%zu, top-%zu, keys %s "
            "against bf16\n",
-           a.selector, qlen, H, d, ctx, kvh, d, q0, q0 + qlen - 1, K, keys);
-    if (rq || rk)
-        printf("# rounded to BF16 as the model holds them: %zu query and %zu key values\n", rq, rk);
-    if (s.counts.elements)
+           a.selector, qlen, H, d, ctx, kvh, d, q0, q0 + qlen - 1, res.k, sp.keys);
+    if (res.rounded)
+        printf("# rounded to BF16 as the model holds them: %zu query and key values\n", res.rounded);
+    if (res.counts.elements)
         printf("# keys quantized with global scale %.9g (decode side): %zu of %zu blocks have a zero scale, "
                "%zu of %zu elements flushed to zero\n",
-               (double)s.dec, s.counts.scale_zero, s.counts.blocks, s.counts.flushed, s.counts.elements);
+               (double)res.dec, res.counts.scale_zero, res.counts.blocks, res.counts.flushed, res.counts.elements);
     printf("selections %zu  unchanged %zu  jaccard mean %.6f min %.6f  recall mean %.6f  lost %zu  "
            "deepest intruder rank %zu\n",
-           n_sel, unchanged, jac_sum / (double)n_sel, jac_min, rec_sum / (double)n_sel, lost, deepest);
+           res.selections, res.unchanged, res.jaccard_sum / (double)res.selections, res.jaccard_min,
+           res.recall_sum / (double)res.selections, res.lost, res.deepest);
     if (fflush(stdout) != 0)
         lowp_cli_fail("cannot write to standard output");
     if (a.indices)
-        write_i32_3(a.indices, idx, qlen, U, K);
+        write_i32_3(a.indices, res.indices, qlen, res.units, res.k);
     if (a.index_list)
-        write_i32_3(a.index_list, list, qlen, W, 0);
+        write_i32_3(a.index_list, res.index_list, qlen, res.list_width, 0);
     if (a.scores)
-        lowp_cli_write_f32_3(a.scores, sc, qlen, U, C);
-    selector_free(&s);
-    selector_free(&ref);
+        lowp_cli_write_f32_3(a.scores, res.scores, qlen, res.units, res.cand);
+    lowp_select_result_free(&res);
     free(q);
     free(k);
     free(wq);
     free(wk);
     free(w);
-    free(sc);
-    free(rsc);
-    free(idx);
-    free(ridx);
-    free(list);
     return LOWP_EXIT_OK;
 }
