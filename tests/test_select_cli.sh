@@ -166,6 +166,30 @@ for args, want in refusals:
         bad(f"{' '.join(args)}: refused but wrote --indices")
     else:
         ok()
+# select-sweep: one small grid as CSV; rows for every key format, the needle columns filled
+p = subprocess.run([lowp, "select-sweep", "--contexts", "4096", "--selectors", "qsa,nsa", "--workloads", "needle",
+                    "--q-len", "1", "--csv", f("sweep.csv")], capture_output=True, text=True)
+if p.returncode != 0:
+    bad(f"select-sweep: exit {p.returncode}: {p.stderr.strip()}")
+else:
+    rows = [l.split(",") for l in open(f("sweep.csv")).read().splitlines()]
+    head, body = rows[0], rows[1:]
+    keys = sorted((r[0], r[3]) for r in body)
+    want = sorted([("qsa", k) for k in ("e4m3", "nvfp4", "mxfp4", "mxfp8")] +
+                  [("nsa", k) for k in ("fp8_e4m3 g=amax/448", "fp8_e4m3 g=1", "nvfp4 g=amax/2688", "nvfp4 g=1",
+                                        "mxfp4", "mxfp8")])
+    ni = head.index("needles")
+    if keys != want or any(int(r[ni]) != int(r[head.index("selections")]) for r in body):
+        bad(f"select-sweep rows: {keys}")
+    else:
+        ok()
+for args, want in ((["--selectors", "bsa"], "unknown selector"), (["--workloads", "x"], "unknown workload"),
+                   (["--contexts", "10"], "--contexts")):
+    p = subprocess.run([lowp, "select-sweep"] + args, capture_output=True, text=True)
+    if p.returncode != 2 or want not in p.stderr:
+        bad(f"select-sweep {args}: exit {p.returncode} {p.stderr.strip()!r}")
+    else:
+        ok()
 print(f"test_select_cli: {passes} passed, {fails} failed")
 sys.exit(1 if fails else 0)
 EOF
