@@ -20,8 +20,9 @@ allowed() {
     io) echo "io common" ;;
     kvcache) echo "kvcache block codec common" ;;
     attn) echo "attn kvcache block codec hw common" ;;
+    select) echo "select attn kvcache block codec hw common" ;;
     oracle) echo "oracle attn kvcache block codec hw common" ;;
-    study) echo "study oracle attn kvcache block codec hw io common" ;;
+    study) echo "study oracle select attn kvcache block codec hw io common" ;;
     *) echo "" ;;
   esac
 }

@@ -1,0 +1,252 @@
+/* tools/cmd_select_sweep.c: `lowp select-sweep`: how often each index-key (QSA, DSA) or
+ * main-key (MoBA, NSA) format changes the selection, across seeded workloads and
+ * contexts, with the needle's survival where the workload has one.
+ *
+ * Every row is one (selector, workload, context, keys): lowp_select_run (lowp/select_run.h)
+ * over the last q_len query positions of a lowp/workload.h workload, against the BF16
+ * reference keys. The file name gives the C name select_sweep; the dispatcher shows and
+ * accepts `select-sweep`. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "lowp/cases.h"
+#include "lowp/select_run.h"
+#include "lowp/workload.h"
+
+LOWP_COMMAND_DEFINE(select_sweep, "selection drift of every key format across selectors, workloads, contexts");
+
+static void sweep_usage(FILE *f)
+{
+    fputs("usage: lowp select-sweep [--contexts N,N,...] [--selectors S,...] [--workloads W,...] [--q-len N]\n"
+          "                         [--seed S] [--csv FILE] [--quick]\n"
+          "  default: contexts 4096 16384 65536 131072; selectors qsa dsa moba nsa; workloads k-outlier\n"
+          "           rope needle small (lowp/workload.h); the last 4 query positions; seed 0x6c6f7770\n"
+          "  shapes:  qsa 4 index heads x 128 over 1 index-key head (Qwen3.8-Flash-Next), top-512 blocks of 4;\n"
+          "           dsa 64 heads x 128 over 1 (DeepSeek-V3.2), top-2048 tokens; moba 32 / 8 heads x 128,\n"
+          "           blocks of 512, top-3; nsa the same heads, blocks of 64, top-16 with 1 sink and 2 local\n"
+          "  keys:    qsa e4m3 nvfp4 mxfp4 mxfp8; dsa fp8 fp4 fp4-deepgemm; moba / nsa fp8_e4m3 and nvfp4\n"
+          "           (sglang-kv) each with the global scale calibrated and at 1.0, mxfp4, mxfp8; each against\n"
+          "           the BF16 keys' selection\n"
+          "  --quick  contexts 4096 8192, 16 DSA heads, 2 query positions (seconds)\n"
+          "  a context whose candidates the top-k covers (QSA up to 2048 tokens, DSA up to 2048, MoBA up\n"
+          "  to 1536) selects everything and is skipped with a line saying so\n"
+          "  --csv    the table as CSV ('-': stdout, replacing the text table)\n"
+          "  columns: selections (rows x units), unchanged (identical sets), jaccard mean / min, recall@k\n"
+          "           mean, lost (reference blocks dropped, summed), deepest (the largest rank an intruder\n"
+          "           has in the reference order), needle kept / kept by the reference (needle workload)\n",
+          f);
+}
+
+typedef struct {
+    const char *keys, *recipe;
+    lowp_sweep_scale_mode scale;
+    const char *label;
+} key_choice;
+
+static size_t choices(lowp_selector_kind k, key_choice *c)
+{
+    static const key_choice qsa[] = {{"e4m3", NULL, 0, "e4m3"},
+                                     {"nvfp4", NULL, 0, "nvfp4"},
+                                     {"mxfp4", NULL, 0, "mxfp4"},
+                                     {"mxfp8", NULL, 0, "mxfp8"}};
+    static const key_choice dsa[] = {
+        {"fp8", NULL, 0, "fp8"}, {"fp4", NULL, 0, "fp4"}, {"fp4-deepgemm", NULL, 0, "fp4-deepgemm"}};
+    static const key_choice main_keys[] = {
+        {"fp8_e4m3", NULL, LOWP_SWEEP_SCALE_CALIBRATED, "fp8_e4m3 g=amax/448"},
+        {"fp8_e4m3", NULL, LOWP_SWEEP_SCALE_ONE, "fp8_e4m3 g=1"},
+        {"nvfp4", "sglang-kv", LOWP_SWEEP_SCALE_CALIBRATED, "nvfp4 g=amax/2688"},
+        {"nvfp4", "sglang-kv", LOWP_SWEEP_SCALE_ONE, "nvfp4 g=1"},
+        {"mxfp4", NULL, LOWP_SWEEP_SCALE_CALIBRATED, "mxfp4"},
+        {"mxfp8", NULL, LOWP_SWEEP_SCALE_CALIBRATED, "mxfp8"}};
+    const key_choice *src = k == LOWP_SEL_QSA ? qsa : k == LOWP_SEL_DSA ? dsa : main_keys;
+    size_t n = k == LOWP_SEL_QSA ? 4 : k == LOWP_SEL_DSA ? 3 : 6;
+    memcpy(c, src, n * sizeof *c);
+    return n;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* how many selections hold the needle's candidate (block or token) */
+static size_t needle_hits(const lowp_select_spec *sp, const int32_t *idx, size_t rows, size_t units, size_t k,
+                          const size_t *needle, size_t kvh, size_t hq)
+{
+    size_t hits = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t u = 0; u < units; u++) {
+            size_t g = sp->kind == LOWP_SEL_MOBA ? u / (hq / kvh) : sp->kind == LOWP_SEL_NSA ? u : 0;
+            size_t n = needle[g];
+            int32_t want = (int32_t)(sp->kind == LOWP_SEL_QSA   ? n / sp->qsa.ratio
+                                     : sp->kind == LOWP_SEL_DSA ? n
+                                                                : n / sp->bs.block);
+            hits += lowp_select_contains(idx + (r * units + u) * k, k, want);
+        }
+    return hits;
+}
+
+int lowp_cmd_select_sweep(int argc, char **argv)
+{
+    size_t ctxs[16] = {4096, 16384, 65536, 131072}, nctx = 4, qlen = 4, dsa_heads = 64;
+    unsigned sels = 0xf, wls = (1u << LOWP_WL_K_OUTLIER) | (1u << LOWP_WL_ROPE) | (1u << LOWP_WL_NEEDLE) |
+                                (1u << LOWP_WL_SMALL);
+    uint64_t seed = LOWP_DEFAULT_SEED;
+    const char *csv = NULL;
+    int quick = 0, ctx_set = 0, qlen_set = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            sweep_usage(stdout);
+            return LOWP_EXIT_OK;
+        } else if (strcmp(s, "--contexts") == 0) {
+            uint64_t v[16];
+            nctx = lowp_cli_parse_list("--contexts", lowp_cli_option_value(argc, argv, &i), 1, 16, 64,
+                                       (uint64_t)1 << 21, v);
+            for (size_t j = 0; j < nctx; j++)
+                ctxs[j] = (size_t)v[j];
+            ctx_set = 1;
+        } else if (strcmp(s, "--selectors") == 0 || strcmp(s, "--workloads") == 0) {
+            int is_sel = s[2] == 's';
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", lowp_cli_option_value(argc, argv, &i));
+            unsigned bits = 0;
+            for (char *t = strtok(buf, ","); t != NULL; t = strtok(NULL, ",")) {
+                lowp_selector_kind k;
+                lowp_workload_kind w;
+                if (is_sel && lowp_selector_parse(t, &k) == 0)
+                    bits |= 1u << k;
+                else if (!is_sel && lowp_workload_parse(t, &w) == 0)
+                    bits |= 1u << w;
+                else
+                    lowp_cli_fail("%s: unknown %s '%s'", s, is_sel ? "selector (qsa dsa moba nsa)" : "workload", t);
+            }
+            if (bits == 0)
+                lowp_cli_fail("%s: nothing named", s);
+            *(is_sel ? &sels : &wls) = bits;
+        } else if (strcmp(s, "--q-len") == 0) {
+            qlen = (size_t)lowp_cli_parse_u64("--q-len", lowp_cli_option_value(argc, argv, &i), 1, 64);
+            qlen_set = 1;
+        } else if (strcmp(s, "--seed") == 0)
+            seed = lowp_cli_parse_seed("--seed", lowp_cli_option_value(argc, argv, &i));
+        else if (strcmp(s, "--csv") == 0)
+            csv = lowp_cli_option_value(argc, argv, &i);
+        else if (strcmp(s, "--quick") == 0)
+            quick = 1;
+        else
+            lowp_cli_fail("select-sweep: unknown argument '%s' (see lowp select-sweep --help)", s);
+    }
+    if (quick) {
+        if (!ctx_set) {
+            ctxs[0] = 4096;
+            ctxs[1] = 8192;
+            nctx = 2;
+        }
+        if (!qlen_set)
+            qlen = 2;
+        dsa_heads = 16;
+    }
+    lowp_out_check("--csv", csv);
+    int table = !(csv != NULL && strcmp(csv, "-") == 0);
+    char *lines = NULL;
+    size_t llen = 0;
+    FILE *rows = open_memstream(&lines, &llen);
+    if (rows == NULL)
+        lowp_cli_fail("out of memory");
+    fprintf(rows, "selector,workload,ctx,keys,selections,unchanged,jaccard_mean,jaccard_min,recall_mean,lost,"
+                  "deepest,needle_kept,needle_kept_ref,needles,zero_scales,blocks,seconds\n");
+    if (table)
+        printf("# lowp select-sweep: seed 0x%llx, the last %zu query positions; drift against the BF16 keys\n"
+               "%-5s %-10s %7s %-20s %6s %6s %8s %8s %8s %7s %7s %9s\n",
+               (unsigned long long)seed, qlen, "sel", "workload", "ctx", "keys", "sels", "same", "jacc", "jmin",
+               "recall", "lost", "deepest", "needle");
+    int progress = lowp_progress_wanted();
+    char why[512];
+    for (int sk = 0; sk < LOWP_SELECTOR_COUNT; sk++) {
+        if (!(sels & (1u << sk)))
+            continue;
+        lowp_selector_kind kind = (lowp_selector_kind)sk;
+        int index_keys = kind == LOWP_SEL_QSA || kind == LOWP_SEL_DSA;
+        size_t hq = kind == LOWP_SEL_QSA ? 4 : kind == LOWP_SEL_DSA ? dsa_heads : 32, hk = index_keys ? 1 : 8;
+        for (int wk = 0; wk < LOWP_WORKLOAD_KIND_COUNT; wk++) {
+            if (!(wls & (1u << wk)))
+                continue;
+            for (size_t ci = 0; ci < nctx; ci++) {
+                size_t ctx = ctxs[ci], rows_q = qlen < ctx ? qlen : ctx;
+                lowp_select_spec probe = lowp_select_spec_default(kind, hq, hk, 128);
+                size_t cand = kind == LOWP_SEL_QSA   ? ctx / probe.qsa.ratio
+                              : kind == LOWP_SEL_DSA ? ctx
+                                                     : (ctx - 1) / probe.bs.block + 1;
+                size_t topk = kind == LOWP_SEL_QSA ? probe.qsa.topk : kind == LOWP_SEL_DSA ? probe.dsa.topk : probe.bs.topk;
+                if (topk >= cand) { /* the selection is everything: no drift to measure */
+                    if (table)
+                        printf("# %s at %zu tokens: top-%zu of %zu candidates selects them all (dense); skipped\n",
+                               lowp_selector_name(kind), ctx, topk, cand);
+                    continue;
+                }
+                lowp_attn_shape shape = {rows_q, hq, hk, 128, 128, ctx, ctx - rows_q, 0};
+                lowp_workload w;
+                if (lowp_workload_make((lowp_workload_kind)wk, seed, &shape, &w, why, sizeof why))
+                    lowp_cli_fail("select-sweep: %s", why);
+                key_choice kc[8];
+                size_t nk = choices(kind, kc);
+                for (size_t j = 0; j < nk; j++) {
+                    lowp_select_spec sp = lowp_select_spec_default(kind, hq, hk, 128);
+                    sp.keys = kc[j].keys;
+                    sp.recipe = kc[j].recipe;
+                    sp.scale = kc[j].scale;
+                    if (progress)
+                        fprintf(stderr, "\r\033[Klowp select-sweep: %s %s %zu %s", lowp_selector_name(kind),
+                                lowp_workload_name((lowp_workload_kind)wk), ctx, kc[j].label);
+                    lowp_select_inputs in = {w.q, w.k, NULL, NULL, NULL, rows_q, hq, ctx, hk, 128, ctx - rows_q};
+                    lowp_select_result r;
+                    double t0 = now_s();
+                    if (lowp_select_run(&sp, &in, &r, NULL, NULL, why, sizeof why))
+                        lowp_cli_fail("select-sweep: %s %s ctx %zu keys %s: %s", lowp_selector_name(kind),
+                                      lowp_workload_name((lowp_workload_kind)wk), ctx, kc[j].label, why);
+                    double secs = now_s() - t0;
+                    size_t kept = 0, kept_ref = 0, needles = 0;
+                    if (w.needle != NULL) {
+                        needles = r.selections;
+                        kept = needle_hits(&sp, r.indices, rows_q, r.units, r.k, w.needle, hk, hq);
+                        kept_ref = needle_hits(&sp, r.ref_indices, rows_q, r.units, r.k, w.needle, hk, hq);
+                    }
+                    double jm = r.jaccard_sum / (double)r.selections, rm = r.recall_sum / (double)r.selections;
+                    fprintf(rows, "%s,%s,%zu,%s,%zu,%zu,%.6f,%.6f,%.6f,%zu,%zu,%zu,%zu,%zu,%zu,%zu,%.3f\n",
+                            lowp_selector_name(kind), lowp_workload_name((lowp_workload_kind)wk), ctx, kc[j].label,
+                            r.selections, r.unchanged, jm, r.jaccard_min, rm, r.lost, r.deepest, kept, kept_ref,
+                            needles, r.counts.scale_zero, r.counts.blocks, secs);
+                    if (table) {
+                        char nd[32] = "-";
+                        if (needles)
+                            snprintf(nd, sizeof nd, "%zu/%zu(%zu)", kept, needles, kept_ref);
+                        printf("%-5s %-10s %7zu %-20s %6zu %6zu %8.4f %8.4f %8.4f %7zu %7zu %9s\n",
+                               lowp_selector_name(kind), lowp_workload_name((lowp_workload_kind)wk), ctx,
+                               kc[j].label, r.selections, r.unchanged, jm, r.jaccard_min, rm, r.lost, r.deepest, nd);
+                        fflush(stdout);
+                    }
+                    lowp_select_result_free(&r);
+                }
+                lowp_workload_free(&w);
+            }
+        }
+    }
+    if (progress)
+        fputs("\r\033[K", stderr);
+    if (fclose(rows) != 0)
+        lowp_cli_fail("out of memory");
+    if (csv != NULL) {
+        FILE *o = lowp_out_open(csv, 0);
+        if (fwrite(lines, 1, llen, o) != llen)
+            lowp_cli_fail("cannot write '%s'", csv);
+        lowp_out_commit(o);
+    }
+    free(lines);
+    return LOWP_EXIT_OK;
+}
