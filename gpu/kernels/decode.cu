@@ -246,6 +246,30 @@ __device__ __forceinline__ uint8_t scale_at(const uint8_t *sc, int sw, const uin
     return sc[r * sw + (sh != nullptr ? sh[r] : 0) + s];
 }
 
+/* Four words of FP8 codes w[i] (two codes a half) -> 8 BF16 pairs, exact: o[2i] from the
+ * low half of w[i], o[2i + 1] from its high half. */
+__device__ __forceinline__ void fp8x8_bf16(const uint32_t *w, int e5m2, uint32_t *o)
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        o[2 * i] = fp8x2_bf16(w[i], e5m2);
+        o[2 * i + 1] = fp8x2_bf16(w[i] >> 16, e5m2);
+    }
+}
+
+/* Sixteen E2M1 codes (the nibbles of x0, then of x1) -> 8 BF16 pairs in e2m1x8_bf16's
+ * order (o[0..3] from x0, o[4..7] from x1), each times the scale pair s2: step 1 (above
+ * mxfp4_scales). */
+template <int FMT>
+__device__ __forceinline__ void fp4x16_bf16(uint32_t x0, uint32_t x1, uint32_t s2, uint32_t *o)
+{
+    e2m1x8_bf16<FMT == F_MXFP4>(x0, o);
+    e2m1x8_bf16<FMT == F_MXFP4>(x1, o + 4);
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        o[i] = bf16x2_mul(o[i], s2);
+}
+
 /* Lane (g, t)'s K fragment of one chunk of one tile row (row points at dims 64c + 16t):
  * 8 BF16 pairs, pairs (2ks, 2ks + 1) being k-step ks's b0, b1: dims 4ks .. 4ks + 3 of the
  * 16 for BF16 and FP8, and for FP4 (whose decode pairs codes 4 apart) dims i, i + 4 (b0)
@@ -262,18 +286,10 @@ __device__ __forceinline__ void k_frag(const uint8_t *row, uint32_t s2, int e5m2
     } else if (FMT == F_FP8) {
         const uint4 a = *reinterpret_cast<const uint4 *>(row);
         const uint32_t w[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            o[2 * i] = fp8x2_bf16(w[i], e5m2);
-            o[2 * i + 1] = fp8x2_bf16(w[i] >> 16, e5m2);
-        }
+        fp8x8_bf16(w, e5m2, o);
     } else {
         const uint2 a = *reinterpret_cast<const uint2 *>(row);
-        e2m1x8_bf16<FMT == F_MXFP4>(a.x, o);
-        e2m1x8_bf16<FMT == F_MXFP4>(a.y, o + 4);
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            o[i] = bf16x2_mul(o[i], s2); /* step 1 (above mxfp4_scales) */
+        fp4x16_bf16<FMT>(a.x, a.y, s2, o);
     }
 }
 
@@ -296,21 +312,13 @@ __device__ __forceinline__ void v_pairs(const uint8_t *A, const uint8_t *B, uint
         const uint2 b = *reinterpret_cast<const uint2 *>(B);
         const uint32_t x[4] = {lowp_dec_prmt(a.x, b.x, 0x5140u), lowp_dec_prmt(a.x, b.x, 0x7362u),
                                lowp_dec_prmt(a.y, b.y, 0x5140u), lowp_dec_prmt(a.y, b.y, 0x7362u)};
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            o[2 * i] = fp8x2_bf16(x[i], e5m2);
-            o[2 * i + 1] = fp8x2_bf16(x[i] >> 16, e5m2);
-        }
+        fp8x8_bf16(x, e5m2, o);
     } else {
         const uint32_t a = *reinterpret_cast<const uint32_t *>(A);
         const uint32_t b = *reinterpret_cast<const uint32_t *>(B);
         /* x0: A's dims 0..3 then B's, x1: dims 4..7; codes 4 apart pair A with B */
         const uint32_t x0 = lowp_dec_prmt(a, b, 0x5410u), x1 = lowp_dec_prmt(a, b, 0x7632u);
-        e2m1x8_bf16<FMT == F_MXFP4>(x0, o);
-        e2m1x8_bf16<FMT == F_MXFP4>(x1, o + 4);
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-            o[j] = bf16x2_mul(o[j], s2);
+        fp4x16_bf16<FMT>(x0, x1, s2, o);
     }
 }
 
