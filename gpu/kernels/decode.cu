@@ -24,7 +24,6 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <cuda_bf16.h>
@@ -50,9 +49,10 @@ namespace {
 
 enum Fmt { F_BF16 = 0, F_FP8 = 1, F_NVFP4 = 2, F_MXFP4 = 3 };
 
-/* Work items (splits) per CTA, sharing the staged Q: at most 4, fewer when the stages of
- * 4 warps do not fit in shared memory (lowp_gpu_decode_prepare). */
-#define LOWP_DEC_MAX_WARPS 4
+/* Work items (splits) per CTA, sharing the staged Q: at most 4, fewer when asked
+ * (lowp_gpu_decode_desc.cta_warps) or when the stages of 4 warps do not fit in shared
+ * memory (lowp_gpu_decode_prepare). */
+#define LOWP_DEC_MAX_WARPS LOWP_GPU_DECODE_MAX_WARPS
 
 typedef lowp_gpu_decode_params Params;
 
@@ -161,6 +161,7 @@ __device__ __forceinline__ void cp4(uint32_t dst, const void *src, int bytes)
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;"); }
 
 /* Wait until at most n groups of this thread are pending (n is 0..6: p.stages <= 8). */
+static_assert(LOWP_GPU_DECODE_MAX_STAGES <= 8, "cp_wait waits for at most 6 pending groups");
 __device__ __forceinline__ void cp_wait(int n)
 {
     switch (n) {
@@ -1196,6 +1197,12 @@ int make_plan(const lowp_gpu_decode_desc *d, Plan *pl, char *why, size_t why_len
         return -1;
     if (!(d->sm_scale == d->sm_scale) || isinf(d->sm_scale))
         return lowp_why_set(why, why_len, "sm_scale is not finite");
+    if (d->ring_stages != 0 && (d->ring_stages < 2 || d->ring_stages > LOWP_GPU_DECODE_MAX_STAGES))
+        return lowp_why_set(why, why_len, "ring_stages %d: 0 (the default) or 2..%d",
+                            d->ring_stages, LOWP_GPU_DECODE_MAX_STAGES);
+    if (d->cta_warps < 0 || d->cta_warps > LOWP_GPU_DECODE_MAX_WARPS)
+        return lowp_why_set(why, why_len, "cta_warps %d: 0 (the default) or 1..%d", d->cta_warps,
+                            LOWP_GPU_DECODE_MAX_WARPS);
     pl->B = d->pt_host->batch;
     pl->H = cfg->num_heads;
     pl->G = d->num_q_heads / cfg->num_heads;
@@ -1369,32 +1376,18 @@ extern "C" int lowp_gpu_decode_prepare(const lowp_gpu_decode_desc *d, void *ws, 
         if ((size_t)1 << sh == cfg->page_size)
             p.ps_shift = sh;
 
-    /* Stages and warps change how bytes travel, never the arithmetic. About 8 KiB of ring
-     * per warp, at least 2 stages, at most 8: on the H200 (batch 32, 32K tokens) 2 stages
-     * beat 3..8 for every format, because a smaller ring lets more CTAs share an SM and
-     * the kernel is bound by issue, not by bytes in flight. LOWP_GPU_DECODE_STAGES
-     * overrides the count (for tuning with `lowp gpu bench`). */
+    /* Stages and warps change how bytes travel, never the arithmetic. By default about 8
+     * KiB of ring per warp, at least 2 stages, at most 8: on the H200 (batch 32, 32K
+     * tokens) 2 stages beat 3..8 for every format, because a smaller ring lets more CTAs
+     * share an SM and the kernel is bound by issue, not by bytes in flight. The caller
+     * may ask for others (d->ring_stages, d->cta_warps, checked by make_plan; for tuning
+     * with `lowp gpu bench`); both are reduced below when the ring does not fit. */
     stage_geometry(cfg, &p);
-    p.stages = 8192 / p.stage_bytes;
-    const char *env = getenv("LOWP_GPU_DECODE_STAGES");
-    if (env != NULL && *env != '\0') {
-        char *end = NULL;
-        long v = strtol(env, &end, 10);
-        if (*end != '\0' || v < 2 || v > 8)
-            return lowp_why_set(why, why_len, "LOWP_GPU_DECODE_STAGES=%s: expected 2..8", env);
-        p.stages = (int)v;
-    }
-    p.stages = p.stages < 2 ? 2 : (p.stages > 8 ? 8 : p.stages);
-    int max_warps = LOWP_DEC_MAX_WARPS;
-    env = getenv("LOWP_GPU_DECODE_WARPS"); /* warps per CTA, also a tuning knob */
-    if (env != NULL && *env != '\0') {
-        char *end = NULL;
-        long v = strtol(env, &end, 10);
-        if (*end != '\0' || v < 1 || v > LOWP_DEC_MAX_WARPS)
-            return lowp_why_set(why, why_len, "LOWP_GPU_DECODE_WARPS=%s: expected 1..%d", env,
-                                LOWP_DEC_MAX_WARPS);
-        max_warps = (int)v;
-    }
+    p.stages = d->ring_stages ? d->ring_stages : 8192 / p.stage_bytes;
+    p.stages = p.stages < 2 ? 2
+                            : (p.stages > LOWP_GPU_DECODE_MAX_STAGES ? LOWP_GPU_DECODE_MAX_STAGES
+                                                                     : p.stages);
+    const int max_warps = d->cta_warps ? d->cta_warps : LOWP_DEC_MAX_WARPS;
     const size_t q_bytes = (size_t)p.Dq * 32;
     int dev = 0, optin = 0;
     e = cudaGetDevice(&dev);
