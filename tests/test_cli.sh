@@ -71,6 +71,13 @@ expect_error "gpu bench bad layout" "$lowp" gpu bench --layout diagonal
 expect_error "gpu bench bad option" "$lowp" gpu bench --frobnicate
 expect_error "gpu bench bad split" "$lowp" gpu bench --chunk 17
 expect_error "gpu bench negative settle" "$lowp" gpu bench --settle-ms-per-gb -1
+# the decode ring's bounds: refused as out of range (not as unknown options)
+expect_error "gpu bench stages past 8" "$lowp" gpu bench --stages 9
+grep -q -e 'in \[2, 8\]' -e 'without CUDA' "$tmp/err" && ok || bad "--stages 9: $(cat "$tmp/err")"
+expect_error "gpu bench one stage" "$lowp" gpu bench --stages 1
+expect_error "gpu bench no warps" "$lowp" gpu bench --warps 0
+grep -q -e 'in \[1, 4\]' -e 'without CUDA' "$tmp/err" && ok || bad "--warps 0: $(cat "$tmp/err")"
+expect_error "gpu bench warps past 4" "$lowp" gpu bench --warps 5
 
 # lowp table: every code once, values exact
 [ "$("$lowp" table e4m3 | grep -c '^0x')" = 256 ] && ok || bad "table e4m3 has 256 codes"

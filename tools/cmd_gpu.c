@@ -15,8 +15,11 @@
  *       (any machine): the two files are identical byte for byte.
  *   lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]
  *                  [--head-dim N] [--page-size N] [--layout nhd|hnd] [--reps N]
- *                  [--max-gb X] [--chunk N] [--settle-ms-per-gb X] [--csv FILE]
- *       decode time and bandwidth beside a streaming read (lowp/gpu_bench.h).
+ *                  [--max-gb X] [--chunk N] [--settle-ms-per-gb X] [--stages N] [--warps N]
+ *                  [--csv FILE]
+ *       decode time and bandwidth beside a streaming read (lowp/gpu_bench.h). --stages
+ *       (2..8) and --warps (1..4) size the decode's shared-memory ring (at most; the
+ *       default without them), which changes its speed and never an output bit.
  *
  * Built without CUDA, only `lowp gpu attn --emulate` and `lowp gpu conform
  * --emulator-only` work; the rest says so (exit 2). Without a GPU they exit 77. */
@@ -52,7 +55,8 @@ static void gpu_usage(FILE *f)
           "                     [--chunk N]\n"
           "       lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]\n"
           "                      [--head-dim N] [--page-size N] [--layout nhd|hnd] [--reps N]\n"
-          "                      [--max-gb X] [--chunk N] [--settle-ms-per-gb X] [--csv FILE]\n"
+          "                      [--max-gb X] [--chunk N] [--settle-ms-per-gb X] [--stages N] [--warps N]\n"
+          "                      [--csv FILE]\n"
           "  Q [1, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx, num_kv_heads, vo_dim]:\n"
           "  a decode (one query token at position ctx - 1). Formats: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4;\n"
           "  head dims multiples of 64 up to 512; up to 16 query heads per KV head.\n",
@@ -188,7 +192,13 @@ static int gpu_bench(int argc, char **argv)
             o.chunk = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 0);
             if (o.chunk % 16)
                 lowp_cli_fail("--chunk %zu: a multiple of 16 tokens", o.chunk);
-        } else if (!strcmp(a, "--csv"))
+        } else if (!strcmp(a, "--stages")) /* the ring's bounds: lowp_gpu_decode_desc */
+            o.stages = (int)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 2,
+                                               LOWP_GPU_DECODE_MAX_STAGES);
+        else if (!strcmp(a, "--warps"))
+            o.warps = (int)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1,
+                                              LOWP_GPU_DECODE_MAX_WARPS);
+        else if (!strcmp(a, "--csv"))
             csv_path = lowp_cli_option_value(argc, argv, &i);
         else {
             lowp_cli_fail("lowp gpu bench: unknown option '%s' (see lowp gpu --help)", a);

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # tools/gpu_tune.sh: how the decode kernel's shared-memory ring size changes its speed.
 #
-# Stages per warp (LOWP_GPU_DECODE_STAGES) and warps per CTA (LOWP_GPU_DECODE_WARPS) change
-# how K/V bytes travel to the SM, never the arithmetic (gpu/kernels/decode.cu), so every setting
-# gives the same output bits. This runs `lowp gpu bench` once per setting and layout and
-# prints one line per (setting, format): median time and fraction of the streaming read.
+# Stages per warp (`lowp gpu bench --stages`) and warps per CTA (`--warps`; the decode
+# library's lowp_gpu_decode_desc.ring_stages and cta_warps) change how K/V bytes travel to
+# the SM, never the arithmetic (gpu/kernels/decode.cu), so every setting gives the same
+# output bits. Both are upper bounds: the library lowers them when the ring does not fit
+# in shared memory. This runs `lowp gpu bench` once per setting and layout and prints one
+# line per (setting, format): median time and fraction of the streaming read.
 #
 #   tools/gpu_tune.sh [LOWP_BINARY] [extra lowp gpu bench arguments...]
 #
@@ -22,8 +24,7 @@ printf '%-6s %-6s %-6s %-9s %12s %9s\n' layout stages warps format "median_us" "
 for lay in ${TUNE_LAYOUTS:-nhd hnd}; do
   for s in ${TUNE_STAGES:-2 3 4}; do
     for w in ${TUNE_WARPS:-4 2}; do
-      out=$(LOWP_GPU_DECODE_STAGES=$s LOWP_GPU_DECODE_WARPS=$w \
-            "$LOWP" gpu bench --layout "$lay" "${ARGS[@]}" 2>&1)
+      out=$("$LOWP" gpu bench --layout "$lay" --stages "$s" --warps "$w" "${ARGS[@]}" 2>&1)
       rc=$?
       [ $rc = 77 ] && { echo "gpu_tune: no CUDA device" >&2; exit 77; }
       [ $rc != 0 ] && { echo "gpu_tune: lowp gpu bench failed: $out" >&2; exit 1; }

@@ -246,6 +246,8 @@ static int bench_one(const lowp_gpu_bench_opts *o, lowp_block_format f, size_t B
         dd.num_q_heads = NQ;
         dd.q_dev = d_q;
         dd.chunk_tokens = o->chunk;
+        dd.ring_stages = o->stages;
+        dd.cta_warps = o->warps;
         if (r == 0) {
             ws_bytes = lowp_gpu_decode_workspace_bytes(&dd, why, wl);
             if (ws_bytes == 0) {
@@ -383,9 +385,18 @@ extern "C" int lowp_gpu_bench_run(const lowp_gpu_bench_opts *o, FILE *csv, FILE 
     if (table) {
         struct cudaDeviceProp prop;
         cudaGetDeviceProperties(&prop, 0);
+        /* the ring asked for (upper bounds: lowp_gpu_decode_desc), only when one was: the
+         * default header stays as it was */
+        char ring[96] = "", st_s[16] = "default", wa_s[16] = "default";
+        if (o->stages)
+            snprintf(st_s, sizeof st_s, "%d", o->stages);
+        if (o->warps)
+            snprintf(wa_s, sizeof wa_s, "%d", o->warps);
+        if (o->stages || o->warps)
+            snprintf(ring, sizeof ring, ", ring stages %s, warps a CTA %s", st_s, wa_s);
         fprintf(table, "lowp gpu bench on %s: %zu query heads, %zu KV heads, head dim %zu, page "
-                "size %zu (%s), median of %d calls\n", prop.name, o->q_heads, o->kv_heads,
-                o->head_dim, o->page_size, o->hnd ? "hnd" : "nhd", o->reps);
+                "size %zu (%s), median of %d calls%s\n", prop.name, o->q_heads, o->kv_heads,
+                o->head_dim, o->page_size, o->hnd ? "hnd" : "nhd", o->reps, ring);
     }
     /* NULL without NVML: the clock columns stay empty */
     lowp_sm_clock *clk = NULL;

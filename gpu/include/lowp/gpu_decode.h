@@ -25,6 +25,10 @@
 extern "C" {
 #endif
 
+/* Bounds of lowp_gpu_decode_desc's ring_stages and cta_warps. */
+#define LOWP_GPU_DECODE_MAX_STAGES 8
+#define LOWP_GPU_DECODE_MAX_WARPS 4
+
 typedef struct lowp_gpu_decode_desc {
     const lowp_gpu_kvcache *cache;
     const lowp_kv_page_table *pt_host; /* host copy: checked, and gives the lengths */
@@ -33,6 +37,17 @@ typedef struct lowp_gpu_decode_desc {
     double sm_scale;       /* 0: 1/sqrt(qk_dim) */
     const uint16_t *q_dev; /* BF16 [batch][num_q_heads][qk_dim] */
     size_t chunk_tokens;   /* 0: lowp_gpu_decode_chunk_tokens */
+    /* The shared-memory ring each warp streams its K/V tiles through: how the bytes
+     * travel, never the arithmetic (every setting gives the same output bits), so these
+     * are tuning knobs (`lowp gpu bench --stages N --warps N`, tools/gpu_tune.sh).
+     * ring_stages: tiles a warp's ring holds, 2..LOWP_GPU_DECODE_MAX_STAGES, or 0 for the
+     * default (about 8 KiB of ring a warp, at least 2 stages: on the H200, batch 32, 32K
+     * tokens, 2 stages beat 3..8 for every format). cta_warps: warps (work items) a CTA,
+     * 1..LOWP_GPU_DECODE_MAX_WARPS, or 0 for the default (the maximum). Both are upper
+     * bounds: the warps, then the stages (down to 2), are reduced until the ring fits the
+     * device's shared memory per block. Other values are refused. */
+    int ring_stages;
+    int cta_warps;
 } lowp_gpu_decode_desc;
 
 /* Bytes of device workspace lowp_gpu_decode needs for d (0 with a reason on bad input). */
@@ -40,7 +55,8 @@ size_t lowp_gpu_decode_workspace_bytes(const lowp_gpu_decode_desc *d, char *why,
 
 /* out_dev: BF16 [batch][num_q_heads][vo_dim]. Everything checkable is checked on the host
  * before any launch (lowp_gpu_decode_check, the page table against the pool, empty
- * sequences, NULL pointers, a workspace smaller than lowp_gpu_decode_workspace_bytes);
+ * sequences, NULL pointers, a workspace smaller than lowp_gpu_decode_workspace_bytes, the
+ * ring's bounds);
  * launches are checked. Asynchronous on stream. 0, or -1 with one sentence in why. */
 int lowp_gpu_decode(const lowp_gpu_decode_desc *d, void *workspace_dev, size_t workspace_bytes,
                     uint16_t *out_dev, cudaStream_t stream, char *why, size_t why_len);

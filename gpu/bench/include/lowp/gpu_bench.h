@@ -39,6 +39,8 @@ typedef struct lowp_gpu_bench_opts {
     size_t chunk;          /* split length in tokens, a multiple of 16; 0 = the default
                             * (lowp_gpu_decode_chunk_tokens). Not a tuning-only knob: the
                             * split boundaries are part of the kernel's arithmetic. */
+    int stages, warps;     /* the decode's ring: lowp_gpu_decode_desc.ring_stages and
+                            * cta_warps (0 = its default); they change no output bit */
     uint64_t seed;
 } lowp_gpu_bench_opts;
 
