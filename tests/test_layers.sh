@@ -20,6 +20,7 @@ allowed() {
     io) echo "io common" ;;
     kvcache) echo "kvcache block codec common" ;;
     attn) echo "attn kvcache block codec hw common" ;;
+    model) echo "model attn kvcache block codec hw io common" ;;
     oracle) echo "oracle attn kvcache block codec hw common" ;;
     study) echo "study oracle attn kvcache block codec hw io common" ;;
     *) echo "" ;;

@@ -1,0 +1,430 @@
+/* tests/test_gguf.c: the GGUF reader (lowp/gguf.h) on small files built here byte by byte
+ * from the format's definition (llama.cpp's GGUF description: header, key/value pairs,
+ * tensor infos, padding, data), and the dequantizers on blocks whose values are worked out
+ * here from ggml's formulas.
+ *
+ *   - a file holding every value type, arrays of numbers and strings (one empty), and three
+ *     tensors (F32, Q4_1, F32) parses to exactly the values written;
+ *   - every proper prefix of it is refused with a one-line reason and leaves the result
+ *     empty (the last tensor ends at the last byte, so no prefix is a valid file); under
+ *     the sanitizer build this is also the "no read past the end" check;
+ *   - one defect at a time (each variant below) is refused with a message naming it;
+ *   - the interop test (tests/interop_gguf.py) checks the real model file against PyPI gguf. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lowp/gguf.h"
+#include "lowp_test.h"
+
+/* ---- a byte builder ---- */
+typedef struct buf {
+    unsigned char *b;
+    size_t n, cap;
+} buf;
+
+static void put(buf *o, const void *p, size_t n)
+{
+    if (o->n + n > o->cap) {
+        o->cap = (o->n + n) * 2 + 64;
+        o->b = realloc(o->b, o->cap);
+        ck_assert_ptr_nonnull(o->b);
+    }
+    memcpy(o->b + o->n, p, n);
+    o->n += n;
+}
+static void put_u8(buf *o, uint8_t v) { put(o, &v, 1); }
+static void put_u32(buf *o, uint32_t v) { put(o, &v, 4); }
+static void put_u64(buf *o, uint64_t v) { put(o, &v, 8); }
+static void put_str(buf *o, const char *s)
+{
+    put_u64(o, strlen(s));
+    put(o, s, strlen(s));
+}
+static void put_key(buf *o, const char *k, uint32_t type)
+{
+    put_str(o, k);
+    put_u32(o, type);
+}
+
+/* One defect per variant; the defaults make the valid file. */
+typedef struct variant {
+    const char *label;
+    const char *expect; /* a substring of the refusal, or NULL: the file is valid */
+    uint32_t version;   /* 0: 3 */
+    int dup_key, nested_array, bad_vtype, bad_elem_type;
+    int bool_byte;      /* -1: 1 */
+    int align_kind;     /* 0: none (default 32), 1: UINT32 align_value, 2: UINT64 32 */
+    uint32_t align_value;
+    uint64_t kv_count_add, tensor_count_add, array_count_add;
+    const char *name_c; /* NULL: "c" */
+    uint32_t ndims_b;   /* 0: 1 */
+    uint64_t ne0_b;     /* 0: 32 */
+    uint64_t ne1_b;     /* 0: none (ndims_b 2 uses it) */
+    uint32_t type_b;    /* 0: Q4_1 */
+    int64_t off_delta_c; /* added to c's offset */
+    int big_endian;
+} variant;
+
+static const float a_vals[16] = {0.0f, -0.0f, 1.0f, -2.5f, 3.25f, 1e-30f, -1e30f, 0.125f,
+                                 7.0f, 8.0f, 9.0f, 10.0f, 11.0f, 12.0f, 13.0f, 14.0f};
+
+/* The test file. Tensor data: a F32 [8, 2] (64 B), b Q4_1 [32] (20 B), c F32 [32] (128 B),
+ * each at the next multiple of the alignment after the one before; c ends the file. */
+static buf build(const variant *v)
+{
+    buf o = {0};
+    put(&o, "GGUF", 4);
+    uint32_t ver = v->version ? v->version : 3;
+    if (v->big_endian)
+        ver = __builtin_bswap32(ver);
+    put_u32(&o, ver);
+    uint64_t n_kv = 17 + (v->align_kind != 0) + (v->dup_key != 0) + (v->nested_array != 0) +
+                    (v->bad_vtype != 0) + v->kv_count_add;
+    put_u64(&o, 3 + v->tensor_count_add);
+    put_u64(&o, n_kv);
+    put_key(&o, "general.architecture", LOWP_GGUF_STRING);
+    put_str(&o, "llama");
+    put_key(&o, "t.u8", LOWP_GGUF_UINT8); put_u8(&o, 200);
+    put_key(&o, "t.i8", LOWP_GGUF_INT8); put_u8(&o, 0x80); /* -128 */
+    put_key(&o, "t.u16", LOWP_GGUF_UINT16); { uint16_t x = 65535; put(&o, &x, 2); }
+    put_key(&o, "t.i16", LOWP_GGUF_INT16); { int16_t x = -300; put(&o, &x, 2); }
+    put_key(&o, "t.u32", LOWP_GGUF_UINT32); put_u32(&o, 4000000000u);
+    put_key(&o, "t.i32", LOWP_GGUF_INT32); { int32_t x = -7; put(&o, &x, 4); }
+    put_key(&o, "t.f32", LOWP_GGUF_FLOAT32); { float x = 1e-5f; put(&o, &x, 4); }
+    put_key(&o, "t.bool", LOWP_GGUF_BOOL); put_u8(&o, (uint8_t)(v->bool_byte < 0 ? 1 : v->bool_byte));
+    put_key(&o, "t.u64", LOWP_GGUF_UINT64); put_u64(&o, UINT64_C(18446744073709551615));
+    put_key(&o, "t.i64", LOWP_GGUF_INT64); put_u64(&o, (uint64_t)INT64_C(-5));
+    put_key(&o, "t.f64", LOWP_GGUF_FLOAT64); { double x = 100000.0; put(&o, &x, 8); }
+    put_key(&o, "t.strs", LOWP_GGUF_ARRAY);
+    put_u32(&o, v->bad_elem_type ? 13 : LOWP_GGUF_STRING);
+    put_u64(&o, 3 + v->array_count_add);
+    put_str(&o, "a"); put_str(&o, ""); put_str(&o, "\xc4\xa0the");
+    put_key(&o, "t.i32s", LOWP_GGUF_ARRAY); put_u32(&o, LOWP_GGUF_INT32); put_u64(&o, 3);
+    { int32_t x[3] = {1, -1, 2147483647}; put(&o, x, sizeof x); }
+    put_key(&o, "t.empty", LOWP_GGUF_ARRAY); put_u32(&o, LOWP_GGUF_FLOAT32); put_u64(&o, 0);
+    put_key(&o, "t.bools", LOWP_GGUF_ARRAY); put_u32(&o, LOWP_GGUF_BOOL); put_u64(&o, 2);
+    put_u8(&o, 0); put_u8(&o, 1);
+    put_key(&o, "t.u64s", LOWP_GGUF_ARRAY); put_u32(&o, LOWP_GGUF_UINT64); put_u64(&o, 1);
+    put_u64(&o, UINT64_C(1) << 63);
+    if (v->dup_key) {
+        put_key(&o, "t.u8", LOWP_GGUF_UINT8);
+        put_u8(&o, 1);
+    }
+    if (v->nested_array) {
+        put_key(&o, "t.nest", LOWP_GGUF_ARRAY); put_u32(&o, LOWP_GGUF_ARRAY); put_u64(&o, 0);
+    }
+    if (v->bad_vtype) {
+        put_key(&o, "t.bad", 13); put_u8(&o, 0);
+    }
+    uint64_t align = 32;
+    if (v->align_kind == 1) {
+        put_key(&o, "general.alignment", LOWP_GGUF_UINT32);
+        put_u32(&o, v->align_value);
+        if (v->align_value != 0 && (v->align_value & (v->align_value - 1)) == 0)
+            align = v->align_value;
+    } else if (v->align_kind == 2) {
+        put_key(&o, "general.alignment", LOWP_GGUF_UINT64);
+        put_u64(&o, 32);
+    }
+    uint64_t off_a = 0, off_b = (off_a + 64 + align - 1) / align * align;
+    uint64_t off_c = (off_b + 20 + align - 1) / align * align;
+    put_str(&o, "a"); put_u32(&o, 2); put_u64(&o, 8); put_u64(&o, 2); put_u32(&o, 0); put_u64(&o, off_a);
+    put_str(&o, "b");
+    put_u32(&o, v->ndims_b ? v->ndims_b : 1);
+    put_u64(&o, v->ne0_b ? v->ne0_b : 32);
+    if (v->ndims_b >= 2)
+        put_u64(&o, v->ne1_b);
+    for (uint32_t d = 2; d < v->ndims_b && d < 8; d++)
+        put_u64(&o, 1);
+    put_u32(&o, v->type_b ? v->type_b : LOWP_GGML_Q4_1);
+    put_u64(&o, off_b);
+    put_str(&o, v->name_c ? v->name_c : "c");
+    put_u32(&o, 1); put_u64(&o, 32); put_u32(&o, 0); put_u64(&o, off_c + (uint64_t)v->off_delta_c);
+    while (o.n % align != 0)
+        put_u8(&o, 0);
+    size_t data = o.n;
+    put(&o, a_vals, sizeof a_vals);
+    while (o.n < data + off_b)
+        put_u8(&o, 0);
+    /* b: Q4_1, d = 0.5, m = -1, element j = j & 15 ... */
+    put_u8(&o, 0x00); put_u8(&o, 0x38); put_u8(&o, 0x00); put_u8(&o, 0xbc);
+    for (int j = 0; j < 16; j++)
+        put_u8(&o, (uint8_t)(j | (15 - j) << 4));
+    while (o.n < data + off_c)
+        put_u8(&o, 0);
+    for (int j = 0; j < 32; j++) {
+        float x = (float)j * 0.5f;
+        put(&o, &x, 4);
+    }
+    return o;
+}
+
+static int one_line(const char *why) { return why[0] != '\0' && strchr(why, '\n') == NULL; }
+
+static void assert_empty(const lowp_gguf *g)
+{
+    ck_assert_ptr_null(g->kv);
+    ck_assert_ptr_null(g->tensors);
+    ck_assert_uint_eq(g->n_kv, 0);
+    ck_assert_uint_eq(g->n_tensors, 0);
+}
+
+START_TEST(valid_file_parses)
+{
+    variant v = {.bool_byte = -1};
+    buf f = build(&v);
+    lowp_gguf g;
+    char why[256] = "";
+    ck_assert_msg(lowp_gguf_parse(f.b, f.n, &g, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(g.version, 3);
+    ck_assert_uint_eq(g.alignment, 32);
+    ck_assert_uint_eq(g.n_kv, 17);
+    ck_assert_uint_eq(g.n_tensors, 3);
+    ck_assert_uint_eq(g.data_offset % 32, 0);
+    ck_assert_uint_eq(g.data_offset + 96 + 128, f.n);
+    lowp_gguf_str s;
+    ck_assert_int_eq(lowp_gguf_get_string(&g, "general.architecture", &s, why, sizeof why), 0);
+    ck_assert(lowp_gguf_str_eq(s, "llama"));
+    uint64_t u;
+    ck_assert_int_eq(lowp_gguf_get_uint(&g, "t.u8", &u, why, sizeof why), 0); ck_assert_uint_eq(u, 200);
+    ck_assert_int_eq(lowp_gguf_get_uint(&g, "t.u16", &u, why, sizeof why), 0); ck_assert_uint_eq(u, 65535);
+    ck_assert_int_eq(lowp_gguf_get_uint(&g, "t.u32", &u, why, sizeof why), 0); ck_assert_uint_eq(u, 4000000000u);
+    ck_assert_int_eq(lowp_gguf_get_uint(&g, "t.u64", &u, why, sizeof why), 0);
+    ck_assert_uint_eq(u, UINT64_C(18446744073709551615));
+    ck_assert_int_eq(lowp_gguf_get_uint(&g, "t.i8", &u, why, sizeof why), -1); /* -128 */
+    ck_assert_int_eq(lowp_gguf_get_uint(&g, "t.i16", &u, why, sizeof why), -1);
+    ck_assert_int_eq(lowp_gguf_get_uint(&g, "t.i64", &u, why, sizeof why), -1);
+    ck_assert(one_line(why) && strstr(why, "t.i64") != NULL);
+    ck_assert_int_eq(lowp_gguf_get_uint(&g, "t.absent", &u, why, sizeof why), -1);
+    ck_assert(strstr(why, "no metadata key 't.absent'") != NULL);
+    ck_assert_int_eq(lowp_gguf_get_uint(&g, "t.strs", &u, why, sizeof why), -1);
+    double d;
+    ck_assert_int_eq(lowp_gguf_get_float(&g, "t.f32", &d, why, sizeof why), 0); ck_assert(d == (double)1e-5f);
+    ck_assert_int_eq(lowp_gguf_get_float(&g, "t.f64", &d, why, sizeof why), 0); ck_assert(d == 100000.0);
+    ck_assert_int_eq(lowp_gguf_get_float(&g, "t.u8", &d, why, sizeof why), -1);
+    int b;
+    ck_assert_int_eq(lowp_gguf_get_bool(&g, "t.bool", &b, why, sizeof why), 0); ck_assert_int_eq(b, 1);
+    const lowp_gguf_kv *kv = lowp_gguf_find(&g, "t.strs");
+    ck_assert_ptr_nonnull(kv);
+    ck_assert_uint_eq(kv->count, 3);
+    lowp_gguf_str st[3];
+    ck_assert_int_eq(lowp_gguf_array_strings(kv, st, why, sizeof why), 0);
+    ck_assert(lowp_gguf_str_eq(st[0], "a") && lowp_gguf_str_eq(st[1], "") && lowp_gguf_str_eq(st[2], "\xc4\xa0the"));
+    kv = lowp_gguf_find(&g, "t.i32s");
+    int64_t x;
+    ck_assert_int_eq(lowp_gguf_array_int(kv, 1, &x, why, sizeof why), 0); ck_assert_int_eq(x, -1);
+    ck_assert_int_eq(lowp_gguf_array_int(kv, 2, &x, why, sizeof why), 0); ck_assert_int_eq(x, 2147483647);
+    ck_assert_int_eq(lowp_gguf_array_int(kv, 3, &x, why, sizeof why), -1);
+    ck_assert_int_eq(lowp_gguf_array_strings(kv, st, why, sizeof why), -1);
+    kv = lowp_gguf_find(&g, "t.u64s");
+    ck_assert_int_eq(lowp_gguf_array_int(kv, 0, &x, why, sizeof why), -1); /* 2^63 */
+    kv = lowp_gguf_find(&g, "t.empty");
+    ck_assert(kv != NULL && kv->count == 0 && kv->elem_type == LOWP_GGUF_FLOAT32);
+    kv = lowp_gguf_find(&g, "t.bools");
+    ck_assert(kv != NULL && kv->count == 2 && kv->value[1] == 1);
+    const lowp_gguf_tensor *ta = lowp_gguf_find_tensor(&g, "a"), *tb = lowp_gguf_find_tensor(&g, "b"),
+                           *tc = lowp_gguf_find_tensor(&g, "c");
+    ck_assert(ta && tb && tc && lowp_gguf_find_tensor(&g, "d") == NULL);
+    ck_assert(ta->n_dims == 2 && ta->ne[0] == 8 && ta->ne[1] == 2 && ta->ne[2] == 1 && ta->n_elements == 16);
+    ck_assert(ta->type == LOWP_GGML_F32 && ta->nbytes == 64 && ta->offset == 0);
+    ck_assert(tb->type == LOWP_GGML_Q4_1 && tb->nbytes == 20 && tb->offset == 64);
+    ck_assert(tc->nbytes == 128 && tc->offset == 96 && tc->data + 128 == f.b + f.n);
+    ck_assert_ptr_eq(ta->data, f.b + g.data_offset);
+    float *ya = lowp_gguf_tensor_f32(ta, why, sizeof why), *yb = lowp_gguf_tensor_f32(tb, why, sizeof why);
+    ck_assert(ya != NULL && yb != NULL);
+    ck_assert(memcmp(ya, a_vals, sizeof a_vals) == 0);
+    for (int j = 0; j < 16; j++) {
+        ck_assert(yb[j] == (float)j * 0.5f - 1.0f);
+        ck_assert(yb[j + 16] == (float)(15 - j) * 0.5f - 1.0f);
+    }
+    free(ya);
+    free(yb);
+    lowp_gguf_close(&g);
+    assert_empty(&g);
+    lowp_gguf_close(&g); /* idempotent */
+    free(f.b);
+}
+END_TEST
+
+/* Every prefix of the valid file is refused cleanly (the suite's "truncated file" proof). */
+START_TEST(every_prefix_refused)
+{
+    variant v = {.bool_byte = -1};
+    buf f = build(&v);
+    for (size_t n = 0; n < f.n; n++) {
+        /* a copy of exactly n bytes, so that the sanitizer sees any read past it */
+        unsigned char *p = malloc(n ? n : 1);
+        memcpy(p, f.b, n);
+        lowp_gguf g;
+        char why[256] = "";
+        ck_assert_msg(lowp_gguf_parse(p, n, &g, why, sizeof why) == -1, "prefix %zu accepted", n);
+        ck_assert_msg(one_line(why), "prefix %zu: no one-line reason", n);
+        assert_empty(&g);
+        free(p);
+    }
+    free(f.b);
+}
+END_TEST
+
+static const variant variants[] = {
+    {"version 2", NULL, .version = 2, .bool_byte = -1},
+    {"alignment 64", NULL, .align_kind = 1, .align_value = 64, .bool_byte = -1},
+    {"alignment 32 given", NULL, .align_kind = 1, .align_value = 32, .bool_byte = -1},
+    {"version 1", "version 1", .version = 1, .bool_byte = -1},
+    {"version 4", "unsupported GGUF version 4", .version = 4, .bool_byte = -1},
+    {"big endian", "big-endian", .big_endian = 1, .bool_byte = -1},
+    {"duplicate key", "key 't.u8' appears twice", .dup_key = 1, .bool_byte = -1},
+    {"nested array", "arrays of arrays", .nested_array = 1, .bool_byte = -1},
+    {"bad value type", "unknown value type 13", .bad_vtype = 1, .bool_byte = -1},
+    {"bad element type", "unknown array element type 13", .bad_elem_type = 1, .bool_byte = -1},
+    {"bool 2", "BOOL value 2", .bool_byte = 2},
+    {"alignment 0", "power of two", .align_kind = 1, .align_value = 0, .bool_byte = -1},
+    {"alignment 48", "power of two", .align_kind = 1, .align_value = 48, .bool_byte = -1},
+    {"alignment uint64", "power of two", .align_kind = 2, .bool_byte = -1},
+    {"kv count huge", "cannot fit", .kv_count_add = UINT64_C(1) << 60, .bool_byte = -1},
+    {"kv count one more", "", .kv_count_add = 1, .bool_byte = -1},
+    {"tensor count huge", "cannot fit", .tensor_count_add = UINT64_C(1) << 62, .bool_byte = -1},
+    {"tensor count one more", "", .tensor_count_add = 1, .bool_byte = -1},
+    {"array count huge", "cannot fit", .array_count_add = UINT64_C(1) << 61, .bool_byte = -1},
+    {"duplicate name", "tensor name 'a' appears twice", .name_c = "a", .bool_byte = -1},
+    {"long name", "at most 63", .name_c = "0123456789012345678901234567890123456789012345678901234567890123",
+     .bool_byte = -1},
+    {"five dims", "5 dimensions", .ndims_b = 5, .bool_byte = -1},
+    {"zero dim", "dimension 1 is 0", .ndims_b = 2, .ne1_b = 0, .bool_byte = -1},
+    {"dims overflow", "dimension 1", .ndims_b = 2, .ne0_b = 1ull << 32, .ne1_b = 1ull << 31, .bool_byte = -1},
+    {"ne0 not a block", "not a multiple of Q4_1's block of 32", .ne0_b = 48, .bool_byte = -1},
+    {"unknown type", "unsupported ggml type 4", .type_b = 4, .bool_byte = -1},
+    {"misaligned", "not a multiple of the alignment", .off_delta_c = 4, .bool_byte = -1},
+    {"out of bounds", "not within the file", .off_delta_c = 32, .bool_byte = -1},
+    {"offset wraps", "not within the file", .off_delta_c = -(int64_t)96 + (int64_t)(UINT64_C(1) << 62),
+     .bool_byte = -1},
+    {"overlap", "overlap", .off_delta_c = -32, .bool_byte = -1},
+    {"rows too large", "not within the file", .ndims_b = 2, .ne1_b = 1000, .bool_byte = -1},
+};
+
+START_TEST(variants_refused_or_accepted)
+{
+    const variant *v = &variants[_i];
+    buf f = build(v);
+    lowp_gguf g;
+    char why[256] = "";
+    int rc = lowp_gguf_parse(f.b, f.n, &g, why, sizeof why);
+    if (v->expect == NULL) {
+        ck_assert_msg(rc == 0, "%s: refused: %s", v->label, why);
+        ck_assert_uint_eq(g.data_offset % g.alignment, 0);
+        for (uint64_t i = 0; i < g.n_tensors; i++)
+            ck_assert_uint_eq(g.tensors[i].offset % g.alignment, 0);
+        lowp_gguf_close(&g);
+    } else {
+        ck_assert_msg(rc == -1, "%s: accepted", v->label);
+        ck_assert_msg(one_line(why) && strstr(why, v->expect) != NULL, "%s: message '%s' lacks '%s'", v->label,
+                      why, v->expect);
+        assert_empty(&g);
+    }
+    free(f.b);
+}
+END_TEST
+
+START_TEST(open_errors)
+{
+    lowp_gguf g;
+    char why[512] = "";
+    ck_assert_int_eq(lowp_gguf_open("/nonexistent/model.gguf", &g, why, sizeof why), -1);
+    ck_assert(one_line(why) && strstr(why, "/nonexistent/model.gguf") != NULL);
+    ck_assert_int_eq(lowp_gguf_open("/", &g, why, sizeof why), -1);
+    ck_assert(strstr(why, "not a regular file") != NULL);
+    char path[] = "/tmp/lowp_test_gguf.XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(lowp_gguf_open(path, &g, why, sizeof why), -1);
+    ck_assert(strstr(why, "empty") != NULL);
+    variant v = {.bool_byte = -1};
+    buf f = build(&v);
+    ck_assert_int_eq((int)write(fd, f.b, f.n), (int)f.n);
+    ck_assert_int_eq(lowp_gguf_open(path, &g, why, sizeof why), 0);
+    ck_assert_uint_eq(g.n_tensors, 3);
+    ck_assert(g.map != NULL && g.size == f.n && memcmp(g.base, f.b, f.n) == 0);
+    lowp_gguf_close(&g);
+    ck_assert_int_eq(ftruncate(fd, (off_t)(f.n - 1)), 0);
+    ck_assert_int_eq(lowp_gguf_open(path, &g, why, sizeof why), -1);
+    ck_assert(strstr(why, path) != NULL && strstr(why, "not within the file") != NULL);
+    close(fd);
+    unlink(path);
+    free(f.b);
+}
+END_TEST
+
+static void f16_put(unsigned char *p, uint16_t h)
+{
+    p[0] = (unsigned char)(h & 0xff);
+    p[1] = (unsigned char)(h >> 8);
+}
+
+/* Blocks with values worked out from ggml's formulas (gguf_quant.c's comment). */
+START_TEST(dequantize_blocks)
+{
+    char why[256];
+    float y[64];
+    unsigned char q8[34], q40[18], q41[20], f16[8], bf16[4];
+    f16_put(q8, 0x3400); /* d = 0.25 */
+    for (int j = 0; j < 32; j++)
+        q8[2 + j] = (unsigned char)(int8_t)(j * 8 - 128);
+    ck_assert_int_eq(lowp_gguf_dequantize(LOWP_GGML_Q8_0, q8, 32, y, why, sizeof why), 0);
+    for (int j = 0; j < 32; j++)
+        ck_assert(y[j] == (float)(j * 8 - 128) * 0.25f);
+    f16_put(q40, 0x0001); /* d = 2^-24, a binary16 subnormal */
+    for (int j = 0; j < 16; j++)
+        q40[2 + j] = (unsigned char)(j | (15 - j) << 4);
+    ck_assert_int_eq(lowp_gguf_dequantize(LOWP_GGML_Q4_0, q40, 32, y, why, sizeof why), 0);
+    for (int j = 0; j < 16; j++) {
+        ck_assert(y[j] == ldexpf((float)(j - 8), -24));
+        ck_assert(y[j + 16] == ldexpf((float)(7 - j), -24));
+    }
+    /* Q4_1 with m = 2^-24 and d = 1: 15 + 2^-24 rounds to 15 (one binary32 rounding) */
+    f16_put(q41, 0x3c00);
+    f16_put(q41 + 2, 0x0001);
+    for (int j = 0; j < 16; j++)
+        q41[4 + j] = (unsigned char)(j | (15 - j) << 4);
+    ck_assert_int_eq(lowp_gguf_dequantize(LOWP_GGML_Q4_1, q41, 32, y, why, sizeof why), 0);
+    ck_assert(y[0] == 0x1p-24f && y[15] == 15.0f && y[16] == 15.0f && y[31] == 0x1p-24f + 0.0f);
+    ck_assert(y[1] == 1.0f); /* 1 + 2^-24 rounds to 1 (tie to even) */
+    f16_put(f16, 0x3c00); f16_put(f16 + 2, 0xc000); f16_put(f16 + 4, 0x7bff); f16_put(f16 + 6, 0x8001);
+    ck_assert_int_eq(lowp_gguf_dequantize(LOWP_GGML_F16, f16, 4, y, why, sizeof why), 0);
+    ck_assert(y[0] == 1.0f && y[1] == -2.0f && y[2] == 65504.0f && y[3] == -0x1p-24f);
+    f16_put(bf16, 0x3f80); f16_put(bf16 + 2, 0xc2f7);
+    ck_assert_int_eq(lowp_gguf_dequantize(LOWP_GGML_BF16, bf16, 2, y, why, sizeof why), 0);
+    ck_assert(y[0] == 1.0f && y[1] == -123.5f);
+    ck_assert_int_eq(lowp_gguf_dequantize(LOWP_GGML_Q8_0, q8, 16, y, why, sizeof why), -1);
+    ck_assert(one_line(why) && strstr(why, "whole Q8_0 blocks") != NULL);
+    ck_assert_int_eq(lowp_gguf_dequantize(LOWP_GGML_Q6_K, q8, 256, y, why, sizeof why), -1);
+    ck_assert(one_line(why) && strstr(why, "Q6_K") != NULL);
+    ck_assert_int_eq(lowp_gguf_dequantize(999, q8, 1, y, why, sizeof why), -1);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("gguf");
+    TCase *tc = tcase_create("reader");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, valid_file_parses);
+    tcase_add_test(tc, every_prefix_refused);
+    tcase_add_loop_test(tc, variants_refused_or_accepted, 0, (int)(sizeof variants / sizeof variants[0]));
+    tcase_add_test(tc, open_errors);
+    tcase_add_test(tc, dequantize_blocks);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    (void)lowp_test_tier("test_gguf", argc, argv);
+    printf("test_gguf: GGUF reader and dequantizers on files built here\n");
+    return lowp_test_main(suite(), LOWP_TEST_FORK);
+}
