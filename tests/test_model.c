@@ -1,7 +1,10 @@
-/* tests/test_gguf.c: the GGUF reader (lowp/gguf.h) on small files built here byte by byte
- * from the format's definition (llama.cpp's GGUF description: header, key/value pairs,
- * tensor infos, padding, data), and the dequantizers on blocks whose values are worked out
- * here from ggml's formulas.
+/* tests/test_model.c: the model layer's parts that need no model file.
+ *
+ * The GGUF reader (lowp/gguf.h) on small files built here byte by byte from the format's
+ * definition (llama.cpp's GGUF description: header, key/value pairs, tensor infos,
+ * padding, data), the dequantizers on blocks whose values are worked out here from ggml's
+ * formulas, and the tokenizer (lowp/tokenizer.h) on a tiny vocabulary whose merges make
+ * each rule of the algorithm visible (merge order, leftmost tie, the pieces' boundaries).
  *
  *   - a file holding every value type, arrays of numbers and strings (one empty), and three
  *     tensors (F32, Q4_1, F32) parses to exactly the values written;
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 #include "lowp/gguf.h"
+#include "lowp/tokenizer.h"
 #include "lowp_test.h"
 
 /* ---- a byte builder ---- */
@@ -339,7 +343,7 @@ START_TEST(open_errors)
     ck_assert(one_line(why) && strstr(why, "/nonexistent/model.gguf") != NULL);
     ck_assert_int_eq(lowp_gguf_open("/", &g, why, sizeof why), -1);
     ck_assert(strstr(why, "not a regular file") != NULL);
-    char path[] = "/tmp/lowp_test_gguf.XXXXXX";
+    char path[] = "/tmp/lowp_test_model.XXXXXX";
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(lowp_gguf_open(path, &g, why, sizeof why), -1);
@@ -408,9 +412,131 @@ START_TEST(dequantize_blocks)
 }
 END_TEST
 
+
+/* ---- the tokenizer on a tiny vocabulary ---- */
+
+/* GPT-2's byte characters, restated from its encoder.py: printable Latin-1 bytes are
+ * themselves, the other 68 take U+0100 onward in byte order. Returned as UTF-8. */
+static const char *byte_char(int b, char out[3])
+{
+    static int map[256];
+    int next = 256;
+    for (int i = 0; i < 256; i++)
+        map[i] = ((i >= '!' && i <= '~') || (i >= 0xa1 && i <= 0xac) || i >= 0xae) ? i : next++;
+    int c = map[b];
+    if (c < 0x80) {
+        out[0] = (char)c;
+        out[1] = 0;
+    } else {
+        out[0] = (char)(0xc0 | c >> 6);
+        out[1] = (char)(0x80 | (c & 0x3f));
+        out[2] = 0;
+    }
+    return out;
+}
+
+/* Tokens 0..255: the byte characters of bytes 0..255; then the merged tokens. */
+static const char *const tiny_merges[] = {"b c", "a b", "a a", "\xc4\xa0 \xc4\xa0", "1 2", "x y", "xy z", "\xc4\xa0 x"};
+static const char *const tiny_extra[] = {"bc", "ab", "aa", "\xc4\xa0\xc4\xa0", "12", "xy", "xyz", "\xc4\xa0x"};
+enum { T_BC = 256, T_AB, T_AA, T_SP2, T_12, T_XY, T_XYZ, T_SPX };
+
+static buf tiny_vocab(const char *pre)
+{
+    buf o = {0};
+    put(&o, "GGUF", 4);
+    put_u32(&o, 3);
+    put_u64(&o, 0);
+    put_u64(&o, 4);
+    put_key(&o, "tokenizer.ggml.model", LOWP_GGUF_STRING);
+    put_str(&o, "gpt2");
+    put_key(&o, "tokenizer.ggml.pre", LOWP_GGUF_STRING);
+    put_str(&o, pre);
+    put_key(&o, "tokenizer.ggml.tokens", LOWP_GGUF_ARRAY);
+    put_u32(&o, LOWP_GGUF_STRING);
+    put_u64(&o, 256 + sizeof tiny_extra / sizeof tiny_extra[0]);
+    for (int b = 0; b < 256; b++) {
+        char c[3];
+        put_str(&o, byte_char(b, c));
+    }
+    for (size_t i = 0; i < sizeof tiny_extra / sizeof tiny_extra[0]; i++)
+        put_str(&o, tiny_extra[i]);
+    put_key(&o, "tokenizer.ggml.merges", LOWP_GGUF_ARRAY);
+    put_u32(&o, LOWP_GGUF_STRING);
+    put_u64(&o, sizeof tiny_merges / sizeof tiny_merges[0]);
+    for (size_t i = 0; i < sizeof tiny_merges / sizeof tiny_merges[0]; i++)
+        put_str(&o, tiny_merges[i]);
+    return o;
+}
+
+static void expect_ids(const lowp_tokenizer *t, const char *text, const int32_t *want, size_t n_want)
+{
+    int32_t *ids;
+    size_t n;
+    char why[256];
+    ck_assert_msg(lowp_tokenize(t, text, strlen(text), &ids, &n, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(n == n_want, "'%s': %zu tokens, expected %zu", text, n, n_want);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(ids[i] == want[i], "'%s': token %zu is %d, expected %d", text, i, ids[i], want[i]);
+    /* the tokens' texts concatenate to the text */
+    char back[256];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        long k = lowp_token_text(t, ids[i], back + m, sizeof back - m);
+        ck_assert(k >= 0);
+        m += (size_t)k;
+    }
+    ck_assert(m == strlen(text) && memcmp(back, text, m) == 0);
+    free(ids);
+}
+
+#define IDS(...) (const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t)
+
+START_TEST(tokenizer_rules)
+{
+    buf f = tiny_vocab("smollm");
+    lowp_gguf g;
+    lowp_tokenizer *t;
+    char why[256];
+    ck_assert(lowp_gguf_parse(f.b, f.n, &g, why, sizeof why) == 0);
+    ck_assert_msg(lowp_tokenizer_load(&g, &t, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(lowp_tokenizer_vocab_size(t), 264);
+    ck_assert_int_eq(lowp_tokenizer_bos(t), -1);
+    expect_ids(t, "abc", IDS('a', T_BC));             /* "b c" (rank 0) before "a b" (rank 1) */
+    expect_ids(t, "aaa", IDS(T_AA, 'a'));             /* a tie: the leftmost pair first */
+    expect_ids(t, "aaaa", IDS(T_AA, T_AA));
+    expect_ids(t, "xyz", IDS(T_XYZ));                 /* a merge of a merge */
+    expect_ids(t, "12", IDS('1', '2'));               /* smollm: every digit its own piece */
+    expect_ids(t, "a  x", IDS('a', ' ', T_SPX));      /* "\s+(?!\S)" leaves the last space */
+    expect_ids(t, "a   ", IDS('a', T_SP2, ' '));      /* spaces at the end: one piece */
+    expect_ids(t, "ab'sab", IDS(T_AB, '\'', 's', T_AB)); /* "'s" is a piece */
+    expect_ids(t, "", NULL, 0);
+    int32_t *ids;
+    size_t n;
+    ck_assert_int_eq(lowp_tokenize(t, "a\xc3", 2, &ids, &n, why, sizeof why), -1);
+    ck_assert(one_line(why) && strstr(why, "not valid UTF-8 at byte 1") != NULL);
+    ck_assert_int_eq(lowp_token_text(t, 264, why, sizeof why), -1);
+    lowp_tokenizer_free(t);
+    lowp_gguf_close(&g);
+    free(f.b);
+    f = tiny_vocab("gpt2");
+    ck_assert(lowp_gguf_parse(f.b, f.n, &g, why, sizeof why) == 0);
+    ck_assert(lowp_tokenizer_load(&g, &t, why, sizeof why) == 0);
+    expect_ids(t, "12", IDS(T_12));                   /* gpt2: " ?\p{N}+" keeps digits together */
+    lowp_tokenizer_free(t);
+    lowp_gguf_close(&g);
+    free(f.b);
+    f = tiny_vocab("llama3");
+    ck_assert(lowp_gguf_parse(f.b, f.n, &g, why, sizeof why) == 0);
+    ck_assert_int_eq(lowp_tokenizer_load(&g, &t, why, sizeof why), -1);
+    ck_assert(one_line(why) && strstr(why, "pre-tokenizer 'llama3' is not supported") != NULL);
+    lowp_gguf_close(&g);
+    free(f.b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
-    Suite *s = suite_create("gguf");
+    Suite *s = suite_create("model");
     TCase *tc = tcase_create("reader");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, valid_file_parses);
@@ -419,12 +545,15 @@ static Suite *suite(void)
     tcase_add_test(tc, open_errors);
     tcase_add_test(tc, dequantize_blocks);
     suite_add_tcase(s, tc);
+    tc = tcase_create("tokenizer");
+    tcase_add_test(tc, tokenizer_rules);
+    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(int argc, char **argv)
 {
-    (void)lowp_test_tier("test_gguf", argc, argv);
-    printf("test_gguf: GGUF reader and dequantizers on files built here\n");
+    (void)lowp_test_tier("test_model", argc, argv);
+    printf("test_model: GGUF reader, dequantizers and tokenizer on files built here\n");
     return lowp_test_main(suite(), LOWP_TEST_FORK);
 }
