@@ -5,6 +5,10 @@
  * padding, data), the dequantizers on blocks whose values are worked out here from ggml's
  * formulas, and the tokenizer (lowp/tokenizer.h) on a tiny vocabulary whose merges make
  * each rule of the algorithm visible (merge order, leftmost tie, the pieces' boundaries).
+ * The matrix kernels: every ISA's bit for bit equal (one FMA chain per output, gemm.h) and
+ * within the binary32 dot-product bound of the exact product. The forward pass on a tiny
+ * random model written here: the same bits whatever the chunking of the tokens (the cache
+ * hook and positions) and the thread count, and its refusals.
  *
  *   - a file holding every value type, arrays of numbers and strings (one empty), and three
  *     tensors (F32, Q4_1, F32) parses to exactly the values written;
@@ -22,7 +26,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <omp.h>
+
+#include "gemm.h"
 #include "lowp/gguf.h"
+#include "lowp/llama.h"
 #include "lowp/tokenizer.h"
 #include "lowp_test.h"
 
@@ -534,6 +542,262 @@ START_TEST(tokenizer_rules)
 }
 END_TEST
 
+/* ---- the matrix kernels ---- */
+
+START_TEST(gemm_isas_agree)
+{
+    static const size_t shapes[][3] = {{1, 1, 1}, {13, 45, 7}, {8, 32, 64}, {3, 96, 576}, {37, 70, 130}};
+    static const char *const names[] = {"avx512", "avx2", "scalar"};
+    uint64_t seed = lowp_test_seed("test_model", 21);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        size_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+        uint64_t st = lowp_test_stream(seed, si, 0, 0);
+        float *A = malloc(M * K * sizeof *A), *W = malloc(N * K * sizeof *W);
+        float *bp = malloc(lowp_gemm_packed_size(N, K) * sizeof *bp), *C[3], *B = malloc(K * N * sizeof *B);
+        for (size_t i = 0; i < M * K; i++)
+            A[i] = (float)lowp_test_gauss(&st);
+        for (size_t i = 0; i < N * K; i++)
+            W[i] = (float)lowp_test_gauss(&st);
+        lowp_gemm_pack_nk(N, K, W, K, bp);
+        int ran = 0;
+        for (int q = 0; q < 3; q++) {
+            C[q] = malloc(M * N * sizeof(float));
+            const lowp_gemm_isa *isa = lowp_gemm_isa_named(names[q]);
+            if (isa == NULL) {
+                free(C[q]);
+                C[q] = NULL;
+                continue;
+            }
+            lowp_gemm(isa, M, N, K, A, K, bp, C[q], N);
+            ran++;
+        }
+        ck_assert_ptr_nonnull(C[2]); /* scalar always runs */
+        for (int q = 0; q < 2; q++)
+            if (C[q] != NULL)
+                ck_assert_msg(memcmp(C[q], C[2], M * N * sizeof(float)) == 0, "%s differs from scalar, shape %zu",
+                              names[q], si);
+        /* |c - exact| <= gamma_K * sum |a b|, gamma_K = K u / (1 - K u), u = 2^-24 (a chain of K
+         * roundings; an FMA chain rounds once per step) */
+        double gamma = (double)K * 0x1p-24 / (1.0 - (double)K * 0x1p-24);
+        for (size_t i = 0; i < M; i++)
+            for (size_t j = 0; j < N; j++) {
+                double ex = 0, mag = 0;
+                for (size_t k = 0; k < K; k++) {
+                    ex += (double)A[i * K + k] * W[j * K + k];
+                    mag += fabs((double)A[i * K + k] * W[j * K + k]);
+                }
+                ck_assert_msg(fabs((double)C[2][i * N + j] - ex) <= gamma * mag, "shape %zu (%zu, %zu)", si, i, j);
+            }
+        /* pack_kn of W^T equals pack_nk of W */
+        for (size_t k = 0; k < K; k++)
+            for (size_t j = 0; j < N; j++)
+                B[k * N + j] = W[j * K + k];
+        float *bp2 = malloc(lowp_gemm_packed_size(N, K) * sizeof *bp2);
+        lowp_gemm_pack_kn(K, N, B, N, bp2);
+        ck_assert(memcmp(bp, bp2, lowp_gemm_packed_size(N, K) * sizeof *bp) == 0);
+        free(bp2);
+        for (int q = 0; q < 3; q++)
+            free(C[q]);
+        free(A);
+        free(W);
+        free(B);
+        free(bp);
+        ck_assert_int_ge(ran, 1);
+    }
+}
+END_TEST
+
+/* ---- a tiny random Llama ---- */
+
+enum { TE = 64, TF = 96, TH = 4, TKV = 2, TV = 40, TL = 2, TCTX = 24 };
+
+typedef struct tiny_opts {
+    const char *arch;      /* NULL: llama */
+    uint32_t rope_dims;    /* 0: TE / TH */
+    int drop_tensor;       /* 1: no blk.1.ffn_down.weight */
+} tiny_opts;
+
+static void put_tensor_info(buf *o, const char *name, uint64_t ne0, uint64_t ne1, uint64_t *off)
+{
+    put_str(o, name);
+    put_u32(o, ne1 > 1 ? 2 : 1);
+    put_u64(o, ne0);
+    if (ne1 > 1)
+        put_u64(o, ne1);
+    put_u32(o, LOWP_GGML_F32);
+    put_u64(o, *off);
+    *off += (ne0 * ne1 * 4 + 31) / 32 * 32;
+}
+
+static buf tiny_model(const tiny_opts *opt, uint64_t seed)
+{
+    char names[64][48];
+    uint64_t shp[64][2];
+    float scl[64];
+    int nt = 0;
+#define ADD(n0, n1, s, ...) (snprintf(names[nt], 48, __VA_ARGS__), shp[nt][0] = (n0), shp[nt][1] = (n1), scl[nt++] = (s))
+    ADD(TE, TV, 1.0f, "token_embd.weight");
+    for (int l = 0; l < TL; l++) {
+        ADD(TE, 1, -1.0f, "blk.%d.attn_norm.weight", l);
+        ADD(TE, TE, 0.15f, "blk.%d.attn_q.weight", l);
+        ADD(TE, TKV * TE / TH, 0.15f, "blk.%d.attn_k.weight", l);
+        ADD(TE, TKV * TE / TH, 0.15f, "blk.%d.attn_v.weight", l);
+        ADD(TE, TE, 0.15f, "blk.%d.attn_output.weight", l);
+        ADD(TE, 1, -1.0f, "blk.%d.ffn_norm.weight", l);
+        ADD(TE, TF, 0.15f, "blk.%d.ffn_gate.weight", l);
+        ADD(TE, TF, 0.15f, "blk.%d.ffn_up.weight", l);
+        if (!(opt->drop_tensor && l == 1))
+            ADD(TF, TE, 0.12f, "blk.%d.ffn_down.weight", l);
+    }
+    ADD(TE, 1, -1.0f, "output_norm.weight");
+#undef ADD
+    buf o = {0};
+    put(&o, "GGUF", 4);
+    put_u32(&o, 3);
+    put_u64(&o, (uint64_t)nt);
+    put_u64(&o, 10);
+    put_key(&o, "general.architecture", LOWP_GGUF_STRING);
+    put_str(&o, opt->arch ? opt->arch : "llama");
+    static const char *const ukeys[7] = {"llama.block_count", "llama.embedding_length", "llama.feed_forward_length",
+                                         "llama.attention.head_count", "llama.attention.head_count_kv",
+                                         "llama.context_length", "llama.rope.dimension_count"};
+    uint32_t uvals[7] = {TL, TE, TF, TH, TKV, TCTX, opt->rope_dims ? opt->rope_dims : TE / TH};
+    for (int i = 0; i < 7; i++) {
+        put_key(&o, ukeys[i], LOWP_GGUF_UINT32);
+        put_u32(&o, uvals[i]);
+    }
+    put_key(&o, "llama.attention.layer_norm_rms_epsilon", LOWP_GGUF_FLOAT32);
+    { float e = 1e-5f; put(&o, &e, 4); }
+    put_key(&o, "llama.rope.freq_base", LOWP_GGUF_FLOAT32);
+    { float b = 10000.0f; put(&o, &b, 4); }
+    uint64_t off = 0;
+    for (int i = 0; i < nt; i++)
+        put_tensor_info(&o, names[i], shp[i][0], shp[i][1], &off);
+    while (o.n % 32 != 0)
+        put_u8(&o, 0);
+    uint64_t st = seed;
+    for (int i = 0; i < nt; i++) {
+        size_t cnt = (size_t)(shp[i][0] * shp[i][1]);
+        for (size_t j = 0; j < cnt; j++) {
+            float x = scl[i] < 0 ? 1.0f + 0.2f * (float)lowp_test_gauss(&st) : scl[i] * (float)lowp_test_gauss(&st);
+            put(&o, &x, 4);
+        }
+        while (o.n % 32 != 0)
+            put_u8(&o, 0);
+    }
+    return o;
+}
+
+static void run_forward(const lowp_llama *m, const int32_t *tok, size_t n, const size_t *chunks, float *hidden)
+{
+    lowp_kv_store kv;
+    char why[256];
+    ck_assert(lowp_kv_f32_create(lowp_llama_config_of(m), n, &kv, why, sizeof why) == 0);
+    size_t pos = 0;
+    for (size_t c = 0; pos < n; c++) {
+        size_t len = chunks == NULL ? n : chunks[c];
+        ck_assert_msg(lowp_llama_forward(m, &kv, tok + pos, len, pos, hidden + pos * TE, why, sizeof why) == 0, "%s",
+                      why);
+        pos += len;
+    }
+    lowp_kv_f32_free(&kv);
+}
+
+START_TEST(tiny_forward)
+{
+    tiny_opts o = {0};
+    buf f = tiny_model(&o, lowp_test_stream(lowp_test_seed("test_model", 21), 7, 0, 0));
+    lowp_gguf g;
+    lowp_llama *m;
+    char why[256];
+    ck_assert_msg(lowp_gguf_parse(f.b, f.n, &g, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(lowp_llama_load(&g, &m, why, sizeof why) == 0, "%s", why);
+    uint64_t data_offset = g.data_offset;
+    lowp_gguf_close(&g); /* the model holds its own copies */
+    const lowp_llama_config *c = lowp_llama_config_of(m);
+    ck_assert(c->n_layer == TL && c->head_dim == TE / TH && c->n_vocab == TV && c->tied_head == 1);
+    enum { N = 19 };
+    int32_t tok[N];
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)((i * 7 + 3) % TV);
+    float *ref = malloc(N * TE * sizeof *ref), *got = malloc(N * TE * sizeof *got);
+    run_forward(m, tok, N, NULL, ref);
+    for (int i = 0; i < N * TE; i++)
+        ck_assert(isfinite(ref[i]));
+    static const size_t by_one[N] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const size_t mixed[] = {5, 1, 8, 2, 3};
+    run_forward(m, tok, N, by_one, got);
+    ck_assert_msg(memcmp(ref, got, N * TE * sizeof *ref) == 0, "token by token differs from the batch");
+    run_forward(m, tok, N, mixed, got);
+    ck_assert_msg(memcmp(ref, got, N * TE * sizeof *ref) == 0, "chunks 5,1,8,2,3 differ from the batch");
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(threads == 1 ? 2 : 1);
+    run_forward(m, tok, N, NULL, got);
+    omp_set_num_threads(threads);
+    ck_assert_msg(memcmp(ref, got, N * TE * sizeof *ref) == 0, "the thread count changed the result");
+    /* a later token changes nothing before it (causality) */
+    int32_t tok2[N];
+    memcpy(tok2, tok, sizeof tok);
+    tok2[N - 1] = (tok[N - 1] + 1) % TV;
+    run_forward(m, tok2, N, NULL, got);
+    ck_assert(memcmp(ref, got, (N - 1) * TE * sizeof *ref) == 0);
+    ck_assert(memcmp(ref + (N - 1) * TE, got + (N - 1) * TE, TE * sizeof *ref) != 0);
+    float *logits = malloc(N * TV * sizeof *logits);
+    lowp_llama_logits(m, ref, N, logits);
+    /* the tied head: logit j = hidden . (row j of token_embd, the file's first tensor) */
+    const float *emb = (const float *)(f.b + data_offset);
+    double gamma = TE * 0x1p-24 / (1.0 - TE * 0x1p-24);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < TV; j++) {
+            double ex = 0, mag = 0;
+            for (int k = 0; k < TE; k++) {
+                ex += (double)ref[i * TE + k] * emb[j * TE + k];
+                mag += fabs((double)ref[i * TE + k] * emb[j * TE + k]);
+            }
+            ck_assert(fabs(logits[i * TV + j] - ex) <= gamma * mag);
+        }
+    lowp_kv_store kv;
+    ck_assert(lowp_kv_f32_create(c, TCTX, &kv, why, sizeof why) == 0);
+    ck_assert_int_eq(lowp_llama_forward(m, &kv, tok, 6, TCTX - 5, NULL, why, sizeof why), -1);
+    ck_assert(one_line(why) && strstr(why, "exceed the model's context of 24") != NULL);
+    int32_t bad = TV;
+    ck_assert_int_eq(lowp_llama_forward(m, &kv, &bad, 1, 0, NULL, why, sizeof why), -1);
+    ck_assert(one_line(why) && strstr(why, "outside the vocabulary of 40") != NULL);
+    lowp_kv_f32_free(&kv);
+    ck_assert(lowp_kv_f32_create(c, 4, &kv, why, sizeof why) == 0);
+    ck_assert_int_eq(lowp_llama_forward(m, &kv, tok, 5, 0, NULL, why, sizeof why), -1);
+    ck_assert(one_line(why) && strstr(why, "past the cache's 4") != NULL);
+    lowp_kv_f32_free(&kv);
+    free(logits);
+    free(ref);
+    free(got);
+    lowp_llama_free(m);
+    free(f.b);
+}
+END_TEST
+
+START_TEST(tiny_refusals)
+{
+    static const struct { tiny_opts o; const char *expect; } cases[] = {
+        {{"gpt2", 0, 0}, "architecture 'gpt2' is not supported"},
+        {{NULL, 8, 0}, "partial RoPE (8 of 16 dimensions)"},
+        {{NULL, 0, 1}, "no tensor 'blk.1.ffn_down.weight'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        buf f = tiny_model(&cases[i].o, 1);
+        lowp_gguf g;
+        lowp_llama *m = (lowp_llama *)&g;
+        char why[256] = "";
+        ck_assert(lowp_gguf_parse(f.b, f.n, &g, why, sizeof why) == 0);
+        ck_assert_int_eq(lowp_llama_load(&g, &m, why, sizeof why), -1);
+        ck_assert_ptr_null(m);
+        ck_assert_msg(one_line(why) && strstr(why, cases[i].expect) != NULL, "'%s' lacks '%s'", why, cases[i].expect);
+        lowp_gguf_close(&g);
+        free(f.b);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("model");
@@ -547,6 +811,12 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("tokenizer");
     tcase_add_test(tc, tokenizer_rules);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("forward");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, gemm_isas_agree);
+    tcase_add_test(tc, tiny_forward);
+    tcase_add_test(tc, tiny_refusals);
     suite_add_tcase(s, tc);
     return s;
 }
