@@ -8,12 +8,14 @@
  * The vector kernels are compiled for their ISA with target attributes and chosen at run
  * time (__builtin_cpu_supports), so the library runs on any x86-64.
  * Blocking: lowp_gemm takes CHUNK rows of A at a time (512 x K floats: 1.2 MB for K = 576,
- * within a 2 MB L2) and, in parallel, every 32-column panel of B against those rows: a
- * panel (K x 32 floats, 72 KB for K = 576) is reused by all the rows' kernel calls. */
+ * within a 2 MB L2) and every 32-column panel of B (the thread's share of them) against
+ * those rows: a panel (K x 32 floats, 72 KB for K = 576) is reused by all the rows' kernel
+ * calls. */
 #include "gemm.h"
 
 #include <immintrin.h>
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #define CHUNK 512
@@ -165,18 +167,25 @@ void lowp_gemm(const lowp_gemm_isa *isa, size_t M, size_t N, size_t K, const flo
     if (isa == NULL)
         isa = lowp_gemm_best();
     size_t np = (N + LOWP_GEMM_NR - 1) / LOWP_GEMM_NR, mr = isa->mr;
-    for (size_t m0 = 0; m0 < M; m0 += CHUNK) {
-        size_t m1 = M - m0 < CHUNK ? M : m0 + CHUNK;
-#pragma omp parallel for schedule(static)
-        for (size_t p = 0; p < np; p++) {
-            const float *b = bp + p * LOWP_GEMM_NR * K;
-            size_t nc = N - p * LOWP_GEMM_NR < LOWP_GEMM_NR ? N - p * LOWP_GEMM_NR : LOWP_GEMM_NR;
-            for (size_t m = m0; m < m1; m += mr) {
-                const float *rows[LOWP_GEMM_MR_MAX];
-                size_t r = m1 - m < mr ? m1 - m : mr;
-                for (size_t i = 0; i < r; i++)
-                    rows[i] = A + (m + i) * lda;
-                isa->kernel(K, rows, b, C + m * ldc + p * LOWP_GEMM_NR, ldc, r, nc);
+    /* One parallel region, each thread a fixed range of column panels for every row chunk:
+     * the threads meet once, at the end (on a shared, oversubscribed machine every
+     * barrier can cost a scheduler time slice). */
+#pragma omp parallel
+    {
+        size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+        size_t p0 = np * id / nt, p1 = np * (id + 1) / nt;
+        for (size_t m0 = 0; m0 < M; m0 += CHUNK) {
+            size_t m1 = M - m0 < CHUNK ? M : m0 + CHUNK;
+            for (size_t p = p0; p < p1; p++) {
+                const float *b = bp + p * LOWP_GEMM_NR * K;
+                size_t nc = N - p * LOWP_GEMM_NR < LOWP_GEMM_NR ? N - p * LOWP_GEMM_NR : LOWP_GEMM_NR;
+                for (size_t m = m0; m < m1; m += mr) {
+                    const float *rows[LOWP_GEMM_MR_MAX];
+                    size_t r = m1 - m < mr ? m1 - m : mr;
+                    for (size_t i = 0; i < r; i++)
+                        rows[i] = A + (m + i) * lda;
+                    isa->kernel(K, rows, b, C + m * ldc + p * LOWP_GEMM_NR, ldc, r, nc);
+                }
             }
         }
     }

@@ -25,7 +25,10 @@
 
 typedef struct layer_w {
     const float *attn_norm, *ffn_norm; /* into norms */
-    float *wq, *wk, *wv, *wo, *wgate, *wup, *wdown; /* packed */
+    float *wqkv;  /* packed [q; k; v] rows: one product gives q, k and v side by side */
+    float *wo;
+    float *wgu;   /* packed [gate; up] rows */
+    float *wdown;
 } layer_w;
 
 struct lowp_llama {
@@ -48,8 +51,10 @@ void lowp_llama_free(lowp_llama *m)
     if (m->layers != NULL)
         for (size_t l = 0; l < m->c.n_layer; l++) {
             layer_w *w = &m->layers[l];
-            free(w->wq); free(w->wk); free(w->wv); free(w->wo);
-            free(w->wgate); free(w->wup); free(w->wdown);
+            free(w->wqkv);
+            free(w->wo);
+            free(w->wgu);
+            free(w->wdown);
         }
     free(m->layers);
     free(m->head);
@@ -89,19 +94,34 @@ static float *tensor(const lowp_gguf *g, const char *name, size_t in, size_t out
     return y;
 }
 
-/* A linear layer [out][in] dequantized and packed as B = W^T. */
-static float *linear(const lowp_gguf *g, const char *name, size_t in, size_t out, char *why, size_t why_len)
+/* Linear layers [out_i][in] (the names, in order) dequantized, stacked row-wise and packed
+ * as one B = W^T: their outputs come out side by side, in the same order. */
+static float *linear(const lowp_gguf *g, const char *const *names, const size_t *outs, int count, size_t in,
+                     char *why, size_t why_len)
 {
-    float *w = tensor(g, name, in, out, why, why_len);
-    if (w == NULL)
-        return NULL;
-    float *bp = malloc(lowp_gemm_packed_size(out, in) * sizeof *bp);
-    if (bp == NULL) {
+    size_t total = 0;
+    for (int i = 0; i < count; i++)
+        total += outs[i];
+    float *w = malloc(total * in * sizeof *w), *bp = malloc(lowp_gemm_packed_size(total, in) * sizeof *bp);
+    if (w == NULL || bp == NULL) {
         free(w);
-        lowp_why_set(why, why_len, "out of memory for tensor '%s'", name);
+        free(bp);
+        lowp_why_set(why, why_len, "out of memory for tensor '%s'", names[0]);
         return NULL;
     }
-    lowp_gemm_pack_nk(out, in, w, in, bp);
+    size_t row = 0;
+    for (int i = 0; i < count; i++) {
+        float *t = tensor(g, names[i], in, outs[i], why, why_len);
+        if (t == NULL) {
+            free(w);
+            free(bp);
+            return NULL;
+        }
+        memcpy(w + row * in, t, outs[i] * in * sizeof *t);
+        free(t);
+        row += outs[i];
+    }
+    lowp_gemm_pack_nk(total, in, w, in, bp);
     free(w);
     return bp;
 }
@@ -190,18 +210,24 @@ int lowp_llama_load(const lowp_gguf *g, lowp_llama **out, char *why, size_t why_
     }
     for (size_t l = 0; l < c->n_layer; l++) {
         layer_w *w = &m->layers[l];
-        static const char *const names[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
-                                             "ffn_down"};
-        float **dst[7] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->wgate, &w->wup, &w->wdown};
-        size_t in[7] = {E, E, E, E, E, E, F}, outd[7] = {E, KV, KV, E, F, F, E};
+        char nm[7][LOWP_GGUF_MAX_NAME + 16];
+        static const char *const suffix[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
+                                              "ffn_down"};
+        const char *p[7];
         for (int i = 0; i < 7; i++) {
-            snprintf(name, sizeof name, "blk.%zu.%s.weight", l, names[i]);
-            if ((*dst[i] = linear(g, name, in[i], outd[i], why, why_len)) == NULL)
-                goto fail;
+            snprintf(nm[i], sizeof nm[i], "blk.%zu.%s.weight", l, suffix[i]);
+            p[i] = nm[i];
         }
+        const size_t qkv[3] = {E, KV, KV}, o[1] = {E}, gu[2] = {F, F};
+        if ((w->wqkv = linear(g, p, qkv, 3, E, why, why_len)) == NULL ||
+            (w->wo = linear(g, p + 3, o, 1, E, why, why_len)) == NULL ||
+            (w->wgu = linear(g, p + 4, gu, 2, E, why, why_len)) == NULL ||
+            (w->wdown = linear(g, p + 6, o, 1, F, why, why_len)) == NULL)
+            goto fail;
     }
     c->tied_head = lowp_gguf_find_tensor(g, "output.weight") == NULL;
-    if ((m->head = linear(g, c->tied_head ? "token_embd.weight" : "output.weight", E, V, why, why_len)) == NULL)
+    const char *head_name = c->tied_head ? "token_embd.weight" : "output.weight";
+    if ((m->head = linear(g, &head_name, &V, 1, E, why, why_len)) == NULL)
         goto fail;
     if (!c->tied_head && (m->embd = tensor(g, "token_embd.weight", E, V, why, why_len)) == NULL)
         goto fail;
@@ -314,56 +340,71 @@ static void rope(float *x, size_t n_heads, size_t hd, size_t pos, float theta_sc
     }
 }
 
-static void attention(const lowp_llama *m, const float *q, size_t n, size_t pos0, const float *K, const float *V,
-                      size_t ld, float *out, float *kp, float *vp, float *scratch)
+/* One row of scores: keys 0 .. valid - 1 scaled, p = expf(s - max), the sum in binary64
+ * (ggml's soft_max), p times 1 / sum; keys valid .. L - 1 get probability 0. The simd loops
+ * are elementwise (and a max, which is exact in any order): no result depends on them. */
+static void softmax_row(float *s, size_t valid, size_t L, float scale)
+{
+    float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+    for (size_t j = 0; j < valid; j++) {
+        s[j] *= scale;
+        mx = s[j] > mx ? s[j] : mx;
+    }
+    double sum = 0.0;
+    for (size_t j = 0; j < valid; j++) {
+        s[j] = expf(s[j] - mx);
+        sum += (double)s[j];
+    }
+    float inv = (float)(1.0 / sum);
+#pragma omp simd
+    for (size_t j = 0; j < valid; j++)
+        s[j] *= inv;
+    for (size_t j = valid; j < L; j++)
+        s[j] = 0.0f;
+}
+
+/* Causal GQA attention of n queries (rows of q, ldq apart) at positions pos0 .. over keys
+ * 0 .. pos0 + n - 1 (rows of K, V, ld apart) into out (n x n_embd). One parallel region:
+ * the K and V of every KV head are packed, then (query head, block of rows) pairs are
+ * shared out dynamically (later blocks see more keys). */
+static void attention(const lowp_llama *m, const float *q, size_t ldq, size_t n, size_t pos0, const float *K,
+                      const float *V, size_t ld, float *out, float *kp, float *vp, float *scratch)
 {
     const lowp_llama_config *c = &m->c;
     size_t hd = c->head_dim, E = c->n_embd, T = pos0 + n, mr = m->isa->mr, group = c->n_head / c->n_head_kv;
-    size_t n_blocks = (n + mr - 1) / mr;
+    size_t n_blocks = (n + mr - 1) / mr, kps = lowp_gemm_packed_size(T, hd), vps = lowp_gemm_packed_size(hd, T);
     float scale = 1.0f / sqrtf((float)hd);
-    for (size_t g = 0; g < c->n_head_kv; g++) {
-        lowp_gemm_pack_nk(T, hd, K + g * hd, ld, kp);   /* B[d][key] = K[key][d] */
-        lowp_gemm_pack_kn(T, hd, V + g * hd, ld, vp);   /* B[key][d] = V[key][d] */
-        for (size_t hh = 0; hh < group; hh++) {
-            size_t h = g * group + hh;
-#pragma omp parallel for schedule(dynamic, 1)
-            for (size_t b = 0; b < n_blocks; b++) {
-                float *S = scratch + (size_t)omp_get_thread_num() * LOWP_GEMM_MR_MAX * T;
-                size_t m0 = b * mr, r = n - m0 < mr ? n - m0 : mr;
-                size_t L = pos0 + m0 + r; /* keys 0 .. L - 1 cover every row of the block */
-                const float *qr[LOWP_GEMM_MR_MAX], *pr[LOWP_GEMM_MR_MAX];
-                for (size_t i = 0; i < r; i++) {
-                    qr[i] = q + (m0 + i) * E + h * hd;
-                    pr[i] = S + i * T;
-                }
-                for (size_t p = 0; p * LOWP_GEMM_NR < L; p++) {
-                    size_t nc = L - p * LOWP_GEMM_NR < LOWP_GEMM_NR ? L - p * LOWP_GEMM_NR : LOWP_GEMM_NR;
-                    m->isa->kernel(hd, qr, kp + p * LOWP_GEMM_NR * hd, S + p * LOWP_GEMM_NR, T, r, nc);
-                }
-                for (size_t i = 0; i < r; i++) {
-                    float *s = S + i * T;
-                    size_t valid = pos0 + m0 + i + 1;
-                    float mx = -INFINITY;
-                    for (size_t j = 0; j < valid; j++) {
-                        s[j] *= scale;
-                        mx = s[j] > mx ? s[j] : mx;
-                    }
-                    double sum = 0.0;
-                    for (size_t j = 0; j < valid; j++) {
-                        s[j] = expf(s[j] - mx);
-                        sum += (double)s[j];
-                    }
-                    float inv = (float)(1.0 / sum);
-                    for (size_t j = 0; j < valid; j++)
-                        s[j] *= inv;
-                    for (size_t j = valid; j < L; j++)
-                        s[j] = 0.0f;
-                }
-                for (size_t p = 0; p * LOWP_GEMM_NR < hd; p++) {
-                    size_t nc = hd - p * LOWP_GEMM_NR < LOWP_GEMM_NR ? hd - p * LOWP_GEMM_NR : LOWP_GEMM_NR;
-                    m->isa->kernel(L, pr, vp + p * LOWP_GEMM_NR * T, out + m0 * E + h * hd + p * LOWP_GEMM_NR, E, r,
-                                   nc);
-                }
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (size_t g = 0; g < 2 * c->n_head_kv; g++) {
+            if (g < c->n_head_kv)
+                lowp_gemm_pack_nk(T, hd, K + g * hd, ld, kp + g * kps); /* B[d][key] = K[key][d]; nested: serial */
+            else
+                lowp_gemm_pack_kn(T, hd, V + (g - c->n_head_kv) * hd, ld, vp + (g - c->n_head_kv) * vps);
+        }
+        float *S = scratch + (size_t)omp_get_thread_num() * LOWP_GEMM_MR_MAX * T;
+#pragma omp for schedule(dynamic, 1)
+        for (size_t job = 0; job < c->n_head * n_blocks; job++) {
+            size_t h = job / n_blocks, b = job % n_blocks, gk = h / group;
+            const float *kpg = kp + gk * kps, *vpg = vp + gk * vps;
+            size_t m0 = b * mr, r = n - m0 < mr ? n - m0 : mr;
+            size_t L = pos0 + m0 + r; /* keys 0 .. L - 1 cover every row of the block */
+            const float *qr[LOWP_GEMM_MR_MAX], *pr[LOWP_GEMM_MR_MAX];
+            for (size_t i = 0; i < r; i++) {
+                qr[i] = q + (m0 + i) * ldq + h * hd;
+                pr[i] = S + i * T;
+            }
+            for (size_t p = 0; p * LOWP_GEMM_NR < L; p++) {
+                size_t nc = L - p * LOWP_GEMM_NR < LOWP_GEMM_NR ? L - p * LOWP_GEMM_NR : LOWP_GEMM_NR;
+                m->isa->kernel(hd, qr, kpg + p * LOWP_GEMM_NR * hd, S + p * LOWP_GEMM_NR, T, r, nc);
+            }
+            for (size_t i = 0; i < r; i++)
+                softmax_row(S + i * T, pos0 + m0 + i + 1, L, scale);
+            for (size_t p = 0; p * LOWP_GEMM_NR < hd; p++) {
+                size_t nc = hd - p * LOWP_GEMM_NR < LOWP_GEMM_NR ? hd - p * LOWP_GEMM_NR : LOWP_GEMM_NR;
+                m->isa->kernel(L, pr, vpg + p * LOWP_GEMM_NR * T, out + m0 * E + h * hd + p * LOWP_GEMM_NR, E, r, nc);
             }
         }
     }
@@ -395,31 +436,38 @@ int lowp_llama_forward(const lowp_llama *m, lowp_kv_store *kv, const int32_t *to
             return lowp_why_set(why, why_len, "token %zu is %d, outside the vocabulary of %zu", i, tokens[i],
                                 c->n_vocab);
     size_t E = c->n_embd, F = c->n_ff, KV = c->n_head_kv * c->head_dim, hd = c->head_dim, T = pos0 + n;
+    size_t QKV = E + 2 * KV;
     int nt = omp_get_max_threads();
-    size_t sz_e = n * E, sz_kv = n * KV, sz_f = n * F;
-    size_t kpn = lowp_gemm_packed_size(T, hd), vpn = lowp_gemm_packed_size(hd, T);
-    size_t total = 4 * sz_e + 3 * sz_kv + 2 * sz_f + kpn + vpn + (size_t)nt * LOWP_GEMM_MR_MAX * T;
+    size_t kpn = c->n_head_kv * lowp_gemm_packed_size(T, hd), vpn = c->n_head_kv * lowp_gemm_packed_size(hd, T);
+    size_t total = 3 * n * E + n * QKV + 3 * n * KV + 2 * n * F + n * F + kpn + vpn + (size_t)nt * LOWP_GEMM_MR_MAX * T;
     float *buf = malloc(total * sizeof(float));
     if (buf == NULL)
         return lowp_why_set(why, why_len, "out of memory for a forward pass of %zu tokens", n);
-    float *x = buf, *h = x + sz_e, *q = h + sz_e, *att = q + sz_e, *kpre = att + sz_e, *k = kpre + sz_kv,
-          *v = k + sz_kv, *gt = v + sz_kv, *up = gt + sz_f, *kp = up + sz_f, *vp = kp + kpn, *scratch = vp + vpn;
+    float *x = buf, *h = x + n * E, *att = h + n * E, *qkv = att + n * E, *kpre = qkv + n * QKV, *k = kpre + n * KV,
+          *v = k + n * KV, *gu = v + n * KV, *act = gu + 2 * n * F, *kp = act + n * F, *vp = kp + kpn,
+          *scratch = vp + vpn;
     float eps = (float)c->rms_eps, theta_scale = powf((float)c->rope_base, -2.0f / (float)hd);
     int rc = 0;
     for (size_t i = 0; i < n; i++)
         embed(m, tokens[i], x + i * E);
+    const float *pending = NULL; /* the last block's output, added to x with the next norm */
     for (size_t l = 0; l < c->n_layer && rc == 0; l++) {
         const layer_w *w = &m->layers[l];
 #pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            if (pending != NULL)
+                for (size_t j = 0; j < E; j++)
+                    x[i * E + j] += pending[i * E + j];
             rmsnorm(x + i * E, w->attn_norm, E, eps, h + i * E);
-        lowp_gemm(m->isa, n, E, E, h, E, w->wq, q, E);
-        lowp_gemm(m->isa, n, KV, E, h, E, w->wk, kpre, KV);
-        lowp_gemm(m->isa, n, KV, E, h, E, w->wv, v, KV);
-        memcpy(k, kpre, sz_kv * sizeof *k);
+        }
+        lowp_gemm(m->isa, n, QKV, E, h, E, w->wqkv, qkv, QKV);
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i++) {
-            rope(q + i * E, c->n_head, hd, pos0 + i, theta_scale);
+            float *qi = qkv + i * QKV;
+            memcpy(kpre + i * KV, qi + E, KV * sizeof *qi);
+            memcpy(k + i * KV, qi + E, KV * sizeof *qi);
+            memcpy(v + i * KV, qi + E + KV, KV * sizeof *qi);
+            rope(qi, c->n_head, hd, pos0 + i, theta_scale);
             rope(k + i * KV, c->n_head_kv, hd, pos0 + i, theta_scale);
         }
         const float *Kc, *Vc;
@@ -429,27 +477,30 @@ int lowp_llama_forward(const lowp_llama *m, lowp_kv_store *kv, const int32_t *to
             rc = -1;
             break;
         }
-        attention(m, q, n, pos0, Kc, Vc, ld, att, kp, vp, scratch);
+        attention(m, qkv, QKV, n, pos0, Kc, Vc, ld, att, kp, vp, scratch);
         lowp_gemm(m->isa, n, E, E, att, E, w->wo, h, E);
 #pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < sz_e; i++)
-            x[i] += h[i];
+        for (size_t i = 0; i < n; i++) {
+            for (size_t j = 0; j < E; j++)
+                x[i * E + j] += h[i * E + j];
+            rmsnorm(x + i * E, w->ffn_norm, E, eps, att + i * E);
+        }
+        lowp_gemm(m->isa, n, 2 * F, E, att, E, w->wgu, gu, 2 * F);
 #pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++)
-            rmsnorm(x + i * E, w->ffn_norm, E, eps, h + i * E);
-        lowp_gemm(m->isa, n, F, E, h, E, w->wgate, gt, F);
-        lowp_gemm(m->isa, n, F, E, h, E, w->wup, up, F);
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < sz_f; i++)
-            gt[i] = gt[i] / (1.0f + expf(-gt[i])) * up[i];
-        lowp_gemm(m->isa, n, E, F, gt, F, w->wdown, h, E);
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < sz_e; i++)
-            x[i] += h[i];
+        for (size_t i = 0; i < n; i++) {
+            const float *gi = gu + i * 2 * F, *ui = gi + F;
+            for (size_t j = 0; j < F; j++)
+                act[i * F + j] = gi[j] / (1.0f + expf(-gi[j])) * ui[j];
+        }
+        lowp_gemm(m->isa, n, E, F, act, F, w->wdown, h, E);
+        pending = h;
     }
     if (rc == 0 && hidden != NULL)
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            for (size_t j = 0; j < E; j++)
+                x[i * E + j] += h[i * E + j];
             rmsnorm(x + i * E, m->output_norm, E, eps, hidden + i * E);
+        }
     free(buf);
     return rc;
 }
