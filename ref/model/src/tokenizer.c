@@ -317,25 +317,6 @@ static int cls_of(uint32_t c)
     return C_OTHER;
 }
 
-typedef struct piece_sink {
-    size_t *start; /* code point index of each piece start; the pieces tile the text */
-    size_t n, cap;
-} piece_sink;
-
-static int emit(piece_sink *s, size_t start)
-{
-    if (s->n == s->cap) {
-        size_t c = s->cap ? 2 * s->cap : 256;
-        size_t *p = realloc(s->start, c * sizeof *p);
-        if (p == NULL)
-            return -1;
-        s->start = p;
-        s->cap = c;
-    }
-    s->start[s->n++] = start;
-    return 0;
-}
-
 /* The length of the GPT-2 pattern's match at i within [i, e) (at least 1). */
 static size_t gpt2_match(const uint32_t *cp, const unsigned char *cl, size_t i, size_t e)
 {
@@ -376,14 +357,14 @@ int lowp_tokenize(const lowp_tokenizer *t, const char *text, size_t len, int32_t
     uint32_t *cp = malloc((len + 1) * sizeof *cp);
     size_t *off = malloc((len + 1) * sizeof *off);
     unsigned char *cl = malloc(len + 1);
-    piece_sink ps = {0};
+    size_t *starts = malloc((len + 1) * sizeof *starts), n_pieces = 0; /* at most one piece per code point */
     int32_t *out = malloc((len + 1) * sizeof *out); /* at most one token per byte */
     /* BPE scratch, one piece at a time: symbol ids, links, and the heap */
     int32_t *sym = malloc((len + 1) * sizeof *sym);
     int32_t *nxt = malloc((len + 1) * sizeof *nxt), *prv = malloc((len + 1) * sizeof *prv);
     struct cand { int32_t rank, left, right, lid, rid; } *heap = malloc((3 * len + 3) * sizeof *heap);
     int rc = -1;
-    if (!cp || !off || !cl || !out || !sym || !nxt || !prv || !heap) {
+    if (!cp || !off || !cl || !starts || !out || !sym || !nxt || !prv || !heap) {
         lowp_why_set(why, why_len, "out of memory tokenizing %zu bytes", len);
         goto done;
     }
@@ -418,15 +399,12 @@ int lowp_tokenize(const lowp_tokenizer *t, const char *text, size_t len, int32_t
             b = m;
         }
         for (size_t i = a; i < b; i += gpt2_match(cp, cl, i, b))
-            if (emit(&ps, i)) {
-                lowp_why_set(why, why_len, "out of memory tokenizing %zu bytes", len);
-                goto done;
-            }
+            starts[n_pieces++] = i;
         a = b;
     }
     size_t no = 0;
-    for (size_t p = 0; p < ps.n; p++) {
-        size_t b0 = off[ps.start[p]], b1 = p + 1 < ps.n ? off[ps.start[p + 1]] : len, nb = b1 - b0;
+    for (size_t p = 0; p < n_pieces; p++) {
+        size_t b0 = off[starts[p]], b1 = p + 1 < n_pieces ? off[starts[p + 1]] : len, nb = b1 - b0;
         for (size_t i = 0; i < nb; i++) {
             sym[i] = t->byte_id[s[b0 + i]];
             prv[i] = (int32_t)i - 1;
@@ -493,7 +471,7 @@ done:
     free(cp);
     free(off);
     free(cl);
-    free(ps.start);
+    free(starts);
     free(out);
     free(sym);
     free(nxt);
