@@ -795,6 +795,73 @@ START_TEST(tiny_refusals)
 }
 END_TEST
 
+/* A store around the exact one that checks what the forward pass hands it: the calls come
+ * layer by layer with the positions of the chunk, k at position 0 equals k_pre (RoPE at
+ * angle 0 is the identity), and a refusal stops the pass with the store's reason. */
+typedef struct spy_store {
+    lowp_kv_store inner;
+    size_t writes, reads, next_layer, pos0, n, fail_layer;
+} spy_store;
+
+static int spy_write(void *ctx, size_t layer, size_t pos0, size_t n, const float *k_pre, const float *k,
+                     const float *v, char *why, size_t why_len)
+{
+    spy_store *s = ctx;
+    ck_assert_uint_eq(layer, s->next_layer);
+    ck_assert(pos0 == s->pos0 && n == s->n);
+    if (pos0 == 0)
+        ck_assert(memcmp(k_pre, k, TKV * (TE / TH) * sizeof *k) == 0);
+    else
+        ck_assert(memcmp(k_pre, k, TKV * (TE / TH) * sizeof *k) != 0);
+    s->writes++;
+    if (layer == s->fail_layer) {
+        snprintf(why, why_len, "spy store refuses layer %zu", layer);
+        return -1;
+    }
+    return s->inner.write(s->inner.ctx, layer, pos0, n, k_pre, k, v, why, why_len);
+}
+
+static int spy_read(void *ctx, size_t layer, size_t n, const float **k, const float **v, size_t *ld, char *why,
+                    size_t why_len)
+{
+    spy_store *s = ctx;
+    ck_assert(layer == s->next_layer && n == s->pos0 + s->n);
+    s->reads++;
+    s->next_layer = (layer + 1) % TL;
+    return s->inner.read(s->inner.ctx, layer, n, k, v, ld, why, why_len);
+}
+
+START_TEST(kv_store_hook)
+{
+    tiny_opts o = {0};
+    buf f = tiny_model(&o, 5);
+    lowp_gguf g;
+    lowp_llama *m;
+    char why[256];
+    ck_assert(lowp_gguf_parse(f.b, f.n, &g, why, sizeof why) == 0);
+    ck_assert(lowp_llama_load(&g, &m, why, sizeof why) == 0);
+    spy_store s = {.fail_layer = 99};
+    ck_assert(lowp_kv_f32_create(lowp_llama_config_of(m), TCTX, &s.inner, why, sizeof why) == 0);
+    lowp_kv_store st = {&s, spy_write, spy_read};
+    int32_t tok[6] = {1, 2, 3, 4, 5, 6};
+    s.n = 4;
+    ck_assert(lowp_llama_forward(m, &st, tok, 4, 0, NULL, why, sizeof why) == 0);
+    s.pos0 = 4;
+    s.n = 2;
+    ck_assert(lowp_llama_forward(m, &st, tok + 4, 2, 4, NULL, why, sizeof why) == 0);
+    ck_assert(s.writes == 2 * TL && s.reads == 2 * TL);
+    s.pos0 = 6;
+    s.n = 1;
+    s.fail_layer = 1;
+    ck_assert_int_eq(lowp_llama_forward(m, &st, tok, 1, 6, NULL, why, sizeof why), -1);
+    ck_assert_str_eq(why, "spy store refuses layer 1");
+    lowp_kv_f32_free(&s.inner);
+    lowp_llama_free(m);
+    lowp_gguf_close(&g);
+    free(f.b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("model");
@@ -814,6 +881,7 @@ static Suite *suite(void)
     tcase_add_test(tc, gemm_isas_agree);
     tcase_add_test(tc, tiny_forward);
     tcase_add_test(tc, tiny_refusals);
+    tcase_add_test(tc, kv_store_hook);
     suite_add_tcase(s, tc);
     return s;
 }
