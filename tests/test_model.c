@@ -614,6 +614,70 @@ START_TEST(gemm_isas_agree)
 }
 END_TEST
 
+/* The softmax exponentials: every ISA the same bits and the same sum as the scalar
+ * definition (gemm.h), within 2 ulp of exp, 0 below -87, NaN kept. */
+START_TEST(softmax_exp_agree)
+{
+    static const char *const names[] = {"avx512", "avx2", "scalar"};
+    static const size_t lens[] = {1, 7, 8, 15, 16, 17, 33, 100, 1000, 4099};
+    uint64_t seed = lowp_test_seed("test_model", 21);
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        size_t n = lens[li];
+        uint64_t st = lowp_test_stream(seed, 9, li, 0);
+        float *x = malloc(n * sizeof *x), *y[3];
+        float mx = -INFINITY;
+        for (size_t j = 0; j < n; j++) { /* scores spread over [-100, 10], the row max included */
+            x[j] = (float)(lowp_test_urand(&st) * 110.0 - 100.0);
+            mx = x[j] > mx ? x[j] : mx;
+        }
+        if (n == 100) /* one row with a NaN score: NaN comes through, the sum is NaN */
+            x[2] = NAN;
+        double sum[3];
+        for (int q = 0; q < 3; q++) {
+            y[q] = malloc(n * sizeof(float));
+            memcpy(y[q], x, n * sizeof *x);
+            const lowp_gemm_isa *isa = lowp_gemm_isa_named(names[q]);
+            sum[q] = isa ? isa->softmax_exp(y[q], n, mx) : 0;
+            if (isa == NULL) {
+                free(y[q]);
+                y[q] = NULL;
+            }
+        }
+        for (int q = 0; q < 2; q++)
+            if (y[q] != NULL) {
+                ck_assert_msg(memcmp(y[q], y[2], n * sizeof(float)) == 0, "%s exp differs from scalar, n %zu",
+                              names[q], n);
+                ck_assert_msg(lowp_test_f64_bits(sum[q]) == lowp_test_f64_bits(sum[2]), "%s sum differs, n %zu",
+                              names[q], n);
+            }
+        double exact_sum = 0;
+        for (size_t j = 0; j < n; j++) {
+            float xj = x[j] - mx;
+            if (isnan(x[j])) {
+                ck_assert(isnan(y[2][j]));
+                continue;
+            }
+            if (xj < -87.0f) {
+                ck_assert(y[2][j] == 0.0f);
+                continue;
+            }
+            double e = exp((double)xj);
+            exact_sum += (double)y[2][j];
+            /* 2 ulp of binary32 at e: 2 * 2^(floor(log2 e) - 23) */
+            ck_assert_msg(fabs((double)y[2][j] - e) <= 2.0 * ldexp(1.0, ilogb(e) - 23), "exp(%a) = %a, not %a", xj,
+                          y[2][j], e);
+        }
+        if (n == 100) /* the sum of the returned values, within n roundings of binary64 */
+            ck_assert(isnan(sum[2]));
+        else
+            ck_assert(fabs(sum[2] - exact_sum) <= (double)n * 0x1p-53 * exact_sum);
+        for (int q = 0; q < 3; q++)
+            free(y[q]);
+        free(x);
+    }
+}
+END_TEST
+
 /* ---- a tiny random Llama ---- */
 
 enum { TE = 64, TF = 96, TH = 4, TKV = 2, TV = 40, TL = 2, TCTX = 24 };
@@ -879,6 +943,7 @@ static Suite *suite(void)
     tc = tcase_create("forward");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, gemm_isas_agree);
+    tcase_add_test(tc, softmax_exp_agree);
     tcase_add_test(tc, tiny_forward);
     tcase_add_test(tc, tiny_refusals);
     tcase_add_test(tc, kv_store_hook);

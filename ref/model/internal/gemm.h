@@ -1,5 +1,5 @@
-/* ref/model/internal/gemm.h: the forward pass's matrix products (private to the model
- * layer; tests reach it through the include directory they declare).
+/* ref/model/internal/gemm.h: the forward pass's matrix products and softmax exponentials
+ * (private to the model layer; tests reach it through the include directory they declare).
  *
  * Arithmetic, the same on every ISA and for any thread count: every output element is one
  * chain of fused multiply-adds over k ascending from +0,
@@ -23,10 +23,24 @@
 typedef void (*lowp_gemm_kernel_fn)(size_t K, const float *const *a, const float *bp, float *c, size_t ldc,
                                     size_t mr, size_t nc);
 
+/* Softmax's exponentials: s[j] = lowp exp of (s[j] - mx) for j < n, returning their sum in
+ * binary64; requires s[j] <= mx or NaN (mx is the row's maximum, so x <= 0). The exp, the same bits on every ISA (tests/test_model.c checks it, and that it
+ * is within 2 ulp of exp):
+ *     x = s - mx; x < -87: 0 (exp(-87) = 1.6e-38: nothing a sum >= 1 can notice); NaN: NaN
+ *     k = rint(x * log2(e));  r = fma(-k, ln2_hi, x);  r = fma(-k, ln2_lo, r)
+ *     q = Horner over r of the Taylor coefficients 1/7!, 1/6!, ..., 1/1!, 1 (fma each)
+ *     result = q * 2^k (k added to q's exponent field: q in [0.7, 1.5], k in [-126, 0])
+ * (ln2_hi = 0.693359375 has 9 bits, so k * ln2_hi is exact; |r| <= 0.35 and the degree-7
+ * remainder r^8/8! < 6e-9.) The sum: eight partial binary64 sums, partial j over the
+ * elements j, j + 8, j + 16, ... in order, then ((p0 + p1) + (p2 + p3)) + ((p4 + p5) +
+ * (p6 + p7)): the order a vector of 8 doubles gives, fixed for every ISA. */
+typedef double (*lowp_softmax_exp_fn)(float *s, size_t n, float mx);
+
 typedef struct lowp_gemm_isa {
     const char *name;      /* "avx512", "avx2", "scalar" */
     size_t mr;             /* rows per kernel call */
     lowp_gemm_kernel_fn kernel;
+    lowp_softmax_exp_fn softmax_exp;
 } lowp_gemm_isa;
 
 /* The fastest kernel this CPU runs (chosen once), or one by name (NULL when the CPU lacks

@@ -15,6 +15,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
 #include <omp.h>
 #include <string.h>
 
@@ -126,10 +127,117 @@ __attribute__((target("avx512f"))) static void kern_avx512(size_t K, const float
     }
 }
 
+
+/* ---- softmax's exponentials (gemm.h states the definition) ---- */
+
+#define EXP_LOG2E 0x1.715476p+0f
+#define EXP_LN2_HI 0.693359375f
+#define EXP_LN2_LO -2.12194440e-4f
+#define EXP_MIN -87.0f
+static const float exp_c[8] = {1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f,
+                               1.0f, 1.0f}; /* 1/7! .. 1/1!, 1: Horner from the first */
+
+static float exp_one(float x)
+{
+    if (x != x)
+        return x;
+    if (x < EXP_MIN)
+        return 0.0f;
+    float k = nearbyintf(x * EXP_LOG2E);
+    float r = fmaf(-k, EXP_LN2_HI, x);
+    r = fmaf(-k, EXP_LN2_LO, r);
+    float q = exp_c[0];
+    for (int i = 1; i < 8; i++)
+        q = fmaf(q, r, exp_c[i]);
+    uint32_t b;
+    memcpy(&b, &q, 4);
+    b += (uint32_t)(int32_t)k << 23;
+    memcpy(&q, &b, 4);
+    return q;
+}
+
+static double sum8(const double p[8])
+{
+    return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+}
+
+/* Elements from j on, scalar, continuing the partial sums part[] (element i in part[i % 8]). */
+static void exp_tail(float *s, size_t j, size_t n, float mx, double part[8])
+{
+    for (; j < n; j++) {
+        s[j] = exp_one(s[j] - mx);
+        part[j % 8] += (double)s[j];
+    }
+}
+
+static double softmax_exp_scalar(float *s, size_t n, float mx)
+{
+    double part[8] = {0};
+    exp_tail(s, 0, n, mx, part);
+    return sum8(part);
+}
+
+__attribute__((target("avx2,fma"))) static double softmax_exp_avx2(float *s, size_t n, float mx)
+{
+    __m256 vmx = _mm256_set1_ps(mx), l2e = _mm256_set1_ps(EXP_LOG2E), hi = _mm256_set1_ps(EXP_LN2_HI),
+           lo = _mm256_set1_ps(EXP_LN2_LO), vmin = _mm256_set1_ps(EXP_MIN);
+    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 x = _mm256_sub_ps(_mm256_loadu_ps(s + j), vmx);
+        __m256 k = _mm256_round_ps(_mm256_mul_ps(x, l2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 r = _mm256_fnmadd_ps(k, hi, x);
+        r = _mm256_fnmadd_ps(k, lo, r);
+        __m256 q = _mm256_set1_ps(exp_c[0]);
+        for (int i = 1; i < 8; i++)
+            q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(exp_c[i]));
+        __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23);
+        __m256 y = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(q), e));
+        y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, vmin, _CMP_LT_OQ));
+        y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+        _mm256_storeu_ps(s + j, y);
+        a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(y)));
+        a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(y, 1)));
+    }
+    double part[8];
+    _mm256_storeu_pd(part, a0);
+    _mm256_storeu_pd(part + 4, a1);
+    exp_tail(s, j, n, mx, part);
+    return sum8(part);
+}
+
+__attribute__((target("avx512f"))) static double softmax_exp_avx512(float *s, size_t n, float mx)
+{
+    __m512 vmx = _mm512_set1_ps(mx), l2e = _mm512_set1_ps(EXP_LOG2E), hi = _mm512_set1_ps(EXP_LN2_HI),
+           lo = _mm512_set1_ps(EXP_LN2_LO), vmin = _mm512_set1_ps(EXP_MIN);
+    __m512d acc = _mm512_setzero_pd();
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 x = _mm512_sub_ps(_mm512_loadu_ps(s + j), vmx);
+        __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, l2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m512 r = _mm512_fnmadd_ps(k, hi, x);
+        r = _mm512_fnmadd_ps(k, lo, r);
+        __m512 q = _mm512_set1_ps(exp_c[0]);
+        for (int i = 1; i < 8; i++)
+            q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(exp_c[i]));
+        __m512i e = _mm512_slli_epi32(_mm512_cvtps_epi32(k), 23);
+        __m512 y = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(q), e));
+        y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, vmin, _CMP_LT_OQ), y, _mm512_setzero_ps());
+        y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+        _mm512_storeu_ps(s + j, y);
+        acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(y)));
+        acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(y), 1))));
+    }
+    double part[8];
+    _mm512_storeu_pd(part, acc);
+    exp_tail(s, j, n, mx, part);
+    return sum8(part);
+}
+
 static const lowp_gemm_isa isas[] = {
-    {"avx512", 8, kern_avx512},
-    {"avx2", 3, kern_avx2},
-    {"scalar", 4, kern_scalar},
+    {"avx512", 8, kern_avx512, softmax_exp_avx512},
+    {"avx2", 3, kern_avx2, softmax_exp_avx2},
+    {"scalar", 4, kern_scalar, softmax_exp_scalar},
 };
 
 static int supported(const lowp_gemm_isa *isa)

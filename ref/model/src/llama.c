@@ -10,8 +10,9 @@
  * rows); for each of its query heads and each block of the kernel's rows of queries, the
  * scores against keys 0 .. (the block's last position) come from the kernel, then per row:
  * scale by 1/sqrt(head_dim) (a power of two for 64: exact), keys past the row's position
- * set to probability 0, p = expf(s - max), the sum in binary64 (ggml's soft_max), p scaled
- * by 1 / sum, and the output is the kernel's P V (keys in order). */
+ * set to probability 0, p = exp(s - max) with the kernels' exp and their fixed-order
+ * binary64 sum (gemm.h; ggml's soft_max also sums in binary64), p scaled by 1 / sum, and the
+ * output is the kernel's P V (keys in order). */
 #include "lowp/llama.h"
 
 #include <math.h>
@@ -340,10 +341,11 @@ static void rope(float *x, size_t n_heads, size_t hd, size_t pos, float theta_sc
     }
 }
 
-/* One row of scores: keys 0 .. valid - 1 scaled, p = expf(s - max), the sum in binary64
- * (ggml's soft_max), p times 1 / sum; keys valid .. L - 1 get probability 0. The simd loops
- * are elementwise (and a max, which is exact in any order): no result depends on them. */
-static void softmax_row(float *s, size_t valid, size_t L, float scale)
+/* One row of scores: keys 0 .. valid - 1 scaled, p = exp(s - max) (the kernels' exp and
+ * their fixed-order binary64 sum, gemm.h), p times 1 / sum; keys valid .. L - 1 get
+ * probability 0. The simd loops are elementwise (and a max, exact in any order): no result
+ * depends on how they are vectorized. */
+static void softmax_row(const lowp_gemm_isa *isa, float *s, size_t valid, size_t L, float scale)
 {
     float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
@@ -351,11 +353,7 @@ static void softmax_row(float *s, size_t valid, size_t L, float scale)
         s[j] *= scale;
         mx = s[j] > mx ? s[j] : mx;
     }
-    double sum = 0.0;
-    for (size_t j = 0; j < valid; j++) {
-        s[j] = expf(s[j] - mx);
-        sum += (double)s[j];
-    }
+    double sum = isa->softmax_exp(s, valid, mx);
     float inv = (float)(1.0 / sum);
 #pragma omp simd
     for (size_t j = 0; j < valid; j++)
@@ -401,7 +399,7 @@ static void attention(const lowp_llama *m, const float *q, size_t ldq, size_t n,
                 m->isa->kernel(hd, qr, kpg + p * LOWP_GEMM_NR * hd, S + p * LOWP_GEMM_NR, T, r, nc);
             }
             for (size_t i = 0; i < r; i++)
-                softmax_row(S + i * T, pos0 + m0 + i + 1, L, scale);
+                softmax_row(m->isa, S + i * T, pos0 + m0 + i + 1, L, scale);
             for (size_t p = 0; p * LOWP_GEMM_NR < hd; p++) {
                 size_t nc = hd - p * LOWP_GEMM_NR < LOWP_GEMM_NR ? hd - p * LOWP_GEMM_NR : LOWP_GEMM_NR;
                 m->isa->kernel(L, pr, vpg + p * LOWP_GEMM_NR * T, out + m0 * E + h * hd + p * LOWP_GEMM_NR, E, r, nc);

@@ -19,8 +19,9 @@
  * computes it: theta = p * s^i by repeated binary32 multiplication from theta = p, with
  * s = powf(base, -2 / head_dim); the pair (x0, x1) becomes (x0 cos - x1 sin, x0 sin + x1 cos)
  * with cosf/sinf of that theta. rmsnorm sums the squares in binary64 (as ggml does).
- * Matrix products are FMA chains in k order (ref/model/internal/gemm.h): the result does not
- * depend on the thread count or on the CPU's vector ISA.
+ * Matrix products are FMA chains in k order and softmax's exp is one fixed sequence of
+ * binary32 operations (ref/model/internal/gemm.h): the result does not depend on the thread
+ * count or on the CPU's vector ISA.
  * Refused: another architecture, partial RoPE, head counts that do not divide, tensors
  * missing or of the wrong shape or of a type lowp does not dequantize. */
 #ifndef LOWP_LLAMA_H
