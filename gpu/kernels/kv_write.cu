@@ -13,10 +13,12 @@
  *     -ftz=false; gpu/kv_write.cmake passes them explicitly);
  *   - rcp.approx.ftz.f32 is the PTX instruction on the device and lowp_rcp_approx_ftz (its
  *     bit-exact model on sm_90) on the host;
- *   - the element and scale conversions are lowp's own encoders (format_internal.h
- *     lowp_encode_bits_signed / lowp_encode_bits_e8m0) restated in integer arithmetic for
- *     the codec settings init_ctx chooses, so no PTX cvt (E2M1/UE8M0 cvt does not exist on
- *     sm_90) and no host/device difference;
+ *   - the element and scale conversions and the E4M3 / E8M0 decodes are the CPU codec's
+ *     own code: the integer-only core lowp/codec_core.h (lowp_encode_core_signed,
+ *     lowp_encode_core_e8m0, lowp_decode_core_*), which ref/codec/src/format.c and
+ *     format_array.c call as well, here with the settings lowp_codec_init resolves for the
+ *     codecs init_ctx chooses; so no PTX cvt (E2M1/UE8M0 cvt does not exist on sm_90) and
+ *     no host/device difference;
  *   - NaN signs and payloads never reach a byte: the CPU makes a NaN block scale input
  *     positive (block_scales, "GPU's canonical positive NaN"), and every element and scale
  *     codec used here maps both NaN signs of an element to one code.
@@ -31,6 +33,7 @@
 
 #include <cuda_runtime.h>
 
+#include "lowp/codec_core.h"
 #include "lowp/gpu_kvcache.h"
 #include "lowp/why.h"
 
@@ -40,30 +43,11 @@ namespace { /* everything up to the host API is internal to this file */
 
 /* ---------------------------------------------------------------- bit helpers */
 
-HD uint32_t f2u(float x)
-{
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(x);
-#else
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-#endif
-}
-
-HD float u2f(uint32_t u)
-{
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(u);
-#else
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-#endif
-}
+/* The bit casts and 2^k (pow2f of block.c) are the codec's: lowp_f32_bits,
+ * lowp_f32_from_bits, lowp_f32_pow2 (lowp/codec_core.h). */
 
 /* The positive quiet NaN the CPU's NAN constant is (block_amax, code_factor). */
-HD float qnan(void) { return u2f(0x7fc00000u); }
+HD float qnan(void) { return lowp_f32_from_bits(0x7fc00000u); }
 
 /* rcp~: rcp.approx.ftz.f32 (recipes.md); lowp_rcp_approx_ftz is its model, bit-exact on
  * all 2^32 inputs on the H200 (reports/rcp-approx-h200.md). */
@@ -78,25 +62,18 @@ HD float rcp_approx(float x)
 #endif
 }
 
-/* pow2f of block.c: 2^k as a binary32, k in [-149, 127]. */
-HD float pow2f(int k)
-{
-    uint32_t b = k >= -126 ? (uint32_t)(k + 127) << 23 : 1u << (k + 149);
-    return u2f(b);
-}
-
 /* ---------------------------------------------------------------- codecs */
 
 /* The settings lowp_codec_init resolves for one (format, profile, mode, saturation), as
- * far as lowp_encode_bits_signed reads them (NaN rule LOWP_NAN_FIXED for all used here). */
+ * far as lowp_encode_core_signed reads them (NaN rule LOWP_NAN_FIXED for all used here). */
 struct enc_spec {
-    int ru;            /* 1: LOWP_RU, 0: LOWP_RN */
+    int ru;            /* 1: LOWP_RU, 0: LOWP_RN (a flag, not the mode: see encode_signed) */
     int mbits, emin;   /* stored fraction bits, 1 - bias */
-    uint32_t max_mag;  /* lowp_format_table max_mag */
-    uint32_t sign_bit;
-    uint32_t ovf_mag;  /* codec ovf_mag */
-    uint32_t inf_mag;  /* codec inf_mag */
-    uint32_t nan_pos, nan_neg; /* codec nan_code[0], nan_code[1] */
+    uint16_t max_mag;  /* lowp_format_table max_mag */
+    uint16_t sign_bit;
+    uint16_t ovf_mag;  /* codec ovf_mag */
+    uint16_t inf_mag;  /* codec inf_mag */
+    uint16_t nan_pos, nan_neg; /* codec nan_code[0], nan_code[1] */
 };
 
 /* (e2m1, cuda, rn, sat): the element codec of NVFP4 and MXFP4. */
@@ -118,69 +95,32 @@ HD enc_spec spec_e4m3_torch(void) { return enc_spec{0, 3, -6, 0x7eu, 0x80u, 0x7f
 /* (e4m3, ocp, ru, no saturation): NVFP4 modelopt with LOWP_BLOCK_SCALE_UP. */
 HD enc_spec spec_e4m3_ocp_ru_nosat(void) { return enc_spec{1, 3, -6, 0x7eu, 0x80u, 0x7fu, 0x7fu, 0x7fu, 0xffu}; }
 
-/* lowp_encode_bits_signed (ref/codec/src/format_internal.h), the same steps for a fixed-NaN
- * codec in mode rn or ru. */
+/* lowp_encode_f32 of the codec c describes, on binary32 bits b: the codec's own core.
+ * The format's Inf code is read only by the payload NaN rules, which no codec here has.
+ * The mode reaches the core as c.ru ? LOWP_RU : LOWP_RN: nvcc turns the core's switches on
+ * it into selects on c.ru (a stored mode compiles to jump tables, 40 instructions more). */
 HD uint32_t encode_signed(const enc_spec &c, uint32_t b)
 {
-    const int mbits = c.mbits, emin = c.emin;
-    uint32_t neg = b >> 31;
-    uint32_t a = b & 0x7fffffffu;
-    uint32_t E = a >> 23;
-    uint32_t Eeff = E + (E == 0);
-    uint32_t M = (a & 0x7fffffu) | ((uint32_t)(E != 0) << 23);
-    int32_t e = (int32_t)Eeff - 127;
-    int32_t under = emin - e;
-    under = under > 0 ? under : 0;
-    uint32_t shift = (uint32_t)(23 - mbits + under);
-    shift = shift > 25u ? 25u : shift;
-    uint32_t q = M >> shift;
-    uint32_t rem = M & ((1u << shift) - 1u);
-    uint32_t half = 1u << (shift - 1u);
-    uint32_t inc = c.ru ? ((rem != 0) & (neg ^ 1u)) : ((rem > half) | ((rem == half) & q));
-    int32_t ee = e > emin ? e : emin;
-    uint32_t mag = ((uint32_t)(ee - emin) << mbits) + (q & ((2u << mbits) - 1u)) + inc;
-    uint32_t sign = neg ? c.sign_bit : 0u;
-    uint32_t nan = neg ? c.nan_neg : c.nan_pos;
-    uint32_t toward0 = c.ru ? neg : 0u;
-    uint32_t ovf = sign | (toward0 ? c.max_mag : c.ovf_mag);
-    uint32_t inf = sign | c.inf_mag;
-    uint32_t r = mag > c.max_mag ? ovf : (sign | mag);
-    r = a == 0x7f800000u ? inf : r;
-    r = a > 0x7f800000u ? nan : r;
-    return r;
+    return lowp_encode_core_signed(b, c.ru ? LOWP_RU : LOWP_RN, c.mbits, c.emin, c.max_mag,
+                                   c.sign_bit, 0u, c.ovf_mag, c.inf_mag, LOWP_NAN_FIXED, c.nan_pos,
+                                   c.nan_neg);
 }
 
-/* lowp_encode_bits_e8m0 for (e8m0, cuda, ru, sat): code = biased exponent, +1 when any
+/* lowp_encode_f32 for (e8m0, cuda, ru, sat): code = biased exponent, +1 when any
  * fraction bit is set (a subnormal rounds up past 2^-127 only above it), 0xFE at most,
- * 0 for +-0, |x| for negatives, 0xFF for NaN. */
+ * 0 for +-0, |x| for negatives, 0xFF for NaN (lowp_codec_init's e8m0_zero_code 0,
+ * e8m0_neg_is_nan 0 and e8m0_sub_up_any 0 for the cuda profile). */
 HD uint32_t encode_e8m0_cuda_ru_sat(uint32_t b)
 {
-    uint32_t a = b & 0x7fffffffu;
-    uint32_t E = a >> 23;
-    uint32_t m = a & 0x7fffffu;
-    uint32_t up = E ? (uint32_t)(m != 0) : (uint32_t)(m > 0x400000u);
-    uint32_t code = E + up;
-    code = code >= 0xffu ? 0xfeu : code; /* also Inf: E = 255 */
-    code = a == 0 ? 0u : code;
-    code = a > 0x7f800000u ? 0xffu : code;
-    return code;
+    return lowp_encode_core_e8m0(b, LOWP_RU, 1, 0u, 0, 0);
 }
 
 /* lowp_decode_f32(LOWP_E4M3, q): exact; 0x7F / 0xFF are NaN (their sign never matters
  * here: every use multiplies or divides it into an element code that ignores NaN signs). */
-HD float decode_e4m3(uint32_t q)
-{
-    uint32_t mag = q & 0x7fu, sign = (q & 0x80u) << 24;
-    if (mag == 0x7fu)
-        return u2f(sign | 0x7fc00000u);
-    uint32_t E = mag >> 3, M = mag & 7u;
-    if (E == 0) /* subnormal M * 2^-9: an integer times a power of two, exact */
-        return u2f(sign | f2u((float)M * 0x1p-9f));
-    return u2f(sign | ((E - 7u + 127u) << 23) | (M << 20));
-}
+HD float decode_e4m3(uint32_t q) { return lowp_decode_core_signed(q, 8, 3, -6, 0u, 0x7fu); }
 
 /* lowp_decode_f32(LOWP_E8M0, q): 2^(q - 127), NaN for 0xFF. */
-HD float decode_e8m0(uint32_t q) { return q == 0xffu ? qnan() : pow2f((int)q - 127); }
+HD float decode_e8m0(uint32_t q) { return lowp_decode_core_e8m0(q); }
 
 /* ---------------------------------------------------------------- recipes */
 
@@ -242,11 +182,11 @@ HD float code_factor(const qctx *c, uint32_t q)
     }
     /* MXFP4 / MXFP8 */
     switch (c->recipe) {
-    case LOWP_RECIPE_OCP: return q == 0xffu ? qnan() : pow2f(127 - (int)q);
+    case LOWP_RECIPE_OCP: return q == 0xffu ? qnan() : lowp_f32_pow2(127 - (int)q);
     case LOWP_RECIPE_RCEIL: return decode_e8m0(q); /* the divisor */
     default: /* trtllm; MXFP4's exp2f_rcp gives 1.0 for code 0x00 (TRT-LLM's quirk) */
         if (c->format == LOWP_MXFP4)
-            return q == 0 ? 1.0f : pow2f(127 - (int)q);
+            return q == 0 ? 1.0f : lowp_f32_pow2(127 - (int)q);
         return rcp_approx(decode_e8m0(q));
     }
 }
@@ -273,7 +213,7 @@ HD void quant_block(const qctx *c, const float *x, uint8_t *ec, uint8_t *scale)
         /* block_scales, ocp: floor(log2 amax) - emax from the exponent bits; subnormal and
          * zero amax count as -127; code clamped at 0; NaN and Inf amax give 0xFF */
         const int emax = c->format == LOWP_MXFP4 ? 2 : 8;
-        uint32_t mb = f2u(amax);
+        uint32_t mb = lowp_f32_bits(amax);
         int biased = (int)((mb >> 23) & 0xffu);
         int code = biased == 0 ? 0 : biased - emax;
         code = code < 0 ? 0 : code;
@@ -300,13 +240,13 @@ HD void quant_block(const qctx *c, const float *x, uint8_t *ec, uint8_t *scale)
             }
             /* a NaN from the arithmetic is the GPU's canonical positive NaN */
             sf = sf != sf ? fabsf(sf) : sf;
-            q = encode_signed(c->scale, f2u(sf));
+            q = encode_signed(c->scale, lowp_f32_bits(sf));
         } else {
             if (r == LOWP_RECIPE_RCEIL)
                 sf = amax * (c->format == LOWP_MXFP4 ? 1.0f / 6.0f : 1.0f / 448.0f);
             else /* trtllm MX */
                 sf = amax * (c->format == LOWP_MXFP4 ? c->rcp6 : c->rcp448);
-            q = encode_e8m0_cuda_ru_sat(f2u(sf));
+            q = encode_e8m0_cuda_ru_sat(lowp_f32_bits(sf));
         }
         /* zero_amax_zero_factor (trtllm, exact, sglang-kv): an all-zero block gets factor 0 */
         int zero_rule = r == LOWP_RECIPE_TRTLLM || r == LOWP_RECIPE_EXACT || r == LOWP_RECIPE_SGLANG_KV;
@@ -315,7 +255,7 @@ HD void quant_block(const qctx *c, const float *x, uint8_t *ec, uint8_t *scale)
     /* quantize_chunk: scale, then the element codec */
     for (int i = 0; i < BS; i++) {
         float v = c->divide ? x[i] / factor : x[i] * factor;
-        uint32_t code = encode_signed(c->elem, f2u(v));
+        uint32_t code = encode_signed(c->elem, lowp_f32_bits(v));
         if (r == LOWP_RECIPE_MODELOPT) /* _cast_fp4: sign bit = (scaled < 0): -0, NaN -> + */
             code = (code & 7u) | ((uint32_t)(v < 0.0f) << 3);
         ec[i] = (uint8_t)code;
@@ -347,7 +287,7 @@ HD float load_input(const kvw_side &p, size_t i)
 {
     if (p.in_e4m3)
         return decode_e4m3(((const uint8_t *)p.x)[i]);
-    return u2f((uint32_t)((const uint16_t *)p.x)[i] << 16);
+    return lowp_f32_from_bits((uint32_t)((const uint16_t *)p.x)[i] << 16);
 }
 
 /* Row index of (page, slot, head) in a [..][row] buffer: lowp_kvcache_code_offset. */
@@ -381,7 +321,7 @@ HD void kvw_unit(const kvw_side &p, size_t u)
         /* FP8: x / g (true division); BF16: x as is (quantize_chunk, bs == 1) */
         float x = load_input(p, in0);
         float v = c.divide ? x / c.dec : x;
-        uint32_t code = encode_signed(c.elem, f2u(v));
+        uint32_t code = encode_signed(c.elem, lowp_f32_bits(v));
         if (p.format == LOWP_BF16_PASS) { /* two bytes, little-endian */
             dst[2 * blk] = (uint8_t)(code & 0xffu);
             dst[2 * blk + 1] = (uint8_t)(code >> 8);

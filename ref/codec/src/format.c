@@ -8,13 +8,13 @@
 #include "format_internal.h"
 
 const lowp_format_info lowp_format_table[LOWP_FORMAT_COUNT] = {
-    /* name    bits e  m   bias max     sign    inf */
-    {"e2m1", 4, 2, 1, 1, 0x7, 0x8, 0},
-    {"e4m3", 8, 4, 3, 7, 0x7e, 0x80, 0},
-    {"e5m2", 8, 5, 2, 15, 0x7b, 0x80, 0x7c},
-    {"e8m0", 8, 8, 0, 127, 0xfe, 0, 0},
-    {"bf16", 16, 8, 7, 127, 0x7f7f, 0x8000, 0x7f80},
-    {"f16", 16, 5, 10, 15, 0x7bff, 0x8000, 0x7c00},
+    /* name    bits e  m   bias max     sign    inf     nan_min */
+    {"e2m1", 4, 2, 1, 1, 0x7, 0x8, 0, 0x8},
+    {"e4m3", 8, 4, 3, 7, 0x7e, 0x80, 0, 0x7f},
+    {"e5m2", 8, 5, 2, 15, 0x7b, 0x80, 0x7c, 0x7d},
+    {"e8m0", 8, 8, 0, 127, 0xfe, 0, 0, 0xff},
+    {"bf16", 16, 8, 7, 127, 0x7f7f, 0x8000, 0x7f80, 0x7f81},
+    {"f16", 16, 5, 10, 15, 0x7bff, 0x8000, 0x7c00, 0x7c01},
 };
 
 static const char *const round_names[LOWP_ROUND_COUNT] = {"rn", "rz", "ru", "rd", "rna"};
@@ -286,12 +286,9 @@ static float round_to_odd_f32(double x)
     uint32_t b = lowp_f32_bits(f);
     if (fabs((double)f) > fabs(x))
         b -= 1; /* step toward zero; Inf steps to FLT_MAX */
-    float g;
-    memcpy(&g, &b, sizeof g);
-    if ((double)g != x)
+    if ((double)lowp_f32_from_bits(b) != x)
         b |= 1;
-    memcpy(&g, &b, sizeof g);
-    return g;
+    return lowp_f32_from_bits(b);
 }
 
 uint16_t lowp_encode_f64(const lowp_codec *c, double x)
@@ -319,13 +316,9 @@ uint16_t lowp_encode_f64(const lowp_codec *c, double x)
 int lowp_code_is_nan(lowp_format f, uint16_t code)
 {
     const lowp_format_info *fi = &lowp_format_table[f];
-    uint32_t mag = code & (uint32_t)(fi->sign_bit - 1u);
-    switch (f) {
-    case LOWP_E2M1: return 0;
-    case LOWP_E4M3: return mag == 0x7f;
-    case LOWP_E8M0: return code == 0xff;
-    default: return mag > fi->inf_mag;
-    }
+    if (f == LOWP_E8M0)
+        return code == 0xff;
+    return (code & (uint32_t)(fi->sign_bit - 1u)) >= fi->nan_min;
 }
 
 int lowp_code_is_inf(lowp_format f, uint16_t code)
@@ -334,27 +327,21 @@ int lowp_code_is_inf(lowp_format f, uint16_t code)
     return fi->inf_mag != 0 && (code & (uint32_t)(fi->sign_bit - 1u)) == fi->inf_mag;
 }
 
-double lowp_decode_f64(lowp_format f, uint16_t code)
-{
-    const lowp_format_info *fi = &lowp_format_table[f];
-    code = (uint16_t)(code & ((1u << fi->bits) - 1u));
-    if (f == LOWP_E8M0)
-        return code == 0xff ? NAN : ldexp(1.0, (int)code - 127);
-    double sign = (code & fi->sign_bit) ? -1.0 : 1.0;
-    if (lowp_code_is_nan(f, code))
-        return copysign(NAN, sign);
-    if (lowp_code_is_inf(f, code))
-        return sign * INFINITY;
-    uint32_t mag = code & (uint32_t)(fi->sign_bit - 1u);
-    uint32_t E = mag >> fi->mbits;
-    uint32_t M = mag & ((1u << fi->mbits) - 1u);
-    int emin = 1 - fi->bias;
-    if (E == 0)
-        return sign * ldexp((double)M, emin - fi->mbits);
-    return sign * ldexp((double)(M | (1u << fi->mbits)), (int)E - fi->bias - fi->mbits);
-}
-
+/* The core's decoders (lowp/codec_core.h), which the GPU kernels use as well, with this
+ * format's constants; bits above the format's width are ignored. */
 float lowp_decode_f32(lowp_format f, uint16_t code)
 {
-    return (float)lowp_decode_f64(f, code); /* exact: every value here is a binary32 */
+    const lowp_format_info *fi = &lowp_format_table[f];
+    uint32_t q = code & ((1u << fi->bits) - 1u);
+    if (f == LOWP_E8M0)
+        return lowp_decode_core_e8m0(q);
+    return lowp_decode_core_signed(q, (int)fi->bits, fi->mbits, 1 - fi->bias, fi->inf_mag,
+                                   fi->nan_min);
+}
+
+double lowp_decode_f64(lowp_format f, uint16_t code)
+{
+    /* exact: every value is a binary32, and a quiet binary32 NaN widens to the quiet
+     * binary64 NaN with the same sign */
+    return (double)lowp_decode_f32(f, code);
 }
