@@ -8,7 +8,7 @@
 # identical, 1 when one differs, 2 on bad use.
 set -euo pipefail
 [ $# = 2 ] || { echo "usage: tools/sass_compare.sh BEFORE_BUILD AFTER_BUILD" >&2; exit 2; }
-CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || find "$(dirname "$0")/../.venv" -name cuobjdump -type f 2>/dev/null | head -1)}
+CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || find -L "$(dirname "$0")/../.venv" -name cuobjdump -type f 2>/dev/null | head -1 || true)}
 [ -x "$CUOBJDUMP" ] || { echo "sass_compare: no cuobjdump (tools/setup.sh installs one into .venv)" >&2; exit 2; }
 PATH=$(dirname "$CUOBJDUMP"):$PATH # its nvdisasm
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -26,7 +26,9 @@ while IFS= read -r before; do
   if cmp -s "$tmp/a" "$tmp/b"; then
     echo "$name: identical ($(grep -c 'Function : ' "$tmp/a") functions, $(wc -l <"$tmp/a") lines)"
   else
-    echo "$name: DIFFERS"; diff "$tmp/a" "$tmp/b" | head -10; status=1
+    # the first lines of the difference (diff's whole output is read, so that pipefail never
+    # stops the script at this object and the remaining ones are still compared)
+    echo "$name: DIFFERS"; { diff "$tmp/a" "$tmp/b" || true; } | sed -n 1,10p; status=1
   fi
 done < <(find -L "$1/gpu" -name '*.cu.o' -path '*CMakeFiles*' | sort)
 [ "$n" -gt 0 ] || { echo "sass_compare: no CUDA objects under $1/gpu" >&2; exit 2; }
