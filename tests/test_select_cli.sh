@@ -15,15 +15,9 @@
 #     differ, unknown selectors and formats, --budget with --topk, a NaN score (QSA E4M3
 #     index keys beyond 464 are NaN), non-finite inputs.
 # Inputs are written by numpy in PYTHON; exit 77 (skip) without numpy.
-set -u
-lowp=$1
-python=${2:-python3}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-if ! "$python" -c 'import numpy' 2>/dev/null; then
-  echo "test_select_cli: skipped: numpy not found for $python"
-  exit 77
-fi
+. "$(dirname "$0")/lib/cli_test.sh"
+cli_test_start test_select_cli "$1"
+cli_test_need_numpy "${2:-python3}"
 cat > "$tmp/t.py" <<'EOF'
 import os, subprocess, sys
 import numpy as np

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lowp/tensor.h"
+
 #define LOWP_EXIT_OK 0
 #define LOWP_EXIT_MISMATCH 1 /* a check ran and found a difference */
 #define LOWP_EXIT_USAGE 2    /* bad input: nothing was written */
@@ -127,5 +129,7 @@ void lowp_cli_check_writable(const char *opt, const char *path);
 /* x as a [d0, d1, d2] F32 tensor: .npy, or .safetensors with one tensor named "out", by
  * the path's extension. */
 void lowp_cli_write_f32_3(const char *path, const float *x, size_t d0, size_t d1, size_t d2);
+/* The same for any dtype and rank (one tensor "out"; .npy or .safetensors by the name). */
+void lowp_cli_write_tensor(const char *path, lowp_dtype dt, const void *x, int ndim, const size_t *shape);
 
 #endif

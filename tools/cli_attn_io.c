@@ -117,13 +117,12 @@ void lowp_cli_check_writable(const char *opt, const char *path)
     lowp_out_check(opt, path);
 }
 
-void lowp_cli_write_f32_3(const char *path, const float *x, size_t d0, size_t d1, size_t d2)
+void lowp_cli_write_tensor(const char *path, lowp_dtype dt, const void *x, int ndim, const size_t *shape)
 {
     lowp_tensor_file tf;
-    size_t shape[3] = {d0, d1, d2};
     char why[256];
     lowp_tensor_file_init(&tf);
-    lowp_tensor *t = lowp_tensor_file_add(&tf, "out", LOWP_DT_F32, 3, shape, why, sizeof why);
+    lowp_tensor *t = lowp_tensor_file_add(&tf, "out", dt, ndim, shape, why, sizeof why);
     if (t == NULL)
         lowp_cli_fail("%s", why);
     memcpy(t->data, x, t->nbytes);
@@ -136,4 +135,10 @@ void lowp_cli_write_f32_3(const char *path, const float *x, size_t d0, size_t d1
         lowp_cli_fail("cannot write '%s': %s", path, why);
     lowp_out_commit(o);
     lowp_tensor_file_free(&tf);
+}
+
+void lowp_cli_write_f32_3(const char *path, const float *x, size_t d0, size_t d1, size_t d2)
+{
+    size_t shape[3] = {d0, d1, d2};
+    lowp_cli_write_tensor(path, LOWP_DT_F32, x, 3, shape);
 }

@@ -136,24 +136,10 @@ static float *load_vector(const char *opt, const char *path, size_t n)
     return x;
 }
 
-static void write_i32_3(const char *path, const int32_t *x, size_t d0, size_t d1, size_t d2)
+static void write_i32(const char *path, const int32_t *x, int ndim, size_t d0, size_t d1, size_t d2)
 {
-    lowp_tensor_file tf;
     size_t shape[3] = {d0, d1, d2};
-    char why[256];
-    lowp_tensor_file_init(&tf);
-    lowp_tensor *t = lowp_tensor_file_add(&tf, "out", LOWP_DT_I32, d2 ? 3 : 2, shape, why, sizeof why);
-    if (t == NULL)
-        lowp_cli_fail("%s", why);
-    memcpy(t->data, x, t->nbytes);
-    lowp_tensor_file_kind kind = lowp_tensor_file_kind_of(path);
-    if (kind == LOWP_FILE_UNKNOWN)
-        lowp_cli_fail("%s: the name ends neither in .npy nor in .safetensors", path);
-    FILE *o = lowp_out_open(path, 1);
-    if (kind == LOWP_FILE_NPY ? lowp_npy_emit(o, t, why, sizeof why) : lowp_safetensors_emit(o, &tf, why, sizeof why))
-        lowp_cli_fail("cannot write '%s': %s", path, why);
-    lowp_out_commit(o);
-    lowp_tensor_file_free(&tf);
+    lowp_cli_write_tensor(path, LOWP_DT_I32, x, ndim, shape);
 }
 
 static void row_progress(void *arg, size_t done, size_t total)
@@ -270,9 +256,9 @@ int lowp_cmd_select(int argc, char **argv)
     if (fflush(stdout) != 0)
         lowp_cli_fail("cannot write to standard output");
     if (a.indices)
-        write_i32_3(a.indices, res.indices, qlen, res.units, res.k);
+        write_i32(a.indices, res.indices, 3, qlen, res.units, res.k);
     if (a.index_list)
-        write_i32_3(a.index_list, res.index_list, qlen, res.list_width, 0);
+        write_i32(a.index_list, res.index_list, 2, qlen, res.list_width, 0);
     if (a.scores)
         lowp_cli_write_f32_3(a.scores, res.scores, qlen, res.units, res.cand);
     lowp_select_result_free(&res);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowp/codec_core.h"
 #include "lowp/format.h"
 #include "lowp/select.h"
 #include "lowp/why.h"
@@ -43,26 +44,12 @@ static int check_config(const lowp_dsa_config *c, char *why, size_t wl)
     return 0;
 }
 
-static uint32_t f2u(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float u2f(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 /* fast_round_scale: 2^(exponent of x, plus one if any fraction bit is set), x > 0 normal */
 static float pow2_ceil(float x)
 {
-    uint32_t b = f2u(x);
+    uint32_t b = lowp_f32_bits(x);
     int e = (int)((b >> 23) & 0xffu) - 127 + ((b & 0x7fffffu) != 0);
-    return u2f((uint32_t)(e + 127) << 23);
+    return lowp_f32_from_bits((uint32_t)(e + 127) << 23);
 }
 
 /* act_quant of one row of d values: E4M3 values into out, the scale returned. A NaN in x
@@ -134,10 +121,10 @@ int lowp_dsa_keys_quantize(const lowp_dsa_config *c, const float *k, size_t seq_
                 amax = a > amax ? a : amax;
             }
             float t = (amax > 1e-4f ? amax : 1e-4f) / 6.0f;
-            uint32_t b = f2u(t);
+            uint32_t b = lowp_f32_bits(t);
             int code = (int)((b >> 23) & 0xffu) + ((b & 0x7fffffu) != 0);
             code = code < 1 ? 1 : (code > 254 ? 254 : code);
-            float sf = u2f((uint32_t)code << 23); /* 2^(code - 127), code >= 1: normal */
+            float sf = lowp_f32_from_bits((uint32_t)code << 23); /* 2^(code - 127), code >= 1: normal */
             for (size_t i = g; i < g + 32; i++) {
                 float v = x[i] / sf;
                 float e = c->fp4_round == LOWP_DSA_FP4_DEEPGEMM
