@@ -83,6 +83,21 @@ unsigned char *lowp_read_all(const char *path, size_t *len);
 
 /* True when stderr is a terminal: progress lines are shown only then. */
 int lowp_progress_wanted(void);
+/* The progress line of a long command (tools/cli_progress.c): nothing at all unless
+ * lowp_progress_wanted. lowp_progress_show rewrites one stderr line "lowp CMD: WHAT
+ * done/total UNIT (rate UNIT/s, elapsed s)", the rate counted from the last
+ * lowp_progress_phase (or init); at most about ten updates a second, always the last
+ * (done == total). lowp_progress_end ends the line if one was shown. */
+typedef struct lowp_progress {
+    int on, shown;
+    const char *cmd;
+    double phase_t0, last;
+} lowp_progress;
+void lowp_progress_init(lowp_progress *p, const char *cmd);
+void lowp_progress_phase(lowp_progress *p);
+void lowp_progress_show(lowp_progress *p, size_t done, size_t total, const char *unit, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void lowp_progress_end(lowp_progress *p);
 
 /* Subcommands: tools/cmd_NAME.c defines
  *     int lowp_cmd_NAME(int argc, char **argv);    returns the exit status
