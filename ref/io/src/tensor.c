@@ -505,6 +505,17 @@ int lowp_tensor_load_float(const char *path, const char *name, lowp_tensor *out,
     char reason[256];
     if (src_dtype != NULL)
         *src_dtype = t->dtype;
+    if (t->dtype == LOWP_DT_F32) {
+        /* already binary32: hand the file's tensor over rather than convert it into a
+         * second copy (the same bytes lowp_tensor_to_f32 would give) */
+        size_t at = (size_t)(t - f.tensors);
+        *out = f.tensors[at];
+        memset(&f.tensors[at], 0, sizeof f.tensors[at]);
+        lowp_tensor_file_free(&f);
+        if (rounded != NULL)
+            *rounded = 0;
+        return 0;
+    }
     int rc = lowp_tensor_to_f32(t, out, rounded, reason, sizeof reason);
     lowp_tensor_file_free(&f);
     if (rc)
