@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Tensor data is kept in file byte order (little-endian) and read as C arrays. */
@@ -255,7 +256,14 @@ static int read_whole(const char *path, unsigned char **buf, size_t *len, char *
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return lowp_why_set(why, why_len, "cannot read '%s': %s", path, strerror(errno));
+    /* A regular file is read into a buffer of its size (plus the byte that shows the end
+     * came where fstat said): no doubling past it, which would reserve up to twice the
+     * file. A pipe, or a file that grows meanwhile, still grows the buffer by doubling. */
     size_t cap = 1 << 16, n = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+        (uintmax_t)st.st_size < SIZE_MAX / 2 && (size_t)st.st_size + 1 > cap)
+        cap = (size_t)st.st_size + 1;
     unsigned char *b = malloc(cap);
     while (b != NULL) {
         if (n == cap) {
