@@ -100,18 +100,24 @@ static int rounding_decided(double x, double b, float *out)
 
 /* The oracle on the query group of KV head g at query token i: a sub-problem with that
  * token, the group's G query heads (contiguous), its KV head and the visible positions
- * only. The oracle runs the G rows in parallel (OpenMP). out32 gets [G][vo_dim]. */
+ * only. The oracle runs the G rows in parallel (OpenMP). out32 gets [G][vo_dim]. With one
+ * KV head (lowp attn's per-head sub-problems) the visible keys are the first rows of k and
+ * v as they are; with more they are gathered. */
 static void oracle_group(const lowp_attn_shape *s, const double *q, const double *k, const double *v, size_t i,
                          size_t g, float *out32)
 {
     size_t G = s->num_q_heads / s->num_kv_heads, vis = s->q_offset + i + 1;
     size_t D = s->qk_dim, Dv = s->vo_dim;
-    double *ks = malloc(vis * D * sizeof *ks), *vs = malloc(vis * Dv * sizeof *vs);
-    if (ks == NULL || vs == NULL)
-        lowp_cli_fail("out of memory for an oracle group");
-    for (size_t t = 0; t < vis; t++) {
-        memcpy(ks + t * D, k + (t * s->num_kv_heads + g) * D, D * sizeof *ks);
-        memcpy(vs + t * Dv, v + (t * s->num_kv_heads + g) * Dv, Dv * sizeof *vs);
+    double *ks = NULL, *vs = NULL;
+    if (s->num_kv_heads > 1) {
+        ks = malloc(vis * D * sizeof *ks);
+        vs = malloc(vis * Dv * sizeof *vs);
+        if (ks == NULL || vs == NULL)
+            lowp_cli_fail("out of memory for an oracle group");
+        for (size_t t = 0; t < vis; t++) {
+            memcpy(ks + t * D, k + (t * s->num_kv_heads + g) * D, D * sizeof *ks);
+            memcpy(vs + t * Dv, v + (t * s->num_kv_heads + g) * Dv, Dv * sizeof *vs);
+        }
     }
     lowp_attn_shape sub = *s;
     sub.q_len = 1;
@@ -120,7 +126,8 @@ static void oracle_group(const lowp_attn_shape *s, const double *q, const double
     sub.ctx = vis;
     sub.q_offset = vis - 1;
     char why[256];
-    if (lowp_attn_oracle_mpfr(&sub, q + (i * s->num_q_heads + g * G) * D, ks, vs, 0, out32, NULL, why, sizeof why))
+    if (lowp_attn_oracle_mpfr(&sub, q + (i * s->num_q_heads + g * G) * D, ks != NULL ? ks : k, vs != NULL ? vs : v, 0,
+                              out32, NULL, why, sizeof why))
         lowp_cli_fail("the MPFR oracle failed on query token %zu, KV head %zu: %s", i, g, why);
     free(ks);
     free(vs);
@@ -136,6 +143,7 @@ static size_t round_outputs(const lowp_attn_shape *s, const double *q, const dou
 {
     size_t rows = s->q_len * s->num_q_heads, Dv = s->vo_dim, G = s->num_q_heads / s->num_kv_heads;
     char why[256];
+    lowp_progress_phase(pr);
     if (all_mpfr) {
         lowp_progress_show(pr, 0, rows, "rows", "%s: MPFR oracle", what);
         if (lowp_attn_oracle_mpfr(s, q, k, v, 0, out32, NULL, why, sizeof why))
@@ -436,19 +444,20 @@ int lowp_cmd_attn(int argc, char **argv)
      * bound, oracle) of KV head g is a function of that head's K/V, its query group and the
      * visible positions alone (lowp/attn.h), so the per-head sub-problems give the outputs
      * of the whole problem bit for bit while binary64 copies of one head are held, not of
-     * the whole cache. kf/vf: the head's float K/V, gathered (the input itself when there
-     * is one KV head); ke/ve: the path's effective values; kb/vb: the unquantized ones
-     * (the baseline). */
+     * the whole cache. ke/ve: the path's effective values; kb/vb: the unquantized ones
+     * (the baseline); kf/vf: the head's float K/V gathered for the path (the input itself
+     * when there is one KV head), staged in kb/vb's memory, which they are done with
+     * before kb/vb are filled. */
     const size_t H = s.num_kv_heads, G = s.num_q_heads / H, D = s.qk_dim, Dv = s.vo_dim;
     const size_t nhk = s.ctx * D, nhv = s.ctx * Dv, rows = s.q_len * s.num_q_heads;
-    float *kf = H > 1 ? malloc(nhk * sizeof *kf) : NULL, *vf = H > 1 ? malloc(nhv * sizeof *vf) : NULL;
     double *ke = malloc(nhk * sizeof *ke), *ve = malloc(nhv * sizeof *ve);
     double *kb = malloc(nhk * sizeof *kb), *vb = malloc(nhv * sizeof *vb);
+    float *kf = (float *)(void *)kb, *vf = (float *)(void *)vb;
     double *qe = malloc(nq * sizeof *qe), *qb = malloc(nq * sizeof *qb);
     double *o64 = malloc(no * sizeof *o64), *b64 = malloc(no * sizeof *b64), *tv = malloc(rows * sizeof *tv);
     float *o32 = malloc(no * sizeof *o32), *b32 = malloc(no * sizeof *b32);
-    if ((H > 1 && (kf == NULL || vf == NULL)) || ke == NULL || ve == NULL || kb == NULL || vb == NULL || qe == NULL ||
-        qb == NULL || o64 == NULL || b64 == NULL || tv == NULL || o32 == NULL || b32 == NULL)
+    if (ke == NULL || ve == NULL || kb == NULL || vb == NULL || qe == NULL || qb == NULL || o64 == NULL ||
+        b64 == NULL || tv == NULL || o32 == NULL || b32 == NULL)
         lowp_cli_fail("out of memory for the effective K/V");
     for (size_t i = 0; i < nq; i++)
         qb[i] = q[i];
@@ -543,7 +552,7 @@ int lowp_cmd_attn(int argc, char **argv)
         pres.v_inf += r.v_inf;
         if (g == 0)
             pres.q_nan = r.q_nan;
-        for (size_t t = 0; t < s.ctx; t++) {
+        for (size_t t = 0; t < s.ctx; t++) { /* kf/vf are dead from here: kb/vb overwrite them */
             for (size_t d = 0; d < D; d++)
                 kb[t * D + d] = k[(t * H + g) * D + d];
             for (size_t d = 0; d < Dv; d++)
@@ -564,13 +573,18 @@ int lowp_cmd_attn(int argc, char **argv)
                 memcpy(qse + dst, qe + src, G * D * sizeof *qse);
                 memcpy(qsb + dst, qb + src, G * D * sizeof *qsb);
             }
+            if (i0 == 0)
+                lowp_progress_phase(&pr);
             lowp_progress_show(&pr, i0, s.q_len, "query tokens", "%s: reference", what);
             if (lowp_attn_ref_f64(&sub, qse, ke, ve, ose, pq, why, sizeof why) ||
                 lowp_attn_ref_f64(&sub, qsb, kb, vb, osb, pb, why, sizeof why))
                 lowp_cli_fail("attention: %s", why);
             oracle_rows += round_outputs(&sub, qse, ke, ve, ose, a.mpfr_all, oe32, &pr, what);
-            if (a.baseline != NULL)
-                oracle_rows_b += round_outputs(&sub, qsb, kb, vb, osb, a.mpfr_all, ob32, &pr, what);
+            if (a.baseline != NULL) {
+                char wb[80];
+                snprintf(wb, sizeof wb, "%s, baseline", what);
+                oracle_rows_b += round_outputs(&sub, qsb, kb, vb, osb, a.mpfr_all, ob32, &pr, wb);
+            }
             for (size_t x = 0; x < sr; x++) {
                 size_t row = (i0 + x / G) * s.num_q_heads + g * G + x % G;
                 tv[row] = lowp_attn_tv(pb + x * sub.ctx, pq + x * sub.ctx, sub.ctx);
@@ -583,8 +597,6 @@ int lowp_cmd_attn(int argc, char **argv)
         }
     }
     lowp_progress_end(&pr);
-    free(kf);
-    free(vf);
     free(kc);
     free(vc);
     free(qse);
