@@ -52,8 +52,13 @@ int lowp_cmd_stats(int argc, char **argv)
 
     lowp_stats_row rows[LOWP_BLOCK_FORMAT_COUNT * LOWP_RECIPE_COUNT];
     float gsv[LOWP_BLOCK_FORMAT_COUNT * LOWP_RECIPE_COUNT];
-    size_t k = 0;
+    size_t k = 0, total = 0;
     char why[256];
+    for (int f = 0; f < LOWP_BLOCK_FORMAT_COUNT; f++)
+        for (int r = 0; r < LOWP_RECIPE_COUNT; r++)
+            total += lowp_recipe_check((lowp_block_format)f, (lowp_recipe)r, NULL, 0) == 0;
+    lowp_progress pr;
+    lowp_progress_init(&pr, "stats");
     for (int f = 0; f < LOWP_BLOCK_FORMAT_COUNT; f++)
         for (int r = 0; r < LOWP_RECIPE_COUNT; r++) {
             lowp_block_format bf = (lowp_block_format)f;
@@ -65,6 +70,7 @@ int lowp_cmd_stats(int argc, char **argv)
             memset(w, 0, sizeof *w);
             w->format = lowp_block_format_name(bf);
             w->recipe = lowp_recipe_name(rc);
+            lowp_progress_show(&pr, k, total, "rows", "%s %s", w->format, w->recipe);
             if (lowp_block_has_global_scale(bf)) {
                 gsv[k] = gs.dec;
                 w->gscales = &gsv[k];
@@ -74,6 +80,8 @@ int lowp_cmd_stats(int argc, char **argv)
                 lowp_cli_fail("stats: %s %s: %s", w->format, w->recipe, why);
             k++;
         }
+    lowp_progress_show(&pr, k, total, "rows", "done");
+    lowp_progress_end(&pr);
     if (lowp_cli_table_on_stdout(&out)) {
         printf("# lowp stats: %s, amax %.9g; each recipe's own global scale from the amax\n", desc,
                (double)amax);
