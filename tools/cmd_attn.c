@@ -30,6 +30,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -343,7 +344,13 @@ int lowp_cmd_attn(int argc, char **argv)
     size_t qd[3], kd[3], vd[3];
     float *q = lowp_cli_load_f32_3("--q", a.q, qd, "[q_len, num_q_heads, qk_dim]");
     float *k = lowp_cli_load_f32_3("--k", a.k, kd, "[ctx, num_kv_heads, qk_dim]");
-    float *v = lowp_cli_load_f32_3("--v", a.v, vd, "[ctx, num_kv_heads, vo_dim]");
+    /* --v naming the same file as --k (K = V, as in a self-check) shares K's buffer */
+    struct stat sk, sv;
+    int same_kv = stat(a.k, &sk) == 0 && stat(a.v, &sv) == 0 && S_ISREG(sk.st_mode) && sk.st_dev == sv.st_dev &&
+                  sk.st_ino == sv.st_ino;
+    float *v = same_kv ? k : lowp_cli_load_f32_3("--v", a.v, vd, "[ctx, num_kv_heads, vo_dim]");
+    if (same_kv)
+        memcpy(vd, kd, sizeof vd);
     if (vd[0] != kd[0])
         lowp_cli_fail("--v has %zu tokens but --k has %zu (K and V hold the same context)", vd[0], kd[0]);
     if (vd[1] != kd[1])
@@ -667,7 +674,8 @@ int lowp_cmd_attn(int argc, char **argv)
     lowp_kvcache_destroy(cache);
     free(q);
     free(k);
-    free(v);
+    if (!same_kv)
+        free(v);
     free(table);
     free(qe);
     free(ke);
