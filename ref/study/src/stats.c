@@ -279,10 +279,12 @@ static int compute_core(const void *ref, lowp_stats_type ref_type, const void *r
     chunk_acc *acc = malloc((nchunks ? nchunks : 1) * sizeof *acc);
     double *brel = malloc((nblocks ? nblocks : 1) * sizeof *brel);
     signed char *bkind = malloc(nblocks ? nblocks : 1); /* -1 skipped, 0 normal, 1 ref zero */
-    if (acc == NULL || brel == NULL || bkind == NULL) {
+    dq_tables *tabs = qv != NULL ? malloc(qv->parts * sizeof *tabs) : NULL; /* one per piece */
+    if (acc == NULL || brel == NULL || bkind == NULL || (qv != NULL && tabs == NULL)) {
         free(acc);
         free(brel);
         free(bkind);
+        free(tabs);
         return lowp_why_set(why, why_len, "out of memory for the statistics");
     }
     /* Per-block sums come from the chunk pass when blocks are whole groups inside whole
@@ -301,6 +303,7 @@ static int compute_core(const void *ref, lowp_stats_type ref_type, const void *r
             free(acc);
             free(brel);
             free(bkind);
+            free(tabs);
             return lowp_why_set(why, why_len, "out of memory for the statistics");
         }
     }
@@ -309,21 +312,9 @@ static int compute_core(const void *ref, lowp_stats_type ref_type, const void *r
     void (*reduce)(const void *, const void *, size_t, size_t, size_t, chunk_acc *, const block_acc *) =
         ref_type == LOWP_STATS_F32 ? (rec_type == LOWP_STATS_F32 ? reduce_ff : reduce_fd)
                                    : (rec_type == LOWP_STATS_F32 ? reduce_df : reduce_dd);
-    dq_tables *tabs = NULL;
-    if (qv != NULL) {
-        tabs = malloc(qv->parts * sizeof *tabs);
-        if (tabs == NULL) {
-            free(ba.se);
-            free(ba.sr);
-            free(ba.used);
-            free(acc);
-            free(brel);
-            free(bkind);
-            return lowp_why_set(why, why_len, "out of memory for the statistics");
-        }
+    if (qv != NULL)
         for (size_t p = 0; p < qv->parts; p++)
             dq_init(&tabs[p], qv->format, qv->gscales[p]);
-    }
     long long nc = (long long)nchunks, nb = (long long)nblocks;
     int failed = 0;
 #pragma omp parallel if (n >= LOWP_STATS_PARALLEL_MIN) reduction(| : failed)
