@@ -15,8 +15,8 @@
  * --page-table, --num-pages, --layout, --k-sf-order, --v-sf-order). The cache starts
  * poisoned (every byte 0xFF, NaN in every scale format), so a slot read that was never
  * written shows up as NaN in the output. The exact path reads the cache through the page
- * table (lowp_kvcache_gather); every path is also computed by lowp_kv_path_run, and the
- * exact values read from the cache must equal the path's exact values bit for bit.
+ * table (lowp_kvcache_gather_range); every path is also computed by lowp_kv_path_run, and
+ * the exact values read from the cache must equal the path's exact values bit for bit.
  *
  * O is the exact attention over the path's effective values, correctly rounded to
  * binary32: the binary64 reference (lowp_attn_ref_f64) decides an output when its bound
@@ -24,7 +24,14 @@
  * MPFR oracle (lowp_attn_oracle_mpfr) computes the rows where it does not (--mpfr-all: every
  * row). --baseline writes the same for the unquantized K/V (and Q as given). Error
  * statistics of the path's attention against the unquantized one (both exact math,
- * binary64) go to stdout, per query head and overall (lowp/attn_sweep.h defines them). */
+ * binary64) go to stdout, per query head and overall (lowp/attn_sweep.h defines them).
+ *
+ * Memory: after the cache is written the work runs one KV head at a time (see the loop),
+ * so what is held is the float K and V (once when --v is --k's file), the quantized cache,
+ * binary64 copies of one head's K and V (the path's and the unquantized), and the
+ * probabilities of a block of query tokens; about 2 x the K/V bytes at 8 KV heads.
+ * A terminal gets a progress line (cache write, then per KV head: effective values,
+ * reference, bounds, oracle). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
