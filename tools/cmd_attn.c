@@ -467,14 +467,14 @@ int lowp_cmd_attn(int argc, char **argv)
     double *ke = malloc(nhk * sizeof *ke), *ve = malloc(nhv * sizeof *ve);
     double *kb = malloc(nhk * sizeof *kb), *vb = malloc(nhv * sizeof *vb);
     float *kf = (float *)(void *)kb, *vf = (float *)(void *)vb;
-    double *qe = malloc(nq * sizeof *qe), *qb = malloc(nq * sizeof *qb);
+    /* the path's Q in binary64, whole: lowp_kv_path_run forms every query head at once
+     * (the unquantized Q is read per sub-problem from q itself) */
+    double *qe = malloc(nq * sizeof *qe);
     double *o64 = malloc(no * sizeof *o64), *b64 = malloc(no * sizeof *b64), *tv = malloc(rows * sizeof *tv);
     float *o32 = malloc(no * sizeof *o32), *b32 = malloc(no * sizeof *b32);
-    if (ke == NULL || ve == NULL || kb == NULL || vb == NULL || qe == NULL || qb == NULL || o64 == NULL ||
+    if (ke == NULL || ve == NULL || kb == NULL || vb == NULL || qe == NULL || o64 == NULL ||
         b64 == NULL || tv == NULL || o32 == NULL || b32 == NULL)
         lowp_cli_fail("out of memory for the effective K/V");
-    for (size_t i = 0; i < nq; i++)
-        qb[i] = q[i];
     /* the exact path against the cache, a block of positions at a time */
     const size_t CB = 1024;
     double *kc = malloc(CB * D * sizeof *kc), *vc = malloc(CB * Dv * sizeof *vc);
@@ -585,7 +585,8 @@ int lowp_cmd_attn(int argc, char **argv)
             for (size_t i = i0; i < i1; i++) {
                 size_t src = (i * s.num_q_heads + g * G) * D, dst = (i - i0) * G * D;
                 memcpy(qse + dst, qe + src, G * D * sizeof *qse);
-                memcpy(qsb + dst, qb + src, G * D * sizeof *qsb);
+                for (size_t x = 0; x < G * D; x++)
+                    qsb[dst + x] = q[src + x];
             }
             if (i0 == 0)
                 lowp_progress_phase(&pr);
@@ -687,7 +688,6 @@ int lowp_cmd_attn(int argc, char **argv)
     free(qe);
     free(ke);
     free(ve);
-    free(qb);
     free(kb);
     free(vb);
     free(o64);
