@@ -397,9 +397,13 @@ int lowp_cmd_attn(int argc, char **argv)
     int32_t *table;
     if (a.page_table != NULL) {
         table = lowp_cli_load_page_table(a.page_table, &n_tab);
-        if (n_tab != n_log)
+        /* the failures below free the table first: a failing run leaks nothing (the
+         * sanitized CLI tests check these exits too) */
+        if (n_tab != n_log) {
+            free(table);
             lowp_cli_fail("--page-table %s has %zu entries; a context of %zu tokens at --page-size %zu needs %zu",
                           a.page_table, n_tab, s.ctx, P, n_log);
+        }
     } else {
         if (n_log > INT32_MAX)
             lowp_cli_fail("--page-size %zu: %zu pages exceed int32 page indices", P, n_log);
@@ -415,15 +419,19 @@ int lowp_cmd_attn(int argc, char **argv)
             max_page = (size_t)table[i];
     size_t num_pages = a.num_pages_set ? a.num_pages : max_page + 1;
     for (size_t i = 0; i < n_log; i++)
-        if ((size_t)table[i] >= num_pages)
-            lowp_cli_fail("--page-table entry %zu is page %d, outside the pool of --num-pages %zu", i, (int)table[i],
-                          num_pages);
+        if ((size_t)table[i] >= num_pages) {
+            int bad = (int)table[i];
+            free(table);
+            lowp_cli_fail("--page-table entry %zu is page %d, outside the pool of --num-pages %zu", i, bad, num_pages);
+        }
     int32_t indptr[2] = {0, (int32_t)n_log};
     int32_t last = (int32_t)(s.ctx - (n_log - 1) * P);
     lowp_kv_page_table pt = {1, indptr, table, &last};
-    if (lowp_kv_page_table_check(&pt, num_pages, P, why, sizeof why))
+    if (lowp_kv_page_table_check(&pt, num_pages, P, why, sizeof why)) {
+        free(table);
         lowp_cli_fail("--page-table%s%s: %s", a.page_table ? " " : " (default)", a.page_table ? a.page_table : "",
                       why);
+    }
 
     /* the cache */
     lowp_kv_config cfg = lowp_kv_config_default(f, num_pages, P, s.num_kv_heads, s.qk_dim, s.vo_dim);
