@@ -85,6 +85,21 @@ unsigned char *lowp_read_all(const char *path, size_t *len);
 
 /* True when stderr is a terminal: progress lines are shown only then. */
 int lowp_progress_wanted(void);
+/* The progress line of a long command (tools/cli_progress.c): nothing at all unless
+ * lowp_progress_wanted. lowp_progress_show rewrites one stderr line "lowp CMD: WHAT
+ * done/total UNIT (rate UNIT/s, elapsed s)", the rate counted from the last
+ * lowp_progress_phase (or init); at most about ten updates a second, always the last
+ * (done == total). lowp_progress_end ends the line if one was shown. */
+typedef struct lowp_progress {
+    int on, shown;
+    const char *cmd;
+    double phase_t0, last;
+} lowp_progress;
+void lowp_progress_init(lowp_progress *p, const char *cmd);
+void lowp_progress_phase(lowp_progress *p);
+void lowp_progress_show(lowp_progress *p, size_t done, size_t total, const char *unit, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void lowp_progress_end(lowp_progress *p);
 
 /* Subcommands: tools/cmd_NAME.c defines
  *     int lowp_cmd_NAME(int argc, char **argv);    returns the exit status
@@ -114,8 +129,23 @@ void lowp_source_commit(char *buf, size_t len);
 int lowp_cli_input_option(int argc, char **argv, int *i);
 float *lowp_cli_input_load(size_t shape[3], char *desc, size_t desc_len);
 const char *lowp_cli_input_usage(void);
+/* A command's --help: its usage line, the input options, then its own options. */
+void lowp_cli_input_print_usage(FILE *f, const char *usage_line, const char *options);
 /* The --in path given, or NULL (for lowp_cli_check_not_input). */
 const char *lowp_cli_input_path(void);
+/* Their table outputs: --csv FILE and --json FILE ('-' is stdout, and then replaces the
+ * text table). lowp_cli_table_option consumes argv[*i] (and its value) if it is one and
+ * returns 1; lowp_cli_table_check runs the checks before any work (not both on stdout,
+ * writable, not the --in file, distinct); lowp_cli_table_on_stdout says whether the text
+ * table goes to stdout; lowp_cli_table_write writes the files. */
+typedef struct lowp_cli_table_out {
+    const char *csv, *json;
+} lowp_cli_table_out;
+struct lowp_stats_row;
+int lowp_cli_table_option(int argc, char **argv, int *i, lowp_cli_table_out *o);
+void lowp_cli_table_check(const lowp_cli_table_out *o);
+int lowp_cli_table_on_stdout(const lowp_cli_table_out *o);
+void lowp_cli_table_write(const lowp_cli_table_out *o, const struct lowp_stats_row *rows, size_t n);
 
 
 /* Shared by the attention commands (tools/cli_attn_io.c). */

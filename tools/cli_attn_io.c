@@ -38,10 +38,9 @@ float *lowp_cli_load_f32_3(const char *opt, const char *path, size_t dims[3], co
             lowp_cli_fail("%s %s: element [%zu, %zu, %zu] is %s (inputs must be finite)", opt, path, r, h, d,
                           isnan(x[i]) ? "NaN" : "infinite");
         }
-    float *out = malloc(t.count * sizeof *out);
-    if (out == NULL)
-        lowp_cli_fail("out of memory for %s", opt);
-    memcpy(out, x, t.count * sizeof *out);
+    /* the tensor's own buffer (calloc'ed by lowp_tensor_alloc), handed over: no second copy */
+    float *out = (float *)(void *)t.data;
+    t.data = NULL;
     lowp_tensor_free(&t);
     return out;
 }

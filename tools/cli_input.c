@@ -1,6 +1,6 @@
-/* tools/cli_input.c: the tensor-input options shared by `lowp stats` and `lowp calibrate`:
- * a tensor file (.npy / .safetensors) or a built-in generator (lowp/gen.h), read as
- * [T, H, D] binary32. */
+/* tools/cli_input.c: what `lowp stats` and `lowp calibrate` share: the tensor-input
+ * options (a tensor file, .npy / .safetensors, or a built-in generator, lowp/gen.h, read
+ * as [T, H, D] binary32) and the table outputs (--csv, --json). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "lowp/cases.h"
 #include "lowp/gen.h"
+#include "lowp/stats.h"
 #include "lowp/tensor.h"
 
 
@@ -35,6 +36,13 @@ const char *lowp_cli_input_usage(void)
            "    --shape T,H,D      generator shape (tokens, heads, head_dim)\n"
            "    --seed S           generator seed (decimal or 0x hex; default 0x6c6f7770)\n"
            "    --scale F          generator magnitude (the model's scale parameter; default 1)\n";
+}
+
+void lowp_cli_input_print_usage(FILE *f, const char *usage_line, const char *options)
+{
+    fputs(usage_line, f);
+    fputs(lowp_cli_input_usage(), f);
+    fputs(options, f);
 }
 
 /* Returns 1 and advances *i if argv[*i] is an input option, else 0. */
@@ -142,11 +150,9 @@ static float *load_file(size_t shape[3], char *desc, size_t desc_len)
     if (t.count == 0)
         lowp_cli_fail("--in %s: the tensor has no elements", input.in);
     fold_shape(t.shape, (size_t)t.ndim, shape);
-    /* a copy of the binary32 data, so the tensor can be freed whole */
-    float *x = malloc(t.count * sizeof *x);
-    if (x == NULL)
-        lowp_cli_fail("out of memory for %zu values", t.count);
-    memcpy(x, t.data, t.count * sizeof *x);
+    /* the tensor's binary32 buffer (calloc'ed by lowp_tensor_alloc), handed over */
+    float *x = (float *)(void *)t.data;
+    t.data = NULL;
     char dims[160] = "";
     size_t used = 0;
     for (int k = 0; k < t.ndim && used + 24 < sizeof dims; k++)
@@ -158,3 +164,49 @@ static float *load_file(size_t shape[3], char *desc, size_t desc_len)
     return x;
 }
 
+
+/* ---------------------------------------------------------------------------------- */
+/* table outputs (shared)                                                              */
+
+int lowp_cli_table_option(int argc, char **argv, int *i, lowp_cli_table_out *o)
+{
+    if (strcmp(argv[*i], "--csv") == 0)
+        o->csv = lowp_cli_option_value(argc, argv, i);
+    else if (strcmp(argv[*i], "--json") == 0)
+        o->json = lowp_cli_option_value(argc, argv, i);
+    else
+        return 0;
+    return 1;
+}
+
+void lowp_cli_table_check(const lowp_cli_table_out *o)
+{
+    if (o->csv != NULL && o->json != NULL && strcmp(o->csv, "-") == 0 && strcmp(o->json, "-") == 0)
+        lowp_cli_fail("--csv - and --json - would both write to standard output");
+    lowp_out_check("--csv", o->csv);
+    lowp_out_check("--json", o->json);
+    lowp_cli_check_not_input("--csv", o->csv, "--in", input.in);
+    lowp_cli_check_not_input("--json", o->json, "--in", input.in);
+    lowp_cli_check_distinct_outputs("--csv", o->csv, "--json", o->json);
+}
+
+int lowp_cli_table_on_stdout(const lowp_cli_table_out *o)
+{
+    return !(o->csv != NULL && strcmp(o->csv, "-") == 0) && !(o->json != NULL && strcmp(o->json, "-") == 0);
+}
+
+void lowp_cli_table_write(const lowp_cli_table_out *o, const lowp_stats_row *rows, size_t n)
+{
+    if (o->csv != NULL) {
+        FILE *f = lowp_out_open(o->csv, 0);
+        if (lowp_stats_write_csv(f, rows, n))
+            lowp_cli_fail("cannot write '%s'", o->csv);
+        lowp_out_commit(f);
+    }
+    if (o->json != NULL) {
+        FILE *f = lowp_out_open(o->json, 0);
+        if (lowp_stats_write_json(f, rows, n))
+            lowp_cli_fail("cannot write '%s'", o->json);
+        lowp_out_commit(f);
+    }
+}

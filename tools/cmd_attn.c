@@ -15,8 +15,8 @@
  * --page-table, --num-pages, --layout, --k-sf-order, --v-sf-order). The cache starts
  * poisoned (every byte 0xFF, NaN in every scale format), so a slot read that was never
  * written shows up as NaN in the output. The exact path reads the cache through the page
- * table (lowp_kvcache_gather); every path is also computed by lowp_kv_path_run, and the
- * exact values read from the cache must equal the path's exact values bit for bit.
+ * table (lowp_kvcache_gather_range); every path is also computed by lowp_kv_path_run, and
+ * the exact values read from the cache must equal the path's exact values bit for bit.
  *
  * O is the exact attention over the path's effective values, correctly rounded to
  * binary32: the binary64 reference (lowp_attn_ref_f64) decides an output when its bound
@@ -24,12 +24,20 @@
  * MPFR oracle (lowp_attn_oracle_mpfr) computes the rows where it does not (--mpfr-all: every
  * row). --baseline writes the same for the unquantized K/V (and Q as given). Error
  * statistics of the path's attention against the unquantized one (both exact math,
- * binary64) go to stdout, per query head and overall (lowp/attn_sweep.h defines them). */
+ * binary64) go to stdout, per query head and overall (lowp/attn_sweep.h defines them).
+ *
+ * Memory: after the cache is written the work runs one KV head at a time (see the loop),
+ * so what is held is the float K and V (once when --v is --k's file), the quantized cache,
+ * binary64 copies of one head's K and V (the path's and the unquantized), and the
+ * probabilities of a block of query tokens; about 2 x the K/V bytes at 8 KV heads.
+ * A terminal gets a progress line (cache write, then per KV head: effective values,
+ * reference, bounds, oracle). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -100,18 +108,24 @@ static int rounding_decided(double x, double b, float *out)
 
 /* The oracle on the query group of KV head g at query token i: a sub-problem with that
  * token, the group's G query heads (contiguous), its KV head and the visible positions
- * only. The oracle runs the G rows in parallel (OpenMP). out32 gets [G][vo_dim]. */
+ * only. The oracle runs the G rows in parallel (OpenMP). out32 gets [G][vo_dim]. With one
+ * KV head (lowp attn's per-head sub-problems) the visible keys are the first rows of k and
+ * v as they are; with more they are gathered. */
 static void oracle_group(const lowp_attn_shape *s, const double *q, const double *k, const double *v, size_t i,
                          size_t g, float *out32)
 {
     size_t G = s->num_q_heads / s->num_kv_heads, vis = s->q_offset + i + 1;
     size_t D = s->qk_dim, Dv = s->vo_dim;
-    double *ks = malloc(vis * D * sizeof *ks), *vs = malloc(vis * Dv * sizeof *vs);
-    if (ks == NULL || vs == NULL)
-        lowp_cli_fail("out of memory for an oracle group");
-    for (size_t t = 0; t < vis; t++) {
-        memcpy(ks + t * D, k + (t * s->num_kv_heads + g) * D, D * sizeof *ks);
-        memcpy(vs + t * Dv, v + (t * s->num_kv_heads + g) * Dv, Dv * sizeof *vs);
+    double *ks = NULL, *vs = NULL;
+    if (s->num_kv_heads > 1) {
+        ks = malloc(vis * D * sizeof *ks);
+        vs = malloc(vis * Dv * sizeof *vs);
+        if (ks == NULL || vs == NULL)
+            lowp_cli_fail("out of memory for an oracle group");
+        for (size_t t = 0; t < vis; t++) {
+            memcpy(ks + t * D, k + (t * s->num_kv_heads + g) * D, D * sizeof *ks);
+            memcpy(vs + t * Dv, v + (t * s->num_kv_heads + g) * Dv, Dv * sizeof *vs);
+        }
     }
     lowp_attn_shape sub = *s;
     sub.q_len = 1;
@@ -120,7 +134,8 @@ static void oracle_group(const lowp_attn_shape *s, const double *q, const double
     sub.ctx = vis;
     sub.q_offset = vis - 1;
     char why[256];
-    if (lowp_attn_oracle_mpfr(&sub, q + (i * s->num_q_heads + g * G) * D, ks, vs, 0, out32, NULL, why, sizeof why))
+    if (lowp_attn_oracle_mpfr(&sub, q + (i * s->num_q_heads + g * G) * D, ks != NULL ? ks : k, vs != NULL ? vs : v, 0,
+                              out32, NULL, why, sizeof why))
         lowp_cli_fail("the MPFR oracle failed on query token %zu, KV head %zu: %s", i, g, why);
     free(ks);
     free(vs);
@@ -129,17 +144,22 @@ static void oracle_group(const lowp_attn_shape *s, const double *q, const double
 /* out32 = RN_binary32(exact attention) from the binary64 reference ref and its bound, the
  * oracle where the bound leaves the rounding open (a non-finite reference output, whose
  * bound is +Inf, always goes to the oracle): every query group with an open output is
- * recomputed whole. Returns the number of rows the oracle computed. */
+ * recomputed whole. Returns the number of rows the oracle computed. what names the
+ * problem on the progress line. */
 static size_t round_outputs(const lowp_attn_shape *s, const double *q, const double *k, const double *v,
-                            const double *ref, int all_mpfr, float *out32)
+                            const double *ref, int all_mpfr, float *out32, lowp_progress *pr, const char *what)
 {
     size_t rows = s->q_len * s->num_q_heads, Dv = s->vo_dim, G = s->num_q_heads / s->num_kv_heads;
     char why[256];
+    lowp_progress_phase(pr);
     if (all_mpfr) {
+        lowp_progress_show(pr, 0, rows, "rows", "%s: MPFR oracle", what);
         if (lowp_attn_oracle_mpfr(s, q, k, v, 0, out32, NULL, why, sizeof why))
             lowp_cli_fail("the MPFR oracle failed: %s", why);
+        lowp_progress_show(pr, rows, rows, "rows", "%s: MPFR oracle", what);
         return rows;
     }
+    lowp_progress_show(pr, 0, rows, "rows", "%s: bounds", what);
     double *bound = malloc(rows * Dv * sizeof *bound);
     if (bound == NULL)
         lowp_cli_fail("out of memory for the bounds");
@@ -158,18 +178,18 @@ static size_t round_outputs(const lowp_attn_shape *s, const double *q, const dou
                 n_open++;
             }
     }
-    int progress = lowp_progress_wanted();
+    lowp_progress_show(pr, rows, rows, "rows", "%s: bounds", what);
+    if (n_open > 0)
+        lowp_progress_phase(pr);
     for (size_t grp = 0; grp < groups; grp++) {
         if (!open[grp])
             continue;
         size_t i = grp / s->num_kv_heads, g = grp % s->num_kv_heads;
-        if (progress)
-            fprintf(stderr, "\rlowp attn: MPFR oracle on query group %zu/%zu", ++done, n_open);
+        lowp_progress_show(pr, done, n_open, "query groups", "%s: MPFR oracle", what);
         oracle_group(s, q, k, v, i, g, out32 + (i * s->num_q_heads + g * G) * Dv);
         n_oracle += G;
+        lowp_progress_show(pr, ++done, n_open, "query groups", "%s: MPFR oracle", what);
     }
-    if (progress && n_open > 0)
-        fputc('\n', stderr);
     free(open);
     free(bound);
     return n_oracle;
@@ -331,7 +351,13 @@ int lowp_cmd_attn(int argc, char **argv)
     size_t qd[3], kd[3], vd[3];
     float *q = lowp_cli_load_f32_3("--q", a.q, qd, "[q_len, num_q_heads, qk_dim]");
     float *k = lowp_cli_load_f32_3("--k", a.k, kd, "[ctx, num_kv_heads, qk_dim]");
-    float *v = lowp_cli_load_f32_3("--v", a.v, vd, "[ctx, num_kv_heads, vo_dim]");
+    /* --v naming the same file as --k (K = V, as in a self-check) shares K's buffer */
+    struct stat sk, sv;
+    int same_kv = stat(a.k, &sk) == 0 && stat(a.v, &sv) == 0 && S_ISREG(sk.st_mode) && sk.st_dev == sv.st_dev &&
+                  sk.st_ino == sv.st_ino;
+    float *v = same_kv ? k : lowp_cli_load_f32_3("--v", a.v, vd, "[ctx, num_kv_heads, vo_dim]");
+    if (same_kv)
+        memcpy(vd, kd, sizeof vd);
     if (vd[0] != kd[0])
         lowp_cli_fail("--v has %zu tokens but --k has %zu (K and V hold the same context)", vd[0], kd[0]);
     if (vd[1] != kd[1])
@@ -371,9 +397,13 @@ int lowp_cmd_attn(int argc, char **argv)
     int32_t *table;
     if (a.page_table != NULL) {
         table = lowp_cli_load_page_table(a.page_table, &n_tab);
-        if (n_tab != n_log)
+        /* the failures below free the table first: a failing run leaks nothing (the
+         * sanitized CLI tests check these exits too) */
+        if (n_tab != n_log) {
+            free(table);
             lowp_cli_fail("--page-table %s has %zu entries; a context of %zu tokens at --page-size %zu needs %zu",
                           a.page_table, n_tab, s.ctx, P, n_log);
+        }
     } else {
         if (n_log > INT32_MAX)
             lowp_cli_fail("--page-size %zu: %zu pages exceed int32 page indices", P, n_log);
@@ -389,15 +419,19 @@ int lowp_cmd_attn(int argc, char **argv)
             max_page = (size_t)table[i];
     size_t num_pages = a.num_pages_set ? a.num_pages : max_page + 1;
     for (size_t i = 0; i < n_log; i++)
-        if ((size_t)table[i] >= num_pages)
-            lowp_cli_fail("--page-table entry %zu is page %d, outside the pool of --num-pages %zu", i, (int)table[i],
-                          num_pages);
+        if ((size_t)table[i] >= num_pages) {
+            int bad = (int)table[i];
+            free(table);
+            lowp_cli_fail("--page-table entry %zu is page %d, outside the pool of --num-pages %zu", i, bad, num_pages);
+        }
     int32_t indptr[2] = {0, (int32_t)n_log};
     int32_t last = (int32_t)(s.ctx - (n_log - 1) * P);
     lowp_kv_page_table pt = {1, indptr, table, &last};
-    if (lowp_kv_page_table_check(&pt, num_pages, P, why, sizeof why))
+    if (lowp_kv_page_table_check(&pt, num_pages, P, why, sizeof why)) {
+        free(table);
         lowp_cli_fail("--page-table%s%s: %s", a.page_table ? " " : " (default)", a.page_table ? a.page_table : "",
                       why);
+    }
 
     /* the cache */
     lowp_kv_config cfg = lowp_kv_config_default(f, num_pages, P, s.num_kv_heads, s.qk_dim, s.vo_dim);
@@ -418,71 +452,184 @@ int lowp_cmd_attn(int argc, char **argv)
         lowp_cli_fail("cache: %s", why);
     if (lowp_kvcache_set_global_scales(cache, &kg, &vg, 1, why, sizeof why))
         lowp_cli_fail("global scales: %s", why);
-    for (size_t t = 0; t < s.ctx; t++)
+    lowp_progress pr;
+    lowp_progress_init(&pr, "attn");
+    for (size_t t = 0; t < s.ctx; t++) {
         if (lowp_kvcache_write_pos(cache, &pt, 0, t, k + t * s.num_kv_heads * s.qk_dim,
                                    v + t * s.num_kv_heads * s.vo_dim, NULL, NULL, why, sizeof why))
             lowp_cli_fail("cache write of token %zu: %s", t, why);
-    double *kc = malloc(nk * sizeof *kc), *vc = malloc(nv * sizeof *vc);
-    double *qe = malloc(nq * sizeof *qe), *ke = malloc(nk * sizeof *ke), *ve = malloc(nv * sizeof *ve);
-    if (kc == NULL || vc == NULL || qe == NULL || ke == NULL || ve == NULL)
-        lowp_cli_fail("out of memory for the effective K/V");
-    lowp_kv_view view = lowp_kv_view_of(&cfg);
-    if (lowp_kvcache_gather(cache, &view, &pt, 0, s.ctx, kc, vc, why, sizeof why))
-        lowp_cli_fail("cache read: %s", why);
+        if ((t & 1023) == 1023 || t + 1 == s.ctx)
+            lowp_progress_show(&pr, t + 1, s.ctx, "tokens", "cache write");
+    }
 
-    /* the exact path must equal what the paged cache holds, bit for bit */
-    lowp_kv_path_args pa = lowp_kv_path_args_init(LOWP_KV_PATH_EXACT, &cfg, s.ctx, s.q_len, s.num_q_heads, q, k, v);
-    pa.k_gs = &kg;
-    pa.v_gs = &vg;
-    if (lowp_kv_path_run(&pa, 1, NULL, ke, ve, NULL, NULL, NULL, why, sizeof why))
-        lowp_cli_fail("--path exact: %s", why);
-    for (size_t i = 0; i < nk + nv; i++) {
-        double x = i < nk ? kc[i] : vc[i - nk], y = i < nk ? ke[i] : ve[i - nk];
-        if (memcmp(&x, &y, sizeof x) != 0 && !(isnan(x) && isnan(y))) {
-            size_t j = i < nk ? i : i - nk, d = i < nk ? s.qk_dim : s.vo_dim;
-            fprintf(stderr, "lowp: internal mismatch: %s[%zu, %zu, %zu] read from the paged cache is %a, the exact "
-                            "path gives %a\n",
-                    i < nk ? "K" : "V", j / d / s.num_kv_heads, (j / d) % s.num_kv_heads, j % d, x, y);
-            return LOWP_EXIT_MISMATCH;
+    /* The rest runs one KV head at a time: every value below (effective K/V, reference,
+     * bound, oracle) of KV head g is a function of that head's K/V, its query group and the
+     * visible positions alone (lowp/attn.h), so the per-head sub-problems give the outputs
+     * of the whole problem bit for bit while binary64 copies of one head are held, not of
+     * the whole cache. ke/ve: the path's effective values; kb/vb: the unquantized ones
+     * (the baseline); kf/vf: the head's float K/V gathered for the path (the input itself
+     * when there is one KV head), staged in kb/vb's memory, which they are done with
+     * before kb/vb are filled. */
+    const size_t H = s.num_kv_heads, G = s.num_q_heads / H, D = s.qk_dim, Dv = s.vo_dim;
+    const size_t nhk = s.ctx * D, nhv = s.ctx * Dv, rows = s.q_len * s.num_q_heads;
+    double *ke = malloc(nhk * sizeof *ke), *ve = malloc(nhv * sizeof *ve);
+    double *kb = malloc(nhk * sizeof *kb), *vb = malloc(nhv * sizeof *vb);
+    float *kf = (float *)(void *)kb, *vf = (float *)(void *)vb;
+    /* the path's Q in binary64, whole: lowp_kv_path_run forms every query head at once
+     * (the unquantized Q is read per sub-problem from q itself) */
+    double *qe = malloc(nq * sizeof *qe);
+    double *o64 = malloc(no * sizeof *o64), *b64 = malloc(no * sizeof *b64), *tv = malloc(rows * sizeof *tv);
+    float *o32 = malloc(no * sizeof *o32), *b32 = malloc(no * sizeof *b32);
+    if (ke == NULL || ve == NULL || kb == NULL || vb == NULL || qe == NULL || o64 == NULL ||
+        b64 == NULL || tv == NULL || o32 == NULL || b32 == NULL)
+        lowp_cli_fail("out of memory for the effective K/V");
+    /* the exact path against the cache, a block of positions at a time */
+    const size_t CB = 1024;
+    double *kc = malloc(CB * D * sizeof *kc), *vc = malloc(CB * Dv * sizeof *vc);
+    if (kc == NULL || vc == NULL)
+        lowp_cli_fail("out of memory for the cache read");
+    /* Query tokens per sub-problem: its two probability blocks ([tokens][G][ctx] binary64,
+     * the path's and the baseline's, for the total-variation distance) held to the size
+     * of one head's effective K/V, or 64 MiB if that is less. */
+    size_t pbudget = (nhk + nhv) * sizeof(double);
+    if (pbudget < ((size_t)64 << 20))
+        pbudget = (size_t)64 << 20;
+    size_t TB = pbudget / (2 * G * s.ctx * sizeof(double));
+    TB = TB < 1 ? 1 : TB > s.q_len ? s.q_len : TB;
+    size_t sub_rows = TB * G;
+    double *qse = malloc(sub_rows * D * sizeof *qse), *qsb = malloc(sub_rows * D * sizeof *qsb);
+    double *ose = malloc(sub_rows * Dv * sizeof *ose), *osb = malloc(sub_rows * Dv * sizeof *osb);
+    float *oe32 = malloc(sub_rows * Dv * sizeof *oe32), *ob32 = malloc(sub_rows * Dv * sizeof *ob32);
+    double *pq = malloc(sub_rows * s.ctx * sizeof *pq), *pb = malloc(sub_rows * s.ctx * sizeof *pb);
+    if (qse == NULL || qsb == NULL || ose == NULL || osb == NULL || oe32 == NULL || ob32 == NULL || pq == NULL ||
+        pb == NULL)
+        lowp_cli_fail("out of memory for the attention");
+
+    lowp_kv_config hcfg = cfg; /* one KV head: the path's per-head sub-problem */
+    hcfg.num_heads = 1;
+    lowp_kv_view view = lowp_kv_view_of(&cfg);
+    lowp_kv_path_result pres;
+    memset(&pres, 0, sizeof pres);
+    size_t oracle_rows = 0, oracle_rows_b = 0;
+    for (size_t g = 0; g < H; g++) {
+        char what[64];
+        snprintf(what, sizeof what, "KV head %zu/%zu", g + 1, H);
+        lowp_progress_phase(&pr);
+        lowp_progress_show(&pr, g, H, "KV heads", "effective values");
+        const float *kh = k, *vh = v;
+        if (H > 1) {
+            for (size_t t = 0; t < s.ctx; t++) {
+                memcpy(kf + t * D, k + (t * H + g) * D, D * sizeof *kf);
+                memcpy(vf + t * Dv, v + (t * H + g) * Dv, Dv * sizeof *vf);
+            }
+            kh = kf;
+            vh = vf;
+        }
+        /* Q is the same for every head: computed with head 0 */
+        const float *qh = g == 0 ? q : NULL;
+        double *qeh = g == 0 ? qe : NULL;
+        lowp_kv_path_result r;
+        /* the exact path must equal what the paged cache holds, bit for bit; on the exact
+         * path it is also the path's own run (then with Q) */
+        lowp_kv_path_args pa = lowp_kv_path_args_init(LOWP_KV_PATH_EXACT, &hcfg, s.ctx, s.q_len, s.num_q_heads,
+                                                       path == LOWP_KV_PATH_EXACT ? qh : NULL, kh, vh);
+        pa.k_gs = &kg;
+        pa.v_gs = &vg;
+        pa.q_type = path == LOWP_KV_PATH_EXACT ? q_type : LOWP_KV_Q_DEFAULT;
+        if (lowp_kv_path_run(&pa, 1, path == LOWP_KV_PATH_EXACT ? qeh : NULL, ke, ve, NULL, NULL, &r, why,
+                             sizeof why))
+            lowp_cli_fail("--path exact: %s", why);
+        for (size_t t0 = 0; t0 < s.ctx; t0 += CB) {
+            size_t n = s.ctx - t0 < CB ? s.ctx - t0 : CB;
+            if (lowp_kvcache_gather_range(cache, &view, &pt, 0, t0, n, g, 1, kc, vc, why, sizeof why))
+                lowp_cli_fail("cache read: %s", why);
+            for (size_t i = 0; i < n * (D + Dv); i++) {
+                int isk = i < n * D;
+                size_t j = isk ? i : i - n * D, d = isk ? D : Dv;
+                double *e = (isk ? ke + t0 * D : ve + t0 * Dv) + j;
+                double x = isk ? kc[j] : vc[j], y = *e;
+                if (memcmp(&x, &y, sizeof x) != 0 && !(isnan(x) && isnan(y))) {
+                    fprintf(stderr, "%slowp: internal mismatch: %s[%zu, %zu, %zu] read from the paged cache is %a, "
+                                    "the exact path gives %a\n",
+                            pr.shown ? "\n" : "", isk ? "K" : "V", t0 + j / d, g, j % d, x, y);
+                    return LOWP_EXIT_MISMATCH;
+                }
+                if (path == LOWP_KV_PATH_EXACT) /* the exact path: the cache's own values */
+                    *e = x;
+            }
+        }
+        /* the path's effective values */
+        if (path != LOWP_KV_PATH_EXACT) {
+            pa = lowp_kv_path_args_init(path, &hcfg, s.ctx, s.q_len, s.num_q_heads, qh, kh, vh);
+            pa.k_gs = &kg;
+            pa.v_gs = &vg;
+            pa.chunk_start = path == LOWP_KV_PATH_EXTEND ? chunk_start : 0;
+            pa.q_type = q_type;
+            if (lowp_kv_path_run(&pa, 1, qeh, ke, ve, NULL, NULL, &r, why, sizeof why))
+                lowp_cli_fail("--path %s: %s", a.path, why);
+        }
+        pres.k_nan += r.k_nan;
+        pres.k_inf += r.k_inf;
+        pres.v_nan += r.v_nan;
+        pres.v_inf += r.v_inf;
+        if (g == 0)
+            pres.q_nan = r.q_nan;
+        for (size_t t = 0; t < s.ctx; t++) { /* kf/vf are dead from here: kb/vb overwrite them */
+            for (size_t d = 0; d < D; d++)
+                kb[t * D + d] = k[(t * H + g) * D + d];
+            for (size_t d = 0; d < Dv; d++)
+                vb[t * Dv + d] = v[(t * H + g) * Dv + d];
+        }
+
+        /* attention on the sub-problems of this head's query group, TB query tokens each */
+        for (size_t i0 = 0; i0 < s.q_len; i0 += TB) {
+            size_t i1 = s.q_len - i0 < TB ? s.q_len : i0 + TB, sr = (i1 - i0) * G;
+            lowp_attn_shape sub = s;
+            sub.q_len = i1 - i0;
+            sub.num_q_heads = G;
+            sub.num_kv_heads = 1;
+            sub.ctx = s.q_offset + i1; /* the keys the last token sees */
+            sub.q_offset = s.q_offset + i0;
+            for (size_t i = i0; i < i1; i++) {
+                size_t src = (i * s.num_q_heads + g * G) * D, dst = (i - i0) * G * D;
+                memcpy(qse + dst, qe + src, G * D * sizeof *qse);
+                for (size_t x = 0; x < G * D; x++)
+                    qsb[dst + x] = q[src + x];
+            }
+            if (i0 == 0)
+                lowp_progress_phase(&pr);
+            lowp_progress_show(&pr, i0, s.q_len, "query tokens", "%s: reference", what);
+            if (lowp_attn_ref_f64(&sub, qse, ke, ve, ose, pq, why, sizeof why) ||
+                lowp_attn_ref_f64(&sub, qsb, kb, vb, osb, pb, why, sizeof why))
+                lowp_cli_fail("attention: %s", why);
+            oracle_rows += round_outputs(&sub, qse, ke, ve, ose, a.mpfr_all, oe32, &pr, what);
+            if (a.baseline != NULL) {
+                char wb[80];
+                snprintf(wb, sizeof wb, "%s, baseline", what);
+                oracle_rows_b += round_outputs(&sub, qsb, kb, vb, osb, a.mpfr_all, ob32, &pr, wb);
+            }
+            for (size_t x = 0; x < sr; x++) {
+                size_t row = (i0 + x / G) * s.num_q_heads + g * G + x % G;
+                tv[row] = lowp_attn_tv(pb + x * sub.ctx, pq + x * sub.ctx, sub.ctx);
+                memcpy(o64 + row * Dv, ose + x * Dv, Dv * sizeof *o64);
+                memcpy(b64 + row * Dv, osb + x * Dv, Dv * sizeof *b64);
+                memcpy(o32 + row * Dv, oe32 + x * Dv, Dv * sizeof *o32);
+                if (a.baseline != NULL)
+                    memcpy(b32 + row * Dv, ob32 + x * Dv, Dv * sizeof *b32);
+            }
         }
     }
-
-    /* the path's effective values (the exact path: the cache's own values) */
-    lowp_kv_path_result pres;
-    pa = lowp_kv_path_args_init(path, &cfg, s.ctx, s.q_len, s.num_q_heads, q, k, v);
-    pa.k_gs = &kg;
-    pa.v_gs = &vg;
-    pa.chunk_start = path == LOWP_KV_PATH_EXTEND ? chunk_start : 0;
-    pa.q_type = q_type;
-    if (lowp_kv_path_run(&pa, 1, qe, ke, ve, NULL, NULL, &pres, why, sizeof why))
-        lowp_cli_fail("--path %s: %s", a.path, why);
-    if (path == LOWP_KV_PATH_EXACT) {
-        memcpy(ke, kc, nk * sizeof *ke);
-        memcpy(ve, vc, nv * sizeof *ve);
-    }
+    lowp_progress_end(&pr);
     free(kc);
     free(vc);
-
-    /* attention: the path's, and the unquantized baseline */
-    double *qb = malloc(nq * sizeof *qb), *kb = malloc(nk * sizeof *kb), *vb = malloc(nv * sizeof *vb);
-    double *o64 = malloc(no * sizeof *o64), *b64 = malloc(no * sizeof *b64);
-    size_t np = s.q_len * s.num_q_heads * s.ctx;
-    double *pq = malloc(np * sizeof *pq), *pb = malloc(np * sizeof *pb);
-    float *o32 = malloc(no * sizeof *o32), *b32 = malloc(no * sizeof *b32);
-    if (qb == NULL || kb == NULL || vb == NULL || o64 == NULL || b64 == NULL || pq == NULL || pb == NULL ||
-        o32 == NULL || b32 == NULL)
-        lowp_cli_fail("out of memory for the attention");
-    for (size_t i = 0; i < nq; i++)
-        qb[i] = q[i];
-    for (size_t i = 0; i < nk; i++)
-        kb[i] = k[i];
-    for (size_t i = 0; i < nv; i++)
-        vb[i] = v[i];
-    if (lowp_attn_ref_f64(&s, qe, ke, ve, o64, pq, why, sizeof why) ||
-        lowp_attn_ref_f64(&s, qb, kb, vb, b64, pb, why, sizeof why))
-        lowp_cli_fail("attention: %s", why);
-    size_t oracle_rows = round_outputs(&s, qe, ke, ve, o64, a.mpfr_all, o32);
-    size_t oracle_rows_b = a.baseline != NULL ? round_outputs(&s, qb, kb, vb, b64, a.mpfr_all, b32) : 0;
+    free(qse);
+    free(qsb);
+    free(ose);
+    free(osb);
+    free(oe32);
+    free(ob32);
+    free(pq);
+    free(pb);
     size_t nan_out = 0, inf_out = 0;
     for (size_t i = 0; i < no; i++) {
         nan_out += isnan(o32[i]) != 0;
@@ -525,7 +672,7 @@ int lowp_cmd_attn(int argc, char **argv)
     for (long h = 0; h <= (long)s.num_q_heads; h++) {
         long hh = h == (long)s.num_q_heads ? -1 : h;
         lowp_attn_err e;
-        lowp_attn_err_compute(&s, b64, o64, pb, pq, hh, &e);
+        lowp_attn_err_compute_tv(&s, b64, o64, tv, hh, &e);
         char lab[24];
         if (hh < 0)
             snprintf(lab, sizeof lab, "all");
@@ -543,18 +690,17 @@ int lowp_cmd_attn(int argc, char **argv)
     lowp_kvcache_destroy(cache);
     free(q);
     free(k);
-    free(v);
+    if (!same_kv)
+        free(v);
     free(table);
     free(qe);
     free(ke);
     free(ve);
-    free(qb);
     free(kb);
     free(vb);
     free(o64);
     free(b64);
-    free(pq);
-    free(pb);
+    free(tv);
     free(o32);
     free(b32);
     return LOWP_EXIT_OK;

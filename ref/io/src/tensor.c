@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Tensor data is kept in file byte order (little-endian) and read as C arrays. */
@@ -266,7 +267,14 @@ static int read_whole(const char *path, unsigned char **buf, size_t *len, char *
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return lowp_why_set(why, why_len, "cannot read '%s': %s", path, strerror(errno));
+    /* A regular file is read into a buffer of its size (plus the byte that shows the end
+     * came where fstat said): no doubling past it, which would reserve up to twice the
+     * file. A pipe, or a file that grows meanwhile, still grows the buffer by doubling. */
     size_t cap = 1 << 16, n = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+        (uintmax_t)st.st_size < SIZE_MAX / 2 && (size_t)st.st_size + 1 > cap)
+        cap = (size_t)st.st_size + 1;
     unsigned char *b = malloc(cap);
     while (b != NULL) {
         if (n == cap) {
@@ -516,6 +524,17 @@ int lowp_tensor_load_float(const char *path, const char *name, lowp_tensor *out,
     char reason[256];
     if (src_dtype != NULL)
         *src_dtype = t->dtype;
+    if (t->dtype == LOWP_DT_F32) {
+        /* already binary32: hand the file's tensor over rather than convert it into a
+         * second copy (the same bytes lowp_tensor_to_f32 would give) */
+        size_t at = (size_t)(t - f.tensors);
+        *out = f.tensors[at];
+        memset(&f.tensors[at], 0, sizeof f.tensors[at]);
+        lowp_tensor_file_free(&f);
+        if (rounded != NULL)
+            *rounded = 0;
+        return 0;
+    }
     int rc = lowp_tensor_to_f32(t, out, rounded, reason, sizeof reason);
     lowp_tensor_file_free(&f);
     if (rc)

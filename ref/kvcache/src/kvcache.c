@@ -770,26 +770,40 @@ int lowp_kvcache_gather(const lowp_kvcache *c, const lowp_kv_view *view,
                         const lowp_kv_page_table *pt, size_t b, size_t len, double *k, double *v,
                         char *why, size_t why_len)
 {
+    size_t H = c ? c->cfg.num_heads : 0;
+    return lowp_kvcache_gather_range(c, view, pt, b, 0, len, 0, H, k, v, why, why_len);
+}
+
+int lowp_kvcache_gather_range(const lowp_kvcache *c, const lowp_kv_view *view,
+                              const lowp_kv_page_table *pt, size_t b, size_t pos0, size_t len,
+                              size_t h0, size_t nh, double *k, double *v, char *why,
+                              size_t why_len)
+{
     if (lowp_kvcache_check_view(c, view, why, why_len))
         return -1;
     if (check_one(pt, c->cfg.num_pages, c->cfg.page_size, b, why, why_len))
         return -1;
     size_t have = lowp_kv_seq_len(pt, c->cfg.page_size, b);
-    if (len > have)
-        return lowp_why_set(why, why_len, "len %zu is past the end of sequence %zu (length %zu)",
-                            len, b, have);
+    if (pos0 > have || len > have - pos0)
+        return lowp_why_set(why, why_len,
+                            "len %zu from position %zu is past the end of sequence %zu (length %zu)",
+                            len, pos0, b, have);
+    if (h0 > c->cfg.num_heads || nh > c->cfg.num_heads - h0)
+        return lowp_why_set(why, why_len, "heads %zu..%zu run past num_heads = %zu", h0, h0 + nh,
+                            c->cfg.num_heads);
     uint8_t *scratch = scale_scratch(c);
     if (!scratch)
         return lowp_why_set(why, why_len, "out of memory");
-    size_t H = c->cfg.num_heads, P = c->cfg.page_size;
+    size_t P = c->cfg.page_size;
     double *out[2] = {k, v};
-    for (size_t pos = 0; pos < len; pos++) {
+    for (size_t j = 0; j < len; j++) {
+        size_t pos = pos0 + j;
         size_t page = (size_t)pt->indices[pt->indptr[b] + (int32_t)(pos / P)], slot = pos % P;
         for (int w = 0; w < 2; w++)
             if (out[w])
-                for (size_t h = 0; h < H; h++)
-                    read_row(c, (lowp_kv_which)w, page, slot, h, scratch,
-                             out[w] + (pos * H + h) * c->dim[w]);
+                for (size_t h = 0; h < nh; h++)
+                    read_row(c, (lowp_kv_which)w, page, slot, h0 + h, scratch,
+                             out[w] + (j * nh + h) * c->dim[w]);
     }
     free(scratch);
     return 0;

@@ -30,11 +30,24 @@ static double now_s(void)
 /* ---------------------------------------------------------------------------------- */
 /* statistics                                                                          */
 
-void lowp_attn_err_compute(const lowp_attn_shape *s, const double *ref, const double *out, const double *p_ref,
-                           const double *p, long head, lowp_attn_err *e)
+double lowp_attn_tv(const double *p_ref, const double *p, size_t n)
+{
+    double tv = 0.0;
+    for (size_t j = 0; j < n; j++)
+        tv += fabs(p[j] - p_ref[j]);
+    tv *= 0.5;
+    return isnan(tv) ? 1.0 : tv; /* a NaN distribution is as far as a distribution can be */
+}
+
+/* The statistics over rows (i, h) in increasing i, then h (the order of every sum); the
+ * total-variation distance of a row from p_ref / p when both are given, else from tv
+ * (either NULL: none). */
+static void err_core(const lowp_attn_shape *s, const double *ref, const double *out, const double *p_ref,
+                     const double *p, const double *tv_rows, long head, lowp_attn_err *e)
 {
     memset(e, 0, sizeof *e);
     double se = 0.0, sr = 0.0, so = 0.0, sd = 0.0, tv_sum = 0.0, tv_max = 0.0;
+    int have_tv = (p_ref != NULL && p != NULL) || tv_rows != NULL;
     size_t h0 = head < 0 ? 0 : (size_t)head, h1 = head < 0 ? s->num_q_heads : (size_t)head + 1;
     for (size_t i = 0; i < s->q_len; i++)
         for (size_t h = h0; h < h1; h++) {
@@ -56,14 +69,8 @@ void lowp_attn_err_compute(const lowp_attn_shape *s, const double *ref, const do
                 if (fabs(df) > e->max_abs)
                     e->max_abs = fabs(df);
             }
-            if (p_ref != NULL && p != NULL) {
-                const double *pr = p_ref + row * s->ctx, *pq = p + row * s->ctx;
-                double tv = 0.0;
-                for (size_t j = 0; j < s->ctx; j++)
-                    tv += fabs(pq[j] - pr[j]);
-                tv *= 0.5;
-                if (isnan(tv))
-                    tv = 1.0; /* a NaN distribution is as far as a distribution can be */
+            if (have_tv) {
+                double tv = tv_rows != NULL ? tv_rows[row] : lowp_attn_tv(p_ref + row * s->ctx, p + row * s->ctx, s->ctx);
                 tv_sum += tv;
                 if (tv > tv_max)
                     tv_max = tv;
@@ -74,12 +81,24 @@ void lowp_attn_err_compute(const lowp_attn_shape *s, const double *ref, const do
     e->cosine = (sr > 0 && so > 0) ? sd / (sqrt(sr) * sqrt(so)) : (sr == 0 && so == 0 ? 1.0 : 0.0);
     if (e->nonfinite == e->elements && e->elements > 0) /* nothing compared: no error to state */
         e->rel_l2 = e->max_abs = e->cosine = NAN;
-    if (p_ref != NULL && p != NULL && e->rows > 0) {
+    if (have_tv && e->rows > 0) {
         e->tv_mean = tv_sum / (double)e->rows;
         e->tv_max = tv_max;
     } else {
         e->tv_mean = e->tv_max = NAN;
     }
+}
+
+void lowp_attn_err_compute(const lowp_attn_shape *s, const double *ref, const double *out, const double *p_ref,
+                           const double *p, long head, lowp_attn_err *e)
+{
+    err_core(s, ref, out, p_ref, p, NULL, head, e);
+}
+
+void lowp_attn_err_compute_tv(const lowp_attn_shape *s, const double *ref, const double *out,
+                              const double *tv_rows, long head, lowp_attn_err *e)
+{
+    err_core(s, ref, out, NULL, NULL, tv_rows, head, e);
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -1,11 +1,17 @@
 /* ref/study/src/calib.c: global-scale calibration (see lowp/calib.h for the methods).
  *
- * Work layout: a "slice" is a contiguous, zero-padded copy of the elements one global
- * scale applies to: the whole tensor (scope tensor) or x[:, h, :] gathered as [T, D]
- * (scope head). Padding to the block size (and to an even count for 4-bit codes) adds
+ * Work layout: a "slice" is a contiguous, zero-padded run of the elements one global
+ * scale applies to: the whole tensor (scope tensor; the input itself when its length
+ * needs no padding) or x[:, h, :] gathered as [T, D] (scope head; one head at a time into
+ * one buffer). Padding to the block size (and to an even count for 4-bit codes) adds
  * only exact zeros, which no recipe lets raise a block amax and which reconstruct to 0,
  * so they change neither the scales nor any error sum. Every error sum is the
- * deterministic compensated sum of lowp_stats_quant_sse / lowp_stats_compute. */
+ * deterministic compensated sum of lowp_stats_quant_sse / lowp_stats_compute; the row
+ * statistics read the reconstruction from the codes a chunk at a time
+ * (lowp_stats_compute_quant), so no binary64 copy of the tensor is held.
+ * Memory: the input, its codes (at most 2 bytes an element, BF16) and block scales, one
+ * head slice, the statistics' per-block arrays (about 2 bytes an element for 16-element
+ * blocks), and a padded copy of the input only when T H D is not a multiple of 32. */
 #include "lowp/calib.h"
 
 #include "lowp/why.h"
@@ -148,7 +154,8 @@ size_t lowp_calib_default_specs(lowp_block_format f, int all, lowp_calib_spec *s
 /* slices                                                                              */
 
 typedef struct {
-    float *x;     /* padded copy */
+    const float *x; /* np elements: the real ones, then zeros */
+    float *own;   /* x when the slice owns it (a padded copy or a sample), else NULL */
     size_t n;     /* real elements */
     size_t np;    /* padded length */
     size_t rows;  /* rows of `row` elements (tokens x heads, or tokens) */
@@ -166,11 +173,12 @@ static int sample_slice(const slice *sl, size_t s, slice *out)
 {
     size_t units = (sl->rows + s - 1) / s;
     size_t n = units * sl->row, np = padded_len(n);
-    out->x = calloc(np ? np : 32, sizeof *out->x);
-    if (out->x == NULL)
+    out->own = calloc(np ? np : 32, sizeof *out->own);
+    if (out->own == NULL)
         return -1;
+    out->x = out->own;
     for (size_t u = 0; u < units; u++)
-        memcpy(out->x + u * sl->row, sl->x + u * s * sl->row, sl->row * sizeof *sl->x);
+        memcpy(out->own + u * sl->row, sl->x + u * s * sl->row, sl->row * sizeof *sl->x);
     out->n = n;
     out->np = np;
     out->rows = units;
@@ -292,7 +300,7 @@ static int mse_search(const lowp_calib_spec *sp, const slice *sl, size_t cap, co
     rc = 0;
 done:
     if (own)
-        free(sam.x);
+        free(sam.own);
     return rc;
 }
 
@@ -324,42 +332,19 @@ static int slice_scale(const lowp_calib_spec *sp, const slice *sl, size_t cap, c
     }
 }
 
-/* Buffers for quant_slice, sized once for the largest slice (the padded whole tensor):
- * codes (2 bytes per element covers BF16), scales, and the padded reconstruction. */
-typedef struct {
-    uint8_t *codes, *scales;
-    double *rec;
-} workspace;
-
-static int ws_init(workspace *w, size_t np)
-{
-    w->codes = malloc(2 * np);
-    w->scales = malloc(np / 16 + 1);
-    w->rec = malloc(np * sizeof *w->rec);
-    return w->codes == NULL || w->scales == NULL || w->rec == NULL ? -1 : 0;
-}
-
-static void ws_free(workspace *w)
-{
-    free(w->codes);
-    free(w->scales);
-    free(w->rec);
-}
-
-/* Quantize a slice and dequantize it exactly into rec (sl->n values); add counts and
- * scale codes to st. */
-static int quant_slice(const lowp_calib_spec *sp, lowp_global_scale gs, const slice *sl, const workspace *w,
-                       double *rec, lowp_quant_counts *qc, lowp_stats *st, char *why, size_t len)
+/* Quantize a slice into codes / scales (room for sl->np elements); add counts and scale
+ * codes to st. */
+static int quant_slice(const lowp_calib_spec *sp, lowp_global_scale gs, const slice *sl, uint8_t *codes,
+                       uint8_t *scales, lowp_quant_counts *qc, lowp_stats *st, char *why, size_t len)
 {
     lowp_block_format f = sp->format;
     size_t bs = lowp_block_size(f), np = sl->np;
-    uint8_t *scales = lowp_block_has_scales(f) ? w->scales : NULL;
+    if (!lowp_block_has_scales(f))
+        scales = NULL;
     lowp_quant_counts k;
     memset(&k, 0, sizeof k);
-    if (lowp_block_quantize(f, sp->recipe, gs, sp->flags, sl->x, np, w->codes, scales, &k, why, len))
+    if (lowp_block_quantize(f, sp->recipe, gs, sp->flags, sl->x, np, codes, scales, &k, why, len))
         return -1;
-    lowp_stats_dequantize_f64(f, gs.dec, w->codes, scales, np, w->rec);
-    memcpy(rec, w->rec, sl->n * sizeof *rec);
     /* the zero padding is neither flushed, saturated nor NaN: it only adds elements */
     k.elements -= np - sl->n;
     if (bs == 1)
@@ -410,6 +395,13 @@ typedef struct {
 int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib_spec *specs, size_t nspecs,
                    lowp_calib_table *out, char *why, size_t why_len)
 {
+    return lowp_calib_run_progress(x, o, specs, nspecs, NULL, NULL, out, why, why_len);
+}
+
+int lowp_calib_run_progress(const float *x, const lowp_calib_options *o, const lowp_calib_spec *specs,
+                            size_t nspecs, lowp_calib_progress_fn fn, void *arg, lowp_calib_table *out,
+                            char *why, size_t why_len)
+{
     memset(out, 0, sizeof *out);
     if (o == NULL)
         return lowp_why_set(why, why_len, "calibration needs the tensor shape");
@@ -428,47 +420,51 @@ int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib
         need_heads |= specs[i].scope == LOWP_CALIB_HEAD;
 
     int rc = -1;
-    slice whole = {0};
-    slice *heads = NULL;
-    double *rec = malloc(n * sizeof *rec), *hrec = NULL;
+    slice whole = {0}, head = {0};
     tensor_memo memo[LOWP_CALIB_MAX_SPECS];
     size_t nmemo = 0;
     out->rows = calloc(nspecs ? nspecs : 1, sizeof *out->rows);
     whole.np = padded_len(n);
-    whole.x = calloc(whole.np, sizeof *whole.x);
-    workspace ws;
-    if (ws_init(&ws, whole.np) || rec == NULL || out->rows == NULL || whole.x == NULL) {
-        lowp_why_set(why, why_len, "out of memory for the calibration");
-        goto done;
-    }
-    memcpy(whole.x, x, n * sizeof *x);
     whole.n = n;
     whole.rows = T;
     whole.row = H * D;
+    if (whole.np == n) {
+        whole.x = x; /* no padding needed: the input itself */
+    } else {
+        whole.own = calloc(whole.np, sizeof *whole.own);
+        if (whole.own != NULL)
+            memcpy(whole.own, x, n * sizeof *x);
+        whole.x = whole.own;
+    }
+    /* one head slice at a time, in one zero-padded buffer */
+    head.n = T * D;
+    head.np = padded_len(T * D);
+    head.rows = T;
+    head.row = D;
     if (need_heads) {
-        heads = calloc(H, sizeof *heads);
-        hrec = malloc(T * D * sizeof *hrec);
-        if (heads == NULL || hrec == NULL) {
-            lowp_why_set(why, why_len, "out of memory for the head slices");
-            goto done;
-        }
-        for (size_t h = 0; h < H; h++) {
-            heads[h].n = T * D;
-            heads[h].np = padded_len(T * D);
-            heads[h].rows = T;
-            heads[h].row = D;
-            heads[h].x = calloc(heads[h].np, sizeof *heads[h].x);
-            if (heads[h].x == NULL) {
-                lowp_why_set(why, why_len, "out of memory for the head slices");
-                goto done;
-            }
-            for (size_t t = 0; t < T; t++)
-                memcpy(heads[h].x + t * D, x + (t * H + h) * D, D * sizeof *x);
-        }
+        head.own = calloc(head.np, sizeof *head.own);
+        head.x = head.own;
+    }
+    /* codes and block scales of the whole tensor, or of every head (2 bytes an element
+     * covers BF16; a block scale per 16 elements covers every block format) */
+    size_t elems = need_heads && H * head.np > whole.np ? H * head.np : whole.np;
+    uint8_t *codes = malloc(2 * elems), *scales = malloc(elems / 16 + 1);
+    const uint8_t **cp = malloc(H * sizeof *cp), **sp_ = malloc(H * sizeof *sp_);
+    if (out->rows == NULL || whole.x == NULL || (need_heads && head.own == NULL) || codes == NULL ||
+        scales == NULL || cp == NULL || sp_ == NULL) {
+        lowp_why_set(why, why_len, "out of memory for the calibration");
+        goto done;
     }
 
     for (size_t i = 0; i < nspecs; i++) {
         const lowp_calib_spec *sp = &specs[i];
+        if (fn != NULL) {
+            char what[96];
+            snprintf(what, sizeof what, "%s %s %s %s%s", lowp_block_format_name(sp->format),
+                     lowp_recipe_name(sp->recipe), lowp_calib_method_name(sp->method), lowp_calib_scope_name(sp->scope),
+                     sp->flags & LOWP_BLOCK_SCALE_UP ? " up" : "");
+            fn(arg, i, nspecs, what);
+        }
         lowp_calib_row *row = &out->rows[i];
         out->n = i + 1;
         row->spec = *sp;
@@ -485,11 +481,13 @@ int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib
         memset(&qc, 0, sizeof qc);
         lowp_stats scl;
         memset(&scl, 0, sizeof scl);
+        lowp_stats_quant_view qv = {sp->format, 1, n, cp, sp_, NULL};
+        float g1;
         if (sp->scope == LOWP_CALIB_TENSOR || !has_g) {
             choice c = {lowp_global_scale_from_dec(sp->format, sp->recipe, 1.0f), NAN};
             if (has_g && slice_scale(sp, &whole, cap, NULL, &c, why, why_len))
                 goto done;
-            if (quant_slice(sp, c.gs, &whole, &ws, rec, &qc, &scl, why, why_len))
+            if (quant_slice(sp, c.gs, &whole, codes, scales, &qc, &scl, why, why_len))
                 goto done;
             if (ng) {
                 row->gscales[0] = c.gs.dec;
@@ -502,6 +500,10 @@ int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib
                 memo[nmemo].gs = c.gs;
                 nmemo++;
             }
+            cp[0] = codes;
+            sp_[0] = scales;
+            g1 = c.gs.dec;
+            qv.gscales = &g1;
         } else {
             /* Per head. The per-tensor mse choice (run now if no earlier spec did) joins
              * the per-head mse candidates. */
@@ -526,22 +528,29 @@ int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib
                 extra = &tg;
             }
             size_t hcap = cap == 0 ? 0 : (cap / H ? cap / H : 1);
+            size_t cb = lowp_block_code_bytes(sp->format, head.np), sb = head.np / lowp_block_size(sp->format);
             for (size_t h = 0; h < H; h++) {
-                choice c;
-                if (slice_scale(sp, &heads[h], hcap, extra, &c, why, why_len))
-                    goto done;
-                if (quant_slice(sp, c.gs, &heads[h], &ws, hrec, &qc, &scl, why, why_len))
-                    goto done;
                 for (size_t t = 0; t < T; t++)
-                    memcpy(rec + (t * H + h) * D, hrec + t * D, D * sizeof *rec);
+                    memcpy(head.own + t * D, x + (t * H + h) * D, D * sizeof *x);
+                choice c;
+                if (slice_scale(sp, &head, hcap, extra, &c, why, why_len))
+                    goto done;
+                if (quant_slice(sp, c.gs, &head, codes + h * cb, scales + h * sb, &qc, &scl, why, why_len))
+                    goto done;
+                cp[h] = codes + h * cb;
+                sp_[h] = scales + h * sb;
                 row->gscales[h] = c.gs.dec;
                 if (row->multipliers)
                     row->multipliers[h] = c.mult;
             }
+            qv.parts = H;
+            qv.width = D;
+            qv.gscales = row->gscales;
         }
+        if (!lowp_block_has_scales(sp->format))
+            qv.scales = NULL;
         size_t bs = lowp_block_size(sp->format);
-        if (lowp_stats_compute(x, LOWP_STATS_F32, rec, LOWP_STATS_F64, n, bs > 1 ? bs : 16, &row->st, why,
-                               why_len))
+        if (lowp_stats_compute_quant(x, &qv, n, bs > 1 ? bs : 16, &row->st, why, why_len))
             goto done;
         lowp_stats_set_counts(&row->st, &qc);
         if (scl.has_scales) {
@@ -555,16 +564,16 @@ int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib
             memcpy(row->st.scale_hist, scl.scale_hist, sizeof scl.scale_hist);
         }
     }
+    if (fn != NULL)
+        fn(arg, nspecs, nspecs, "done");
     rc = 0;
 done:
-    ws_free(&ws);
-    free(whole.x);
-    if (heads != NULL)
-        for (size_t h = 0; h < H; h++)
-            free(heads[h].x);
-    free(heads);
-    free(hrec);
-    free(rec);
+    free(whole.own);
+    free(head.own);
+    free(codes);
+    free(scales);
+    free(cp);
+    free(sp_);
     if (rc != 0)
         lowp_calib_table_free(out);
     return rc;

@@ -67,6 +67,57 @@ static inline double inv_ulp_bf16(double r)
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* exact decode                                                                        */
+
+static lowp_format scale_format_of(lowp_block_format f)
+{
+    return f == LOWP_NVFP4 ? LOWP_E4M3 : LOWP_E8M0;
+}
+
+/* Exact decode tables. Element value x scale value x g is exact in binary64 (block.h),
+ * so a table lookup gives the bits lowp_block_dequantize_f64 gives (it forms the same
+ * product in the same order), only without a decode call per element. */
+typedef struct {
+    lowp_block_format f;
+    size_t bs;
+    int wide;          /* 16-bit element codes (BF16) */
+    int nibbles;       /* 4-bit codes, two per byte, element 2i in the low nibble */
+    double g;
+    double etab[256];  /* element values (4/8-bit codes) */
+    double stab[256];  /* scale values; 1.0 for formats without scales */
+} dq_tables;
+
+static void dq_init(dq_tables *t, lowp_block_format f, float global_scale)
+{
+    lowp_format ef = lowp_block_element_format(f);
+    t->f = f;
+    t->bs = lowp_block_size(f);
+    t->wide = lowp_format_bits(ef) == 16;
+    t->nibbles = lowp_format_bits(ef) == 4;
+    t->g = lowp_block_has_global_scale(f) ? (double)global_scale : 1.0;
+    unsigned nc = t->wide ? 0 : lowp_format_code_count(ef);
+    for (unsigned c = 0; c < 256; c++) {
+        t->etab[c] = c < nc ? lowp_decode_f64(ef, (uint16_t)c) : 0.0;
+        t->stab[c] = lowp_block_has_scales(f) ? lowp_decode_f64(scale_format_of(f), (uint16_t)c) : 1.0;
+    }
+}
+
+/* Element i of the reconstruction (i indexes the codes/scales arrays given). */
+static inline double dq_at(const dq_tables *t, const uint8_t *codes, const uint8_t *scales, size_t i)
+{
+    if (t->wide) {
+        /* BF16: the code is the top half of its binary32 value (exact; NaN stays NaN) */
+        uint32_t b = (uint32_t)(codes[2 * i] | (codes[2 * i + 1] << 8)) << 16;
+        float v;
+        memcpy(&v, &b, sizeof v);
+        return (double)v * 1.0 * t->g;
+    }
+    unsigned c = t->nibbles ? (codes[i / 2] >> (4 * (i & 1))) & 0xfu : codes[i];
+    double s = t->bs > 1 ? t->stab[scales[i / t->bs]] : 1.0;
+    return t->etab[c] * s * t->g;
+}
+
+/* ---------------------------------------------------------------------------------- */
 /* element statistics                                                                  */
 
 typedef struct {
@@ -88,18 +139,18 @@ typedef struct {
  * Neumaier-compensated. lowp_stats_quant_sse forms sum_err2 the same way. One copy per
  * (ref type, rec type), so the element loop has no type test. */
 #define DEFINE_REDUCE(NAME, RT, QT)                                                               \
-    static void NAME(const void *refv, const void *recv, size_t lo, size_t hi, chunk_acc *a,     \
-                     const block_acc *ba)                                                         \
+    static void NAME(const void *refv, const void *recv, size_t rec_lo, size_t lo, size_t hi,    \
+                     chunk_acc *a, const block_acc *ba)                                           \
     {                                                                                             \
         const RT *ref = refv;                                                                     \
-        const QT *rec = recv;                                                                     \
+        const QT *rec = recv; /* element i is rec[i - rec_lo] */                                  \
         memset(a, 0, sizeof *a);                                                                  \
         double max_abs = 0, ulp_max = 0; /* locals: no store per element */                       \
         for (size_t g = lo; g < hi; g += LOWP_STATS_GROUP) {                                      \
             size_t ge = hi - g < LOWP_STATS_GROUP ? hi : g + LOWP_STATS_GROUP, used = 0;          \
             double se = 0, sr = 0, sq = 0, sd = 0, su = 0;                                        \
             for (size_t i = g; i < ge; i++) {                                                     \
-                double r = (double)ref[i], q = (double)rec[i];                                    \
+                double r = (double)ref[i], q = (double)rec[i - rec_lo];                           \
                 if (!isfinite(r) || !isfinite(q)) {                                               \
                     if (isnan(r))                                                                 \
                         a->nan_ref++;                                                             \
@@ -197,8 +248,26 @@ static double quantile(const double *sorted, size_t m, size_t num, size_t den)
     return sorted[rank - 1];
 }
 
-int lowp_stats_compute(const void *ref, lowp_stats_type ref_type, const void *rec, lowp_stats_type rec_type,
-                       size_t n, size_t block, lowp_stats *out, char *why, size_t why_len)
+/* The reconstruction of view q, elements lo..hi-1 of the whole, into out[0 .. hi-lo). */
+static void dq_fill(const dq_tables *tabs, const lowp_stats_quant_view *q, size_t lo, size_t hi, double *out)
+{
+    const size_t P = q->parts, w = q->width;
+    for (size_t i = lo; i < hi;) {
+        size_t p = (i / w) % P, c = i % w, base = i / (P * w) * w + c;
+        size_t run = w - c < hi - i ? w - c : hi - i;
+        const uint8_t *sc = q->scales != NULL ? q->scales[p] : NULL;
+        for (size_t j = 0; j < run; j++)
+            out[i - lo + j] = dq_at(&tabs[p], q->codes[p], sc, base + j);
+        i += run;
+    }
+}
+
+/* lowp_stats_compute on (ref, rec), or, when q is not NULL, on ref and the reconstruction
+ * of q formed a chunk at a time (rec unused): the same chunks, the same reduce, so the same
+ * bytes. */
+static int compute_core(const void *ref, lowp_stats_type ref_type, const void *rec, lowp_stats_type rec_type,
+                        const lowp_stats_quant_view *qv, size_t n, size_t block, lowp_stats *out, char *why,
+                        size_t why_len)
 {
     memset(out, 0, sizeof *out);
     if (block == 0)
@@ -210,10 +279,12 @@ int lowp_stats_compute(const void *ref, lowp_stats_type ref_type, const void *re
     chunk_acc *acc = malloc((nchunks ? nchunks : 1) * sizeof *acc);
     double *brel = malloc((nblocks ? nblocks : 1) * sizeof *brel);
     signed char *bkind = malloc(nblocks ? nblocks : 1); /* -1 skipped, 0 normal, 1 ref zero */
-    if (acc == NULL || brel == NULL || bkind == NULL) {
+    dq_tables *tabs = qv != NULL ? malloc(qv->parts * sizeof *tabs) : NULL; /* one per piece */
+    if (acc == NULL || brel == NULL || bkind == NULL || (qv != NULL && tabs == NULL)) {
         free(acc);
         free(brel);
         free(bkind);
+        free(tabs);
         return lowp_why_set(why, why_len, "out of memory for the statistics");
     }
     /* Per-block sums come from the chunk pass when blocks are whole groups inside whole
@@ -232,21 +303,37 @@ int lowp_stats_compute(const void *ref, lowp_stats_type ref_type, const void *re
             free(acc);
             free(brel);
             free(bkind);
+            free(tabs);
             return lowp_why_set(why, why_len, "out of memory for the statistics");
         }
     }
-    void (*reduce)(const void *, const void *, size_t, size_t, chunk_acc *, const block_acc *) =
+    if (qv != NULL)
+        rec_type = LOWP_STATS_F64;
+    void (*reduce)(const void *, const void *, size_t, size_t, size_t, chunk_acc *, const block_acc *) =
         ref_type == LOWP_STATS_F32 ? (rec_type == LOWP_STATS_F32 ? reduce_ff : reduce_fd)
                                    : (rec_type == LOWP_STATS_F32 ? reduce_df : reduce_dd);
+    if (qv != NULL)
+        for (size_t p = 0; p < qv->parts; p++)
+            dq_init(&tabs[p], qv->format, qv->gscales[p]);
     long long nc = (long long)nchunks, nb = (long long)nblocks;
-#pragma omp parallel if (n >= LOWP_STATS_PARALLEL_MIN)
+    int failed = 0;
+#pragma omp parallel if (n >= LOWP_STATS_PARALLEL_MIN) reduction(| : failed)
     {
+        double *buf = qv != NULL ? malloc(LOWP_STATS_CHUNK * sizeof *buf) : NULL;
+        if (qv != NULL && buf == NULL)
+            failed = 1;
 #pragma omp for schedule(static)
         for (long long k = 0; k < nc; k++) {
             size_t lo = (size_t)k * LOWP_STATS_CHUNK;
             size_t hi = n - lo < LOWP_STATS_CHUNK ? n : lo + LOWP_STATS_CHUNK;
-            reduce(ref, rec, lo, hi, &acc[k], &ba);
+            if (qv == NULL) {
+                reduce(ref, rec, 0, lo, hi, &acc[k], &ba);
+            } else if (buf != NULL) {
+                dq_fill(tabs, qv, lo, hi, buf);
+                reduce(ref, buf, lo, lo, hi, &acc[k], &ba);
+            }
         }
+        free(buf);
 #pragma omp for schedule(static)
         for (long long b = 0; b < nb; b++) {
             size_t used = 0;
@@ -281,6 +368,13 @@ int lowp_stats_compute(const void *ref, lowp_stats_type ref_type, const void *re
     free(ba.se);
     free(ba.sr);
     free(ba.used);
+    free(tabs);
+    if (failed) {
+        free(acc);
+        free(brel);
+        free(bkind);
+        return lowp_why_set(why, why_len, "out of memory for the statistics");
+    }
     /* Combine in chunk order. */
     ksum err2 = {0, 0}, ref2 = {0, 0}, rec2 = {0, 0}, dot = {0, 0}, ulp = {0, 0};
     for (size_t k = 0; k < nchunks; k++) {
@@ -351,6 +445,40 @@ int lowp_stats_compute(const void *ref, lowp_stats_type ref_type, const void *re
     return 0;
 }
 
+int lowp_stats_compute(const void *ref, lowp_stats_type ref_type, const void *rec, lowp_stats_type rec_type,
+                       size_t n, size_t block, lowp_stats *out, char *why, size_t why_len)
+{
+    return compute_core(ref, ref_type, rec, rec_type, NULL, n, block, out, why, why_len);
+}
+
+int lowp_stats_compute_quant(const float *ref, const lowp_stats_quant_view *q, size_t n, size_t block,
+                             lowp_stats *out, char *why, size_t why_len)
+{
+    if (block == 0)
+        block = 16;
+    if (q == NULL || q->parts == 0 || q->width == 0 || q->codes == NULL || q->gscales == NULL ||
+        n % (q->parts * q->width) != 0)
+        return lowp_why_set(why, why_len, "the quantized view does not tile %zu elements", n);
+    if (block % LOWP_STATS_GROUP != 0 || LOWP_STATS_CHUNK % block != 0) {
+        /* per-block sums need the reconstruction again (the unfused pass): form it whole */
+        double *rec = malloc((n ? n : 1) * sizeof *rec);
+        dq_tables *tabs = malloc(q->parts * sizeof *tabs);
+        int rc = -1;
+        if (rec == NULL || tabs == NULL) {
+            lowp_why_set(why, why_len, "out of memory for the reconstruction");
+        } else {
+            for (size_t p = 0; p < q->parts; p++)
+                dq_init(&tabs[p], q->format, q->gscales[p]);
+            dq_fill(tabs, q, 0, n, rec);
+            rc = compute_core(ref, LOWP_STATS_F32, rec, LOWP_STATS_F64, NULL, n, block, out, why, why_len);
+        }
+        free(rec);
+        free(tabs);
+        return rc;
+    }
+    return compute_core(ref, LOWP_STATS_F32, NULL, LOWP_STATS_F64, q, n, block, out, why, why_len);
+}
+
 void lowp_stats_set_counts(lowp_stats *s, const lowp_quant_counts *c)
 {
     s->has_counts = 1;
@@ -387,54 +515,6 @@ void lowp_stats_add_scales(lowp_stats *s, lowp_format fmt, const uint8_t *scales
 /* ---------------------------------------------------------------------------------- */
 /* quantize, dequantize, measure                                                       */
 
-static lowp_format scale_format_of(lowp_block_format f)
-{
-    return f == LOWP_NVFP4 ? LOWP_E4M3 : LOWP_E8M0;
-}
-
-/* Exact decode tables. Element value x scale value x g is exact in binary64 (block.h),
- * so a table lookup gives the bits lowp_block_dequantize_f64 gives (it forms the same
- * product in the same order), only without a decode call per element. */
-typedef struct {
-    lowp_block_format f;
-    size_t bs;
-    int wide;          /* 16-bit element codes (BF16) */
-    int nibbles;       /* 4-bit codes, two per byte, element 2i in the low nibble */
-    double g;
-    double etab[256];  /* element values (4/8-bit codes) */
-    double stab[256];  /* scale values; 1.0 for formats without scales */
-} dq_tables;
-
-static void dq_init(dq_tables *t, lowp_block_format f, float global_scale)
-{
-    lowp_format ef = lowp_block_element_format(f);
-    t->f = f;
-    t->bs = lowp_block_size(f);
-    t->wide = lowp_format_bits(ef) == 16;
-    t->nibbles = lowp_format_bits(ef) == 4;
-    t->g = lowp_block_has_global_scale(f) ? (double)global_scale : 1.0;
-    unsigned nc = t->wide ? 0 : lowp_format_code_count(ef);
-    for (unsigned c = 0; c < 256; c++) {
-        t->etab[c] = c < nc ? lowp_decode_f64(ef, (uint16_t)c) : 0.0;
-        t->stab[c] = lowp_block_has_scales(f) ? lowp_decode_f64(scale_format_of(f), (uint16_t)c) : 1.0;
-    }
-}
-
-/* Element i of the reconstruction (i indexes the codes/scales arrays given). */
-static inline double dq_at(const dq_tables *t, const uint8_t *codes, const uint8_t *scales, size_t i)
-{
-    if (t->wide) {
-        /* BF16: the code is the top half of its binary32 value (exact; NaN stays NaN) */
-        uint32_t b = (uint32_t)(codes[2 * i] | (codes[2 * i + 1] << 8)) << 16;
-        float v;
-        memcpy(&v, &b, sizeof v);
-        return (double)v * 1.0 * t->g;
-    }
-    unsigned c = t->nibbles ? (codes[i / 2] >> (4 * (i & 1))) & 0xfu : codes[i];
-    double s = t->bs > 1 ? t->stab[scales[i / t->bs]] : 1.0;
-    return t->etab[c] * s * t->g;
-}
-
 void lowp_stats_dequantize_f64(lowp_block_format f, float global_scale, const uint8_t *codes,
                                const uint8_t *scales, size_t n, double *out)
 {
@@ -460,9 +540,8 @@ int lowp_stats_quantized(lowp_block_format f, lowp_recipe r, lowp_global_scale g
     float *xbuf = NULL;
     uint8_t *codes = malloc(lowp_block_code_bytes(f, np ? np : pad_to));
     uint8_t *scales = lowp_block_has_scales(f) ? malloc(np / bs ? np / bs : 1) : NULL;
-    double *rec = malloc((np ? np : 1) * sizeof *rec);
     int rc = -1;
-    if (codes == NULL || rec == NULL || (lowp_block_has_scales(f) && scales == NULL)) {
+    if (codes == NULL || (lowp_block_has_scales(f) && scales == NULL)) {
         lowp_why_set(why, why_len, "out of memory for the quantized tensor");
         goto done;
     }
@@ -479,9 +558,13 @@ int lowp_stats_quantized(lowp_block_format f, lowp_recipe r, lowp_global_scale g
     memset(&qc, 0, sizeof qc);
     if (lowp_block_quantize(f, r, gs, flags, xp, np, codes, scales, &qc, why, why_len))
         goto done;
-    lowp_stats_dequantize_f64(f, gs.dec, codes, scales, np, rec);
+    /* the statistics read the reconstruction from the codes a chunk at a time: no binary64
+     * copy of the whole tensor */
     size_t sblock = bs > 1 ? bs : 16;
-    if (lowp_stats_compute(x, LOWP_STATS_F32, rec, LOWP_STATS_F64, n, sblock, out, why, why_len))
+    const uint8_t *cp[1] = {codes}, *sp[1] = {scales};
+    float g1[1] = {gs.dec};
+    lowp_stats_quant_view qv = {f, 1, n ? n : 1, cp, sp, g1};
+    if (lowp_stats_compute_quant(x, &qv, n, sblock, out, why, why_len))
         goto done;
     /* The zero padding is never flushed, saturated or NaN; it only adds elements (and, for
      * the elementwise formats, "blocks"). */
@@ -492,13 +575,12 @@ int lowp_stats_quantized(lowp_block_format f, lowp_recipe r, lowp_global_scale g
     if (scales != NULL)
         lowp_stats_add_scales(out, scale_format_of(f), scales, np / bs);
     if (rec_out != NULL)
-        memcpy(rec_out, rec, n * sizeof *rec);
+        lowp_stats_dequantize_f64(f, gs.dec, codes, scales, n, rec_out);
     rc = 0;
 done:
     free(xbuf);
     free(codes);
     free(scales);
-    free(rec);
     return rc;
 }
 

@@ -231,6 +231,15 @@ int lowp_kvcache_gather(const lowp_kvcache *c, const lowp_kv_view *view,
                         const lowp_kv_page_table *pt, size_t b, size_t len, double *k, double *v,
                         char *why, size_t why_len);
 
+/* The same for positions pos0..pos0+len-1 and heads h0..h0+nh-1 of sequence b: k
+ * [len][nh][qk_dim], v [len][nh][vo_dim] (either may be NULL), so that a caller can read
+ * one head, or a block of positions, without holding the whole cache in binary64.
+ * lowp_kvcache_gather is this with pos0 = 0, h0 = 0, nh = num_heads. */
+int lowp_kvcache_gather_range(const lowp_kvcache *c, const lowp_kv_view *view,
+                              const lowp_kv_page_table *pt, size_t b, size_t pos0, size_t len,
+                              size_t h0, size_t nh, double *k, double *v, char *why,
+                              size_t why_len);
+
 /* Copy page src to page dst: codes and scales of K and V, bit for bit (the interleave is
  * within a page, so it travels with it; SGLang move_nvfp4_native_scales, sglang #29913). */
 int lowp_kvcache_copy_page(lowp_kvcache *c, size_t src, size_t dst, char *why, size_t why_len);

@@ -57,6 +57,15 @@ typedef struct lowp_attn_err {
  * `head`, or all heads when head < 0. */
 void lowp_attn_err_compute(const lowp_attn_shape *s, const double *ref, const double *out,
                            const double *p_ref, const double *p, long head, lowp_attn_err *e);
+/* The same with each row's total-variation distance given (tv_rows [q_len][num_q_heads],
+ * lowp_attn_tv of the row's distributions; NULL: none), so that a caller can compute the
+ * distributions a block of rows at a time and drop them: identical results. */
+void lowp_attn_err_compute_tv(const lowp_attn_shape *s, const double *ref, const double *out,
+                              const double *tv_rows, long head, lowp_attn_err *e);
+/* The total-variation distance 0.5 sum_j |p_j - p_ref_j| of one row of n probabilities,
+ * summed in increasing j; 1 (the largest) when it is NaN. Zeros past the visible keys add
+ * exactly 0, so n may be any length that covers them. */
+double lowp_attn_tv(const double *p_ref, const double *p, size_t n);
 
 /* How the global scale of a format that has one is chosen. */
 typedef enum lowp_sweep_scale_mode {

@@ -112,6 +112,13 @@ size_t lowp_calib_default_specs(lowp_block_format f, int all, lowp_calib_spec *s
 int lowp_calib_run(const float *x, const lowp_calib_options *o, const lowp_calib_spec *specs, size_t nspecs,
                    lowp_calib_table *out, char *why, size_t why_len);
 void lowp_calib_table_free(lowp_calib_table *t);
+/* lowp_calib_run with progress: fn (may be NULL) is called before each spec with done =
+ * its index, total = nspecs and a label ("nvfp4 exact mse head up"), and once at the end
+ * with done = total and "done". */
+typedef void (*lowp_calib_progress_fn)(void *arg, size_t done, size_t total, const char *what);
+int lowp_calib_run_progress(const float *x, const lowp_calib_options *o, const lowp_calib_spec *specs,
+                            size_t nspecs, lowp_calib_progress_fn fn, void *arg, lowp_calib_table *out,
+                            char *why, size_t why_len);
 
 /* Views of the rows for the lowp_stats_print_table / _write_csv / _write_json helpers
  * (rows must hold t->n entries; they point into t). */

@@ -77,6 +77,27 @@ typedef struct lowp_stats {
 int lowp_stats_compute(const void *ref, lowp_stats_type ref_type, const void *rec, lowp_stats_type rec_type,
                        size_t n, size_t block, lowp_stats *out, char *why, size_t why_len);
 
+/* A quantized tensor as lowp_stats_compute_quant reads it: n elements in `parts` pieces
+ * that interleave every `width` elements (element i is column i % width of row
+ * i / (parts width) of piece (i / width) % parts: parts = H, width = D is a [T, H, D]
+ * tensor quantized one head at a time; parts = 1, width = n a whole tensor). Piece p has
+ * codes[p] and scales[p] (scales NULL, or an entry NULL, for a format without block
+ * scales) over its own elements in order, and decode-side global scale gscales[p]. */
+typedef struct lowp_stats_quant_view {
+    lowp_block_format format;
+    size_t parts, width;
+    const uint8_t *const *codes;
+    const uint8_t *const *scales;
+    const float *gscales;
+} lowp_stats_quant_view;
+
+/* lowp_stats_compute(ref F32, rec F64) where rec is the exact reconstruction of q
+ * (lowp_stats_dequantize_f64 of each piece), formed one chunk at a time instead of held
+ * whole: the same sums in the same order, the same bytes. n must be a multiple of
+ * parts * width. */
+int lowp_stats_compute_quant(const float *ref, const lowp_stats_quant_view *q, size_t n, size_t block,
+                             lowp_stats *out, char *why, size_t why_len);
+
 /* Record quantizer counts (copied). */
 void lowp_stats_set_counts(lowp_stats *s, const lowp_quant_counts *c);
 
