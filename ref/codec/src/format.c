@@ -341,7 +341,25 @@ float lowp_decode_f32(lowp_format f, uint16_t code)
 
 double lowp_decode_f64(lowp_format f, uint16_t code)
 {
-    /* exact: every value is a binary32, and a quiet binary32 NaN widens to the quiet
-     * binary64 NaN with the same sign */
-    return (double)lowp_decode_f32(f, code);
+    /* In binary64 arithmetic, never through a binary32 operand: every value here is a
+     * binary64 normal (the smallest, BF16's 2^-133, included), so MXCSR.DAZ / FTZ cannot
+     * change it, where widening the binary32 decode would read a binary32 subnormal
+     * (E8M0 code 0 = 2^-127, BF16 / F16 subnormals) as 0 under DAZ
+     * (test_counts_do_not_depend_on_daz). */
+    const lowp_format_info *fi = &lowp_format_table[f];
+    code = (uint16_t)(code & ((1u << fi->bits) - 1u));
+    if (f == LOWP_E8M0)
+        return code == 0xff ? NAN : ldexp(1.0, (int)code - 127);
+    double sign = (code & fi->sign_bit) ? -1.0 : 1.0;
+    if (lowp_code_is_nan(f, code))
+        return copysign(NAN, sign);
+    if (lowp_code_is_inf(f, code))
+        return sign * INFINITY;
+    uint32_t mag = code & (uint32_t)(fi->sign_bit - 1u);
+    uint32_t E = mag >> fi->mbits;
+    uint32_t M = mag & ((1u << fi->mbits) - 1u);
+    int emin = 1 - fi->bias;
+    if (E == 0)
+        return sign * ldexp((double)M, emin - fi->mbits);
+    return sign * ldexp((double)(M | (1u << fi->mbits)), (int)E - fi->bias - fi->mbits);
 }
