@@ -351,7 +351,9 @@ START_TEST(open_errors)
     ck_assert(one_line(why) && strstr(why, "/nonexistent/model.gguf") != NULL);
     ck_assert_int_eq(lowp_gguf_open("/", &g, why, sizeof why), -1);
     ck_assert(strstr(why, "not a regular file") != NULL);
-    char path[] = "/tmp/lowp_test_model.XXXXXX";
+    char path[4096]; /* in $TMPDIR, as every test's temporary files */
+    const char *td = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/lowp_test_model.XXXXXX", td != NULL && td[0] != '\0' ? td : "/tmp");
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(lowp_gguf_open(path, &g, why, sizeof why), -1);
