@@ -85,13 +85,13 @@ static double half_ulp(double x)
 /* Same value, or both NaN (the NaN payload is not specified). */
 static int same64(double a, double b)
 {
-    return (isnan(a) && isnan(b)) || lowp_test_f64_bits(a) == lowp_test_f64_bits(b) ||
+    return (isnan(a) && isnan(b)) || lowp_f64_bits(a) == lowp_f64_bits(b) ||
            (a == 0.0 && b == 0.0);
 }
 
 static int same32(float a, float b)
 {
-    return (isnan(a) && isnan(b)) || lowp_test_f32_bits(a) == lowp_test_f32_bits(b) ||
+    return (isnan(a) && isnan(b)) || lowp_f32_bits(a) == lowp_f32_bits(b) ||
            (a == 0.0f && b == 0.0f);
 }
 
@@ -355,7 +355,7 @@ static void check_case(size_t idx, case_result *res)
         const char *why_bad = "";
         if (!isfinite(o)) {
             res->specials++;
-            ok = isnan(o) ? isnan(r) : lowp_test_f64_bits(o) == lowp_test_f64_bits(r);
+            ok = isnan(o) ? isnan(r) : lowp_f64_bits(o) == lowp_f64_bits(r);
             if (ok && !(b == INFINITY)) {
                 ok = 0;
                 why_bad = " (bound finite for a non-finite exact output)";
@@ -375,7 +375,7 @@ static void check_case(size_t idx, case_result *res)
                 cr_add(res,
                        "attn ref [%s]: out(i=%zu,h=%zu,e=%zu) got 0x%016" PRIx64
                        " (%.17g) expected 0x%016" PRIx64 " (%.17g) |diff| %.3g bound %.3g%s\n",
-                       c.label, i, h, e, lowp_test_f64_bits(r), r, lowp_test_f64_bits(o), o,
+                       c.label, i, h, e, lowp_f64_bits(r), r, lowp_f64_bits(o), o,
                        fabs(r - o), b, why_bad);
         }
     }
@@ -405,8 +405,8 @@ static void check_case(size_t idx, case_result *res)
                            "attn oracle [%s]: output %zu: prec 128 gives 0x%016" PRIx64
                            " / 0x%08" PRIx32 ", prec 256 gives 0x%016" PRIx64 " / 0x%08" PRIx32
                            "\n",
-                           c.label, x, lowp_test_f64_bits(o64[x]), lowp_test_f32_bits(o32[x]),
-                           lowp_test_f64_bits(p64[x]), lowp_test_f32_bits(p32[x]));
+                           c.label, x, lowp_f64_bits(o64[x]), lowp_f32_bits(o32[x]),
+                           lowp_f64_bits(p64[x]), lowp_f32_bits(p32[x]));
                     break;
                 }
         }
@@ -646,8 +646,8 @@ START_TEST(oracle_matches_plain_mpfr)
                                 "modes %d%d%d) out(i=%zu,h=%zu,e=%zu): oracle 0x%016" PRIx64
                                 " / 0x%08" PRIx32 ", plain 0x%016" PRIx64 " / 0x%08" PRIx32 "\n",
                                 ci, D, E, ctx, q_len, mq, mk, mv, i, h, e,
-                                lowp_test_f64_bits(o64[x]), lowp_test_f32_bits(o32[x]),
-                                lowp_test_f64_bits(n64[e]), lowp_test_f32_bits(n32[e]));
+                                lowp_f64_bits(o64[x]), lowp_f32_bits(o32[x]),
+                                lowp_f64_bits(n64[e]), lowp_f32_bits(n32[e]));
                         }
                     }
                 }
@@ -1026,7 +1026,7 @@ static unsigned long long paged_check(const pcase *pc, size_t idx, int with_orac
         if (!same64(out1[x], out2[x])) {
             bad++;
             say("attn [%s]: output %zu: 1 thread 0x%016" PRIx64 ", 2 threads 0x%016" PRIx64 "\n",
-                label, x, lowp_test_f64_bits(out1[x]), lowp_test_f64_bits(out2[x]));
+                label, x, lowp_f64_bits(out1[x]), lowp_f64_bits(out2[x]));
             break;
         }
     for (size_t b = 0; b < pc->batch; b++) {
@@ -1051,8 +1051,8 @@ static unsigned long long paged_check(const pcase *pc, size_t idx, int with_orac
                 say("attn [%s]: seq %zu out(h=%zu,e=%zu): paged 0x%016" PRIx64
                     " (%.17g) bound %.3g, "
                     "dense reference 0x%016" PRIx64 " (%.17g) bound %.3g\n",
-                    label, b, x / E, x % E, lowp_test_f64_bits(pb[x]), pb[x], bp[x],
-                    lowp_test_f64_bits(rd[x]), rd[x], bd[x]);
+                    label, b, x / E, x % E, lowp_f64_bits(pb[x]), pb[x], bp[x],
+                    lowp_f64_bits(rd[x]), rd[x], bd[x]);
             }
             if (pc->poison && b == 0 && !isnan(pb[x])) {
                 bad++;
@@ -1069,8 +1069,8 @@ static unsigned long long paged_check(const pcase *pc, size_t idx, int with_orac
                     bad++;
                     say("attn [%s]: seq %zu out(h=%zu,e=%zu) got 0x%016" PRIx64 " (%.17g) expected "
                         "0x%016" PRIx64 " (%.17g) |diff| %.3g bound %.3g\n",
-                        label, b, x / E, x % E, lowp_test_f64_bits(pb[x]), pb[x],
-                        lowp_test_f64_bits(o[x]), o[x], fabs(pb[x] - o[x]), bp[x]);
+                        label, b, x / E, x % E, lowp_f64_bits(pb[x]), pb[x],
+                        lowp_f64_bits(o[x]), o[x], fabs(pb[x] - o[x]), bp[x]);
                 }
             free(o);
         }
@@ -1195,7 +1195,7 @@ START_TEST(bench_runs)
     ck_assert_msg(lowp_attn_bench_decode(&o, &r1, why, sizeof why) == 0, "%s", why);
     o.threads = 2;
     ck_assert_msg(lowp_attn_bench_decode(&o, &r2, why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(lowp_test_f64_bits(r1.checksum) == lowp_test_f64_bits(r2.checksum) &&
+    ck_assert_msg(lowp_f64_bits(r1.checksum) == lowp_f64_bits(r2.checksum) &&
                       isfinite(r1.checksum),
                   "bench checksum %.17g (1 thread) vs %.17g (2 threads)", r1.checksum, r2.checksum);
     ck_assert(r1.pairs_per_s > 0 && r2.threads == 2);

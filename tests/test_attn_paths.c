@@ -37,7 +37,7 @@ static float rand_bf16(void)
     uint32_t bits = (uint32_t)(rng_next() & 0x7F) << 16; /* mantissa */
     bits |= (uint32_t)(120 + rng_next() % 14) << 23;       /* 2^-7 .. 2^6 */
     bits |= (uint32_t)(rng_next() & 1) << 31;
-    return lowp_test_f32_from_bits(bits);
+    return lowp_f32_from_bits(bits);
 }
 
 typedef struct path_out {

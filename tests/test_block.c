@@ -50,9 +50,9 @@
 
 /* Float bit patterns: tests/lib's (lowp_test_base.h), under the short names the tables
  * and checks below use. */
-#define f32(b) lowp_test_f32_from_bits(b)
-#define bits32(x) lowp_test_f32_bits(x)
-#define bits64(x) lowp_test_f64_bits(x)
+#define f32(b) lowp_f32_from_bits(b)
+#define bits32(x) lowp_f32_bits(x)
+#define bits64(x) lowp_f64_bits(x)
 
 static float qnan(void) { return f32(0x7FC00000u); }  /* +quiet NaN */
 static float nqnan(void) { return f32(0xFFC00001u); } /* -quiet NaN with payload */

@@ -99,7 +99,7 @@ static void mismatch_f32(report *rp, float x, unsigned got, unsigned expected)
     if (rp->mismatches++ >= MAX_LINES)
         return;
     report_head(rp);
-    printf("input 0x%08x (%.9g) got ", (unsigned)lowp_test_f32_bits(x), (double)x);
+    printf("input 0x%08x (%.9g) got ", (unsigned)lowp_f32_bits(x), (double)x);
     print_code(stdout, rp->k->f, got);
     printf(" expected ");
     print_code(stdout, rp->k->f, expected);
@@ -111,7 +111,7 @@ static void mismatch_f64(report *rp, double x, unsigned got, unsigned expected)
     if (rp->mismatches++ >= MAX_LINES)
         return;
     report_head(rp);
-    printf("input 0x%016llx (%.17g) got ", (unsigned long long)lowp_test_f64_bits(x), x);
+    printf("input 0x%016llx (%.17g) got ", (unsigned long long)lowp_f64_bits(x), x);
     print_code(stdout, rp->k->f, got);
     printf(" expected ");
     print_code(stdout, rp->k->f, expected);
@@ -163,7 +163,7 @@ static size_t make_f64_set(lowp_format f, const float *v, size_t n, uint64_t s, 
         0x3ff8000000000001u, 0x3ff7ffffffffffffu, 0xbff8000000000001u,
     };
     for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++)
-        lowp_test_push_f64(&b, lowp_test_f64_from_bits(specials[i]));
+        lowp_test_push_f64(&b, lowp_f64_from_bits(specials[i]));
     /* Random doubles: half with any binary64 exponent, half near the format's range. */
     int emax = f == LOWP_E8M0 ? 127 : (1 << lowp_format_exponent_bits(f)) - 1 - lowp_format_bias(f);
     int emin = f == LOWP_E8M0 ? -127 : 1 - lowp_format_bias(f) - lowp_format_mantissa_bits(f);
@@ -177,7 +177,7 @@ static size_t make_f64_set(lowp_format f, const float *v, size_t n, uint64_t s, 
             e = (r >> 20) % 2047u;
         else
             e = (uint64_t)(1023 + emin - 4 + (int)((r >> 20) % (unsigned)(emax - emin + 8)));
-        lowp_test_push_f64(&b, lowp_test_f64_from_bits(sign | (e << 52) | frac));
+        lowp_test_push_f64(&b, lowp_f64_from_bits(sign | (e << 52) | frac));
     }
     *out = b.v;
     return b.n;
@@ -314,7 +314,7 @@ START_TEST(test_quick)
     uint64_t bad = 0;
 
     for (size_t i = 0; i < n16; i++)
-        in[i] = lowp_test_f32_from_bits((uint32_t)i << 16);
+        in[i] = lowp_f32_from_bits((uint32_t)i << 16);
     bad += check_f32_set(k, "all bf16 patterns", in, n16, 1);
     for (size_t i = 0; i < n16; i++)
         in[i] = lowp_test_f16_widen((uint16_t)i);
@@ -365,7 +365,7 @@ START_TEST(test_full)
         const uint32_t b32 = (uint32_t)base;
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < m; i++) {
-            in[i] = lowp_test_f32_from_bits(b32 + (uint32_t)i);
+            in[i] = lowp_f32_from_bits(b32 + (uint32_t)i);
         }
         const double ta = lowp_test_now();
         lowp_encode_f32_u16(&k->c, in, got, chunk);

@@ -76,7 +76,7 @@ static int expect_f32(const lowp_codec *c, const char *tag, float x, uint16_t wa
     unsigned d = code_digits(c->format);
     fprintf(stderr, "%s %s %s %s: input 0x%08x (%a) got 0x%0*x expected 0x%0*x  [%s]\n",
             fmt_name(c->format), prof_name(c->profile), round_name(c->round),
-            c->saturate ? "sat" : "nosat", (unsigned)lowp_test_f32_bits(x), (double)x, (int)d,
+            c->saturate ? "sat" : "nosat", (unsigned)lowp_f32_bits(x), (double)x, (int)d,
             (unsigned)got, (int)d, (unsigned)want, tag);
     return 1;
 }
@@ -91,7 +91,7 @@ static int expect_f64(const lowp_codec *c, const char *tag, double x, uint16_t w
     unsigned d = code_digits(c->format);
     fprintf(stderr, "%s %s %s %s: f64 input 0x%016llx (%a) got 0x%0*x expected 0x%0*x  [%s]\n",
             fmt_name(c->format), prof_name(c->profile), round_name(c->round),
-            c->saturate ? "sat" : "nosat", (unsigned long long)lowp_test_f64_bits(x), x, (int)d,
+            c->saturate ? "sat" : "nosat", (unsigned long long)lowp_f64_bits(x), x, (int)d,
             (unsigned)got, (int)d, (unsigned)want, tag);
     return 1;
 }
@@ -114,7 +114,7 @@ typedef struct {
 
 static float row_input(const row *r)
 {
-    return r->nan ? lowp_test_f32_from_bits(r->nan) : r->x;
+    return r->nan ? lowp_f32_from_bits(r->nan) : r->x;
 }
 
 /* Runs every row under every column, through lowp_encode_f32 and, for non-NaN rows
@@ -823,7 +823,7 @@ START_TEST(nan_codes_binary32_per_profile)
                         continue;
                     lowp_codec c = open_codec((lowp_format)f, (lowp_profile)p, (lowp_round)r, sat);
                     for (size_t i = 0; i < N_ELEMS(nans); i++)
-                        bad += expect_f32(&c, "profiles.md NaN", lowp_test_f32_from_bits(nans[i]),
+                        bad += expect_f32(&c, "profiles.md NaN", lowp_f32_from_bits(nans[i]),
                                           doc_nan_f32((lowp_format)f, (lowp_profile)p, nans[i]));
                 }
     ASSERT_NO_MISMATCH(bad);
@@ -882,7 +882,7 @@ START_TEST(nan_codes_binary64_per_profile)
                                                s ? 0xffc00000u : 0x7fc00000u);
                         }
                         bad += expect_f64(&c, "profiles.md binary64 NaN",
-                                          lowp_test_f64_from_bits(b), want);
+                                          lowp_f64_from_bits(b), want);
                     }
                 }
     ASSERT_NO_MISMATCH(bad);
@@ -1196,7 +1196,7 @@ static float *array_inputs(lowp_format f, size_t n, uint64_t seed)
                 m ^= (uint32_t)(r >> 5) & 1u;
             b = (uint32_t)((r >> 1) & 1u) << 31 | e << 23 | m;
         }
-        x[i] = lowp_test_f32_from_bits(b);
+        x[i] = lowp_f32_from_bits(b);
     }
     return x;
 }
@@ -1255,7 +1255,7 @@ START_TEST(array_encoders_equal_scalar_at_vector_tails)
                                                 " scalar; first input 0x%08x got 0x%x scalar 0x%x\n",
                                         fmt_name((lowp_format)f), prof_name((lowp_profile)p),
                                         round_name((lowp_round)r), sat_name(sat), n, off, nbad,
-                                        (unsigned)lowp_test_f32_bits(in[off + first]),
+                                        (unsigned)lowp_f32_bits(in[off + first]),
                                         (unsigned)o16[off + first], (unsigned)ref[off + first]);
                                 bad++;
                             }
@@ -1285,7 +1285,7 @@ START_TEST(array_encoders_equal_scalar_at_vector_tails)
                                                 " scalar; first input 0x%08x got 0x%x scalar 0x%x\n",
                                         fmt_name((lowp_format)f), prof_name((lowp_profile)p),
                                         round_name((lowp_round)r), sat_name(sat), n, off, nbad,
-                                        (unsigned)lowp_test_f32_bits(in[off + first]),
+                                        (unsigned)lowp_f32_bits(in[off + first]),
                                         (unsigned)o8[off + first], (unsigned)ref[off + first]);
                                 bad++;
                             }
@@ -1315,7 +1315,7 @@ START_TEST(e2m1_codes_fit_in_low_nibble)
                     lowp_encode_f64(&c, (double)in[i]) > 0xF) {
                     fprintf(stderr, "e2m1 %s %s: input 0x%08x code above 0xF\n",
                             prof_name((lowp_profile)p), round_name((lowp_round)r),
-                            (unsigned)lowp_test_f32_bits(in[i]));
+                            (unsigned)lowp_f32_bits(in[i]));
                     bad++;
                     break;
                 }

@@ -118,14 +118,14 @@ static uint32_t oracle_round(ows *o)
     if (mpfr_cmpabs(o->s, o->w) >= 0)
         return mpfr_signbit(o->s) ? 0xFF800000u : 0x7F800000u;
     const float r = mpfr_get_flt(o->s, MPFR_RNDZ);
-    return r == 0.0f ? 0u : lowp_test_f32_bits(r); /* the zero-sign rule: +0, whatever the sign */
+    return r == 0.0f ? 0u : lowp_f32_bits(r); /* the zero-sign rule: +0, whatever the sign */
 }
 
 /* One fused step of n products and C under P. */
 static uint32_t oracle_step(ows *o, const uint16_t *a, const uint16_t *b, size_t n,
                             uint32_t cb, const lowp_mma_params *P)
 {
-    const float c = lowp_test_f32_from_bits(cb);
+    const float c = lowp_f32_from_bits(cb);
     int special = !isfinite(c);
     for (size_t i = 0; i < n; i++)
         special |= !isfinite(lowp_test_bf16_value(a[i])) || !isfinite(lowp_test_bf16_value(b[i]));
@@ -239,7 +239,7 @@ static uint32_t oracle(ows *o, const uint16_t *a, const uint16_t *b, size_t k, u
 static uint32_t model(const uint16_t *a, const uint16_t *b, size_t k, uint32_t c,
                       const lowp_mma_params *P)
 {
-    return lowp_test_f32_bits(lowp_mma_dot_add_bf16(a, b, k, lowp_test_f32_from_bits(c), P));
+    return lowp_f32_bits(lowp_mma_dot_add_bf16(a, b, k, lowp_f32_from_bits(c), P));
 }
 
 static void print_case(const char *what, const uint16_t *a, const uint16_t *b, uint32_t c,
@@ -337,7 +337,7 @@ static void gen_case(uint64_t *s, int kind, uint16_t *a, uint16_t *b, uint32_t *
             b[i] = lowp_test_bf16_draw(s, -2, 2);
         }
         const float d = (float)-approx_dot(a, b);
-        uint32_t cb = lowp_test_f32_bits(d);
+        uint32_t cb = lowp_f32_bits(d);
         if (d != 0.0f)
             cb = (uint32_t)((int64_t)cb + lowp_test_irange(s, -3, 3));
         *c = cb;
@@ -603,11 +603,11 @@ START_TEST(sensitivity_and_batch)
             for (int j = 0; j < 7; j++)
                 d[j] += model(a, b, 16, c, &alt[j]) != base;
             if (i % 16 == 0) {
-                lowp_mma_dot_add_bf16_multi(a, b, 16, lowp_test_f32_from_bits(c), cand, nc, out);
+                lowp_mma_dot_add_bf16_multi(a, b, 16, lowp_f32_from_bits(c), cand, nc, out);
                 for (size_t j = 0; j < nc; j++)
-                    if (lowp_test_f32_bits(out[j]) != model(a, b, 16, c, &cand[j])) {
+                    if (lowp_f32_bits(out[j]) != model(a, b, 16, c, &cand[j])) {
                         batch_bad++;
-                        print_case("batch", a, b, c, &cand[j], lowp_test_f32_bits(out[j]),
+                        print_case("batch", a, b, c, &cand[j], lowp_f32_bits(out[j]),
                                    model(a, b, 16, c, &cand[j]));
                     }
             }
@@ -636,17 +636,17 @@ START_TEST(api_edges)
     uint16_t a[32] = {0}, b[32] = {0};
     /* k = 0 returns C unchanged, payload included. */
     ck_assert_uint_eq(
-        lowp_test_f32_bits(lowp_mma_dot_add_bf16(a, b, 0, lowp_test_f32_from_bits(0x7FC00123u), D)),
+        lowp_f32_bits(lowp_mma_dot_add_bf16(a, b, 0, lowp_f32_from_bits(0x7FC00123u), D)),
         0x7FC00123u);
     /* Bad parameters -> canonical NaN. */
     lowp_mma_params bp = *D;
     bp.n_frac = LOWP_MMA_MAX_NFRAC + 1;
     for (int i = 0; i < 16; i++)
         a[i] = b[i] = 0x3F80;
-    ck_assert_uint_eq(lowp_test_f32_bits(lowp_mma_dot_add_bf16(a, b, 16, 0.0f, &bp)), 0x7FFFFFFFu);
+    ck_assert_uint_eq(lowp_f32_bits(lowp_mma_dot_add_bf16(a, b, 16, 0.0f, &bp)), 0x7FFFFFFFu);
     bp = *D;
     bp.zero_mode = 7;
-    ck_assert_uint_eq(lowp_test_f32_bits(lowp_mma_dot_add_bf16(a, b, 16, 0.0f, &bp)), 0x7FFFFFFFu);
+    ck_assert_uint_eq(lowp_f32_bits(lowp_mma_dot_add_bf16(a, b, 16, 0.0f, &bp)), 0x7FFFFFFFu);
     /* k = 32: two chained k16 steps, in k order, equal to two calls; also vs the oracle. */
     ows o;
     ows_init(&o);
@@ -678,8 +678,8 @@ static const char *fast_kind_name[NFKINDS - NKINDS] = {
 static uint32_t general(const uint16_t *a, const uint16_t *b, size_t k, uint32_t c)
 {
     float out;
-    lowp_mma_dot_add_bf16_multi(a, b, k, lowp_test_f32_from_bits(c), &lowp_mma_sm90_bf16, 1, &out);
-    return lowp_test_f32_bits(out);
+    lowp_mma_dot_add_bf16_multi(a, b, k, lowp_f32_from_bits(c), &lowp_mma_sm90_bf16, 1, &out);
+    return lowp_f32_bits(out);
 }
 
 /* Any bf16 pattern, NaN and Inf 1 in 16 times as often as uniform bits give them. */
@@ -785,7 +785,7 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
                 a[i] = lowp_splitmix64(s) % 4
                            ? lowp_bf16_from_f32((float)exp(-fabs(4 * gauss(s))))
                            : 0;
-        *c = r0 % 5 == 0 ? 0u : lowp_test_f32_bits((float)(sk * 4 * gauss(s)));
+        *c = r0 % 5 == 0 ? 0u : lowp_f32_bits((float)(sk * 4 * gauss(s)));
         break;
     }
     case 4: { /* massive cancellation: +x*y, -x*y' (y' = y or a neighbour), C ~ -sum */
@@ -806,7 +806,7 @@ static void gen_fast_block(uint64_t *s, int kind, uint64_t idx, uint16_t *a, uin
             const float d = (float)-approx_dot(a, b);
             *c = d == 0.0f
                      ? 0u
-                     : (uint32_t)((int64_t)lowp_test_f32_bits(d) + lowp_test_irange(s, -2, 2));
+                     : (uint32_t)((int64_t)lowp_f32_bits(d) + lowp_test_irange(s, -2, 2));
             break;
         }
         default:

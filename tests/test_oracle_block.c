@@ -70,7 +70,7 @@ static unsigned long long total_cases, total_bad;
 /* Equal as a global-scale field: same bits, or both NaN (recipes.md fixes no payload). */
 static int same_scale_value(float a, float b)
 {
-    return lowp_test_f32_bits(a) == lowp_test_f32_bits(b) || (isnan(a) && isnan(b));
+    return lowp_f32_bits(a) == lowp_f32_bits(b) || (isnan(a) && isnan(b));
 }
 
 static unsigned urange(uint64_t *s, unsigned n) /* [0, n) */
@@ -228,26 +228,26 @@ static gscale pick_gscale(const combo *c, uint64_t *s)
         if (urange(s, 4) == 0)
             amax = random_magnitude(s, -149, 127);
         g.gs = lowp_oracle_recipe_global_scale(c->f, c->r, amax);
-        snprintf(g.desc, sizeof g.desc, "amax 0x%08" PRIx32, lowp_test_f32_bits(amax));
+        snprintf(g.desc, sizeof g.desc, "amax 0x%08" PRIx32, lowp_f32_bits(amax));
         g.tensor_amax = amax;
     } else if (k < 70) {
         amax = special_amax[urange(s, sizeof special_amax / sizeof special_amax[0])];
         g.gs = lowp_oracle_recipe_global_scale(c->f, c->r, amax);
-        snprintf(g.desc, sizeof g.desc, "amax 0x%08" PRIx32, lowp_test_f32_bits(amax));
+        snprintf(g.desc, sizeof g.desc, "amax 0x%08" PRIx32, lowp_f32_bits(amax));
         g.tensor_amax = isfinite(amax) && amax > 0 ? amax : random_magnitude(s, -20, 20);
     } else if (k < 90) {
         float dec = random_magnitude(s, -40, 20);
         if (urange(s, 4) == 0)
             dec = random_magnitude(s, -149, 127);
         g.gs = lowp_oracle_global_scale_from_dec(c->f, c->r, dec);
-        snprintf(g.desc, sizeof g.desc, "dec 0x%08" PRIx32, lowp_test_f32_bits(dec));
+        snprintf(g.desc, sizeof g.desc, "dec 0x%08" PRIx32, lowp_f32_bits(dec));
         g.tensor_amax = dec * (c->f == LOWP_NVFP4 ? 2688.0f : elem_max(c->f));
         if (!isfinite(g.tensor_amax) || g.tensor_amax == 0.0f)
             g.tensor_amax = random_magnitude(s, -20, 20);
     } else {
         float dec = special_dec[urange(s, sizeof special_dec / sizeof special_dec[0])];
         g.gs = lowp_oracle_global_scale_from_dec(c->f, c->r, dec);
-        snprintf(g.desc, sizeof g.desc, "dec 0x%08" PRIx32, lowp_test_f32_bits(dec));
+        snprintf(g.desc, sizeof g.desc, "dec 0x%08" PRIx32, lowp_f32_bits(dec));
         g.tensor_amax = random_magnitude(s, -30, 30);
     }
     return g;
@@ -269,8 +269,8 @@ static float special_value(uint64_t *s)
         0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F7F7FFFu, 0xFF7F4000u}; /* just below the BF16 overflow */
     unsigned k = urange(s, sizeof sp / sizeof sp[0] + 2);
     if (k >= sizeof sp / sizeof sp[0]) /* a random binary32 subnormal */
-        return lowp_test_f32_from_bits((uint32_t)(lowp_splitmix64(s) & 0x807FFFFFu) | 1u);
-    return lowp_test_f32_from_bits(sp[k]);
+        return lowp_f32_from_bits((uint32_t)(lowp_splitmix64(s) & 0x807FFFFFu) | 1u);
+    return lowp_f32_from_bits(sp[k]);
 }
 
 static void gen_gauss(float *x, size_t bs, float mag, uint64_t *s)
@@ -351,7 +351,7 @@ static void gen_struct(float *x, size_t bs, float mag, uint64_t *s)
         case 0: x[i] = 0.0f; break;
         case 1: x[i] = urange(s, 2) ? 0.0f : -0.0f; break;
         case 2:
-            x[i] = lowp_test_f32_from_bits(0x7FC00000u | (urange(s, 2) ? 0x80000000u : 0) |
+            x[i] = lowp_f32_from_bits(0x7FC00000u | (urange(s, 2) ? 0x80000000u : 0) |
                                            urange(s, 1000));
             break;
         case 3: x[i] = urange(s, 2) ? INFINITY : -INFINITY; break;
@@ -374,7 +374,7 @@ static void gen_block(const combo *c, const gscale *g, int kind, float *x, size_
         break;
     case K_BITS:
         for (size_t i = 0; i < bs; i++)
-            x[i] = lowp_test_f32_from_bits((uint32_t)lowp_splitmix64(s));
+            x[i] = lowp_f32_from_bits((uint32_t)lowp_splitmix64(s));
         break;
     case K_TINY:
         gen_gauss(x, bs, (float)((double)mag * ldexp(1.0, -8 - (int)urange(s, 40))), s);
@@ -429,10 +429,10 @@ static void print_block(const combo *c, const gscale *g, const char *kind, long 
     flockfile(stdout);
     printf("%s [%s]: %s (dec 0x%08" PRIx32 " enc 0x%08" PRIx32 ") batch %ld block %zu: "
            "scale got 0x%02x expected 0x%02x, codes got %s expected %s; input",
-           lab, kind, g->desc, lowp_test_f32_bits(g->gs.dec), lowp_test_f32_bits(g->gs.enc), batch,
+           lab, kind, g->desc, lowp_f32_bits(g->gs.dec), lowp_f32_bits(g->gs.enc), batch,
            blk, got_q, want_q, gbuf, wbuf);
     for (size_t i = 0; i < bs; i++)
-        printf(" %08" PRIx32, lowp_test_f32_bits(x[i]));
+        printf(" %08" PRIx32, lowp_f32_bits(x[i]));
     putchar('\n');
     funlockfile(stdout);
 }
@@ -502,10 +502,10 @@ static long compare_batch(const combo *c, const gscale *g, const float *x, const
                     flockfile(stdout);
                     printf("%s [%s]: %s (dec 0x%08" PRIx32 " enc 0x%08" PRIx32 ") batch %ld "
                            "block %ld: counts differ; input",
-                           lab, kind_name[kinds[b]], g->desc, lowp_test_f32_bits(g->gs.dec),
-                           lowp_test_f32_bits(g->gs.enc), batch, b);
+                           lab, kind_name[kinds[b]], g->desc, lowp_f32_bits(g->gs.dec),
+                           lowp_f32_bits(g->gs.enc), batch, b);
                     for (size_t i = 0; i < bs; i++)
-                        printf(" %08" PRIx32, lowp_test_f32_bits(xb[i]));
+                        printf(" %08" PRIx32, lowp_f32_bits(xb[i]));
                     putchar('\n');
                     print_counts("lowp_block_quantize", &k1);
                     print_counts("oracle", &k2);
@@ -613,8 +613,8 @@ START_TEST(oracle_arithmetic_is_binary32)
         float a, b;
         unsigned k = urange(&s, 4);
         if (k == 0) {
-            a = lowp_test_f32_from_bits((uint32_t)lowp_splitmix64(&s));
-            b = lowp_test_f32_from_bits((uint32_t)lowp_splitmix64(&s));
+            a = lowp_f32_from_bits((uint32_t)lowp_splitmix64(&s));
+            b = lowp_f32_from_bits((uint32_t)lowp_splitmix64(&s));
         } else { /* near the subnormal and overflow ends */
             a = random_magnitude(&s, -149, 127);
             b = k == 1 ? random_magnitude(&s, -40, 40)
@@ -629,19 +629,19 @@ START_TEST(oracle_arithmetic_is_binary32)
         if (!same_scale_value(pm, om) && tally_show(&t))
             printf("oracle arithmetic: 0x%08" PRIx32 " * 0x%08" PRIx32 ": oracle 0x%08" PRIx32
                    " machine 0x%08" PRIx32 "\n",
-                   lowp_test_f32_bits(a), lowp_test_f32_bits(b), lowp_test_f32_bits(om),
-                   lowp_test_f32_bits(pm));
+                   lowp_f32_bits(a), lowp_f32_bits(b), lowp_f32_bits(om),
+                   lowp_f32_bits(pm));
         if (!same_scale_value(pd, od) && tally_show(&t))
             printf("oracle arithmetic: 0x%08" PRIx32 " / 0x%08" PRIx32 ": oracle 0x%08" PRIx32
                    " machine 0x%08" PRIx32 "\n",
-                   lowp_test_f32_bits(a), lowp_test_f32_bits(b), lowp_test_f32_bits(od),
-                   lowp_test_f32_bits(pd));
+                   lowp_f32_bits(a), lowp_f32_bits(b), lowp_f32_bits(od),
+                   lowp_f32_bits(pd));
     }
     /* Exact halfway underflow rounds to even (zero), and overflow gives Inf. */
     t.n += 3;
-    if (lowp_test_f32_bits(lowp_oracle_f32_mul(0x1p-75f, 0x1p-75f)) != 0 && tally_show(&t))
+    if (lowp_f32_bits(lowp_oracle_f32_mul(0x1p-75f, 0x1p-75f)) != 0 && tally_show(&t))
         printf("oracle arithmetic: 2^-150 does not round to +0\n");
-    if (lowp_test_f32_bits(lowp_oracle_f32_mul(0x1.8p-75f, 0x1p-75f)) != 1 && tally_show(&t))
+    if (lowp_f32_bits(lowp_oracle_f32_mul(0x1.8p-75f, 0x1p-75f)) != 1 && tally_show(&t))
         printf("oracle arithmetic: 1.5*2^-150 does not round to 2^-149\n");
     if (!isinf(lowp_oracle_f32_mul(0x1p64f, 0x1p64f)) && tally_show(&t))
         printf("oracle arithmetic: 2^128 does not overflow to Inf\n");
@@ -673,9 +673,9 @@ static void compare_gs(tally *t, const combo *c, const char *what, float in, low
         combo_label(c, lab, sizeof lab);
         printf("%s %s 0x%08" PRIx32 " (%.9g): got dec 0x%08" PRIx32 " enc 0x%08" PRIx32
                " expected dec 0x%08" PRIx32 " enc 0x%08" PRIx32 "%s\n",
-               lab, what, lowp_test_f32_bits(in), (double)in, lowp_test_f32_bits(got.dec),
-               lowp_test_f32_bits(got.enc), lowp_test_f32_bits(want.dec),
-               lowp_test_f32_bits(want.enc), use_enc ? "" : " (enc not used by the recipe)");
+               lab, what, lowp_f32_bits(in), (double)in, lowp_f32_bits(got.dec),
+               lowp_f32_bits(got.enc), lowp_f32_bits(want.dec),
+               lowp_f32_bits(want.enc), use_enc ? "" : " (enc not used by the recipe)");
     }
 }
 
@@ -743,11 +743,11 @@ static void grid_block(int k, float *x, size_t bs, uint64_t *s)
         break;
     case 9:
         for (size_t i = 0; i < bs; i++)
-            x[i] = lowp_test_f32_from_bits(0xFFC00000u);
+            x[i] = lowp_f32_from_bits(0xFFC00000u);
         break;
     case 10:
         for (size_t i = 0; i < bs; i++)
-            x[i] = lowp_test_f32_from_bits((uint32_t)(lowp_splitmix64(s) & 0x807FFFFFu));
+            x[i] = lowp_f32_from_bits((uint32_t)(lowp_splitmix64(s) & 0x807FFFFFu));
         break;
     case 11:
         x[0] = FLT_MAX;
@@ -775,7 +775,7 @@ START_TEST(special_scale_grid)
         g.gs = j < na ? lowp_oracle_recipe_global_scale(c->f, c->r, v)
                       : lowp_oracle_global_scale_from_dec(c->f, c->r, v);
         snprintf(g.desc, sizeof g.desc, "%s 0x%08" PRIx32, j < na ? "amax" : "dec",
-                 lowp_test_f32_bits(v));
+                 lowp_f32_bits(v));
         g.tensor_amax = 1.0f;
         uint64_t s = lowp_test_stream(seed, 1000 + (uint64_t)k, j, 0);
         for (int b = 0; b < GRID_BLOCKS; b++) {
@@ -854,9 +854,9 @@ START_TEST(golden_vectors)
                 gs.dec = gs.enc = 1.0f;
                 c.flags = 0;
                 if (lowp_test_json_string(line, end, "globalScaleDec", hx, sizeof hx))
-                    gs.dec = lowp_test_f32_from_bits((uint32_t)strtoul(hx, NULL, 16));
+                    gs.dec = lowp_f32_from_bits((uint32_t)strtoul(hx, NULL, 16));
                 if (lowp_test_json_string(line, end, "globalScaleEnc", hx, sizeof hx))
-                    gs.enc = lowp_test_f32_from_bits((uint32_t)strtoul(hx, NULL, 16));
+                    gs.enc = lowp_f32_from_bits((uint32_t)strtoul(hx, NULL, 16));
                 const char *up = strstr(line, "\"scaleUp\": true");
                 if (up != NULL && up < end)
                     c.flags = LOWP_BLOCK_SCALE_UP;
@@ -873,7 +873,7 @@ START_TEST(golden_vectors)
                           id);
             float x[256];
             for (int i = 0; i < n; i++)
-                x[i] = lowp_test_f32_from_bits(in[i]);
+                x[i] = lowp_f32_from_bits(in[i]);
             uint8_t codes[512], scales[16];
             char why[256];
             ck_assert_msg(lowp_block_quantize(c.f, c.r, gs, c.flags, x, (size_t)n, codes, scales,
@@ -953,7 +953,7 @@ static uint32_t clamp_bits(double v)
         return 0;
     if (v >= FLT_MAX)
         return 0x7F7FFFFFu;
-    return lowp_test_f32_bits((float)v);
+    return lowp_f32_bits((float)v);
 }
 
 /* Brute force over [lo, hi] of the amax set; returns mismatches. */
@@ -964,13 +964,13 @@ static long brute_amax(const lowp_oracle_nvfp4_diff *d, tally *t, uint64_t *scan
     long bad = 0;
     /* Outside [lo, hi] both recipes give 0 below and 0x7E above (monotone), so the set
      * lies inside. */
-    const float flo = lowp_test_f32_from_bits(lo), fhi = lowp_test_f32_from_bits(hi);
+    const float flo = lowp_f32_from_bits(lo), fhi = lowp_f32_from_bits(hi);
     if (nat_q(0, S, flo) != 0 || nat_q(1, S, flo) != 0 || nat_q(0, S, fhi) != 0x7E ||
         nat_q(1, S, fhi) != 0x7E) {
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 ": brute-force amax range [0x%08" PRIx32
                    ", 0x%08" PRIx32 "] does not reach codes 0 and 0x7e\n",
-                   lowp_test_f32_bits(S), lo, hi);
+                   lowp_f32_bits(S), lo, hi);
         bad++;
     }
     for (size_t i = 0; i < d->n_amax_runs; i++)
@@ -978,12 +978,12 @@ static long brute_amax(const lowp_oracle_nvfp4_diff *d, tally *t, uint64_t *scan
             bad++;
             if (tally_show(t))
                 printf("disagreement S=0x%08" PRIx32 ": amax run outside the scan range\n",
-                       lowp_test_f32_bits(S));
+                       lowp_f32_bits(S));
         }
     uint64_t count = 0;
 #pragma omp parallel for schedule(static) reduction(+ : count, bad)
     for (long long u = lo; u <= (long long)hi; u++) {
-        float m = lowp_test_f32_from_bits((uint32_t)u);
+        float m = lowp_f32_from_bits((uint32_t)u);
         uint8_t a = nat_q(0, S, m), b = nat_q(1, S, m);
         const lowp_oracle_f32_run *r = in_runs(d->amax_runs, d->n_amax_runs, (uint32_t)u);
         int ok = (a != b) ? (r != NULL && r->a == a && r->b == b) : (r == NULL);
@@ -993,7 +993,7 @@ static long brute_amax(const lowp_oracle_nvfp4_diff *d, tally *t, uint64_t *scan
             if (tally_show(t))
                 printf("disagreement S=0x%08" PRIx32 ": amax 0x%08" PRIx32 " scale codes "
                        "trtllm 0x%02x exact 0x%02x, enumeration says %s\n",
-                       lowp_test_f32_bits(S), (uint32_t)u, a, b, r ? "differ" : "equal");
+                       lowp_f32_bits(S), (uint32_t)u, a, b, r ? "differ" : "equal");
         }
     }
     if (count != d->amax_count) {
@@ -1001,7 +1001,7 @@ static long brute_amax(const lowp_oracle_nvfp4_diff *d, tally *t, uint64_t *scan
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 ": brute force counts %" PRIu64
                    " amax values, enumeration %" PRIu64 "\n",
-                   lowp_test_f32_bits(S), count, d->amax_count);
+                   lowp_f32_bits(S), count, d->amax_count);
     }
     *scanned += hi - lo + 1;
     return bad;
@@ -1015,13 +1015,13 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
     float S = d->S;
     float ot = nat_o(0, S, qd->q), oe = nat_o(1, S, qd->q);
     long bad = 0;
-    if (lowp_test_f32_bits(ot) != lowp_test_f32_bits(qd->o_trtllm) ||
-        lowp_test_f32_bits(oe) != lowp_test_f32_bits(qd->o_exact)) {
+    if (lowp_f32_bits(ot) != lowp_f32_bits(qd->o_trtllm) ||
+        lowp_f32_bits(oe) != lowp_f32_bits(qd->o_exact)) {
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 " q 0x%02x: factors native 0x%08" PRIx32
                    "/0x%08" PRIx32 ", oracle 0x%08" PRIx32 "/0x%08" PRIx32 "\n",
-                   lowp_test_f32_bits(S), qd->q, lowp_test_f32_bits(ot), lowp_test_f32_bits(oe),
-                   lowp_test_f32_bits(qd->o_trtllm), lowp_test_f32_bits(qd->o_exact));
+                   lowp_f32_bits(S), qd->q, lowp_f32_bits(ot), lowp_f32_bits(oe),
+                   lowp_f32_bits(qd->o_trtllm), lowp_f32_bits(qd->o_exact));
         return 1;
     }
     /* For finite positive o the code is 0 below 0.25 / o and 7 from 5 / o up, so the
@@ -1032,17 +1032,17 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
     if (!(omin > 0) || isnan(ot) || isnan(oe) || isinf(omin)) {
         printf("disagreement S=0x%08" PRIx32 " q 0x%02x: factors 0x%08" PRIx32 "/0x%08" PRIx32
                " not brute-forced\n",
-               lowp_test_f32_bits(S), qd->q, lowp_test_f32_bits(ot), lowp_test_f32_bits(oe));
+               lowp_f32_bits(S), qd->q, lowp_f32_bits(ot), lowp_f32_bits(oe));
         return 0;
     }
     uint32_t lo = isinf(omax) ? 0 : clamp_bits(0.2 / omax), hi = clamp_bits(6.0 / omin);
-    if (lowp_encode_f32(&cv_e2m1, lowp_test_f32_from_bits(hi) * ot) != 7 ||
-        lowp_encode_f32(&cv_e2m1, lowp_test_f32_from_bits(hi) * oe) != 7 ||
-        (lo > 0 && (lowp_encode_f32(&cv_e2m1, lowp_test_f32_from_bits(lo) * ot) != 0 ||
-                    lowp_encode_f32(&cv_e2m1, lowp_test_f32_from_bits(lo) * oe) != 0))) {
+    if (lowp_encode_f32(&cv_e2m1, lowp_f32_from_bits(hi) * ot) != 7 ||
+        lowp_encode_f32(&cv_e2m1, lowp_f32_from_bits(hi) * oe) != 7 ||
+        (lo > 0 && (lowp_encode_f32(&cv_e2m1, lowp_f32_from_bits(lo) * ot) != 0 ||
+                    lowp_encode_f32(&cv_e2m1, lowp_f32_from_bits(lo) * oe) != 0))) {
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 " q 0x%02x: scan ends are not codes 0 and 7\n",
-                   lowp_test_f32_bits(S), qd->q);
+                   lowp_f32_bits(S), qd->q);
         return 1;
     }
     for (size_t i = 0; i < qd->n_runs; i++)
@@ -1051,7 +1051,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
             if (tally_show(t))
                 printf("disagreement S=0x%08" PRIx32 " q 0x%02x: run [0x%08" PRIx32 ", 0x%08" PRIx32
                        "] outside the scan\n",
-                       lowp_test_f32_bits(S), qd->q, qd->runs[i].lo, qd->runs[i].hi);
+                       lowp_f32_bits(S), qd->q, qd->runs[i].lo, qd->runs[i].hi);
         }
     uint64_t count = 0;
     int signs = full ? 2 : 1;
@@ -1059,7 +1059,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
         uint32_t sb = sg ? 0x80000000u : 0;
 #pragma omp parallel for schedule(static) reduction(+ : count, bad)
         for (long long u = lo; u <= (long long)hi; u++) {
-            float x = lowp_test_f32_from_bits((uint32_t)u | sb);
+            float x = lowp_f32_from_bits((uint32_t)u | sb);
             unsigned a = lowp_encode_f32(&cv_e2m1, x * ot), b = lowp_encode_f32(&cv_e2m1, x * oe);
             const lowp_oracle_f32_run *r = in_runs(qd->runs, qd->n_runs, (uint32_t)u);
             int differ = a != b;
@@ -1072,7 +1072,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
                 if (tally_show(t))
                     printf("disagreement S=0x%08" PRIx32 " q 0x%02x: x 0x%08" PRIx32
                            " codes trtllm 0x%x exact 0x%x, enumeration says %s\n",
-                           lowp_test_f32_bits(S), qd->q, (uint32_t)u | sb, a, b,
+                           lowp_f32_bits(S), qd->q, (uint32_t)u | sb, a, b,
                            r ? "differ" : "equal");
             }
         }
@@ -1084,14 +1084,14 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
             for (int k = 0; k < 4; k++) {
                 if (ends[k] > 0x7F800000u || (k == 2 && qd->runs[i].lo == 0))
                     continue;
-                float x = lowp_test_f32_from_bits(ends[k] | 0x80000000u);
+                float x = lowp_f32_from_bits(ends[k] | 0x80000000u);
                 int differ = lowp_encode_f32(&cv_e2m1, x * ot) != lowp_encode_f32(&cv_e2m1, x * oe);
                 if (differ != (k < 2) && !(k >= 2 && in_runs(qd->runs, qd->n_runs, ends[k]))) {
                     bad++;
                     if (tally_show(t))
                         printf("disagreement S=0x%08" PRIx32 " q 0x%02x: -x 0x%08" PRIx32
                                " breaks the sign symmetry\n",
-                               lowp_test_f32_bits(S), qd->q, ends[k]);
+                               lowp_f32_bits(S), qd->q, ends[k]);
                 }
             }
         }
@@ -1101,7 +1101,7 @@ static long brute_q(const lowp_oracle_nvfp4_diff *d, const lowp_oracle_nvfp4_q_d
         if (tally_show(t))
             printf("disagreement S=0x%08" PRIx32 " q 0x%02x: brute force counts %" PRIu64
                    " elements, enumeration %" PRIu64 "\n",
-                   lowp_test_f32_bits(S), qd->q, count, want);
+                   lowp_f32_bits(S), qd->q, count, want);
     }
     *scanned += (uint64_t)signs * (hi - lo + 1);
     return bad;
@@ -1119,7 +1119,7 @@ static long block_c_on_set(const lowp_oracle_nvfp4_diff *d, tally *t, long *chec
     for (size_t i = 0; i < d->n_amax_runs; i++)
         for (int k = 0; k < 2; k++) {
             float x[16] = {0};
-            x[0] = lowp_test_f32_from_bits(k ? d->amax_runs[i].hi : d->amax_runs[i].lo);
+            x[0] = lowp_f32_from_bits(k ? d->amax_runs[i].hi : d->amax_runs[i].lo);
             uint8_t c1[8], c2[8], q1, q2;
             lowp_block_quantize(LOWP_NVFP4, LOWP_RECIPE_TRTLLM, gs, 0, x, 16, c1, &q1, NULL, NULL,
                                 0);
@@ -1132,7 +1132,7 @@ static long block_c_on_set(const lowp_oracle_nvfp4_diff *d, tally *t, long *chec
             if (tally_show(t)) {
                 printf("disagreement S=0x%08" PRIx32 ": block.c on amax 0x%08" PRIx32
                        " gives scales 0x%02x/0x%02x, the set says 0x%02x/0x%02x\n",
-                       lowp_test_f32_bits(d->S), lowp_test_f32_bits(x[0]), q1, q2,
+                       lowp_f32_bits(d->S), lowp_f32_bits(x[0]), q1, q2,
                        d->amax_runs[i].a, d->amax_runs[i].b);
             }
         }
@@ -1143,7 +1143,7 @@ static long block_c_on_set(const lowp_oracle_nvfp4_diff *d, tally *t, long *chec
             continue; /* q is not a common code of any amax */
         for (size_t i = 0; i < qd->n_runs; i++)
             for (int k = 0; k < 2; k++) {
-                float xv = lowp_test_f32_from_bits(k ? qd->runs[i].hi : qd->runs[i].lo);
+                float xv = lowp_f32_from_bits(k ? qd->runs[i].hi : qd->runs[i].lo);
                 if (!(xv <= m))
                     continue;
                 float x[16] = {0};
@@ -1168,8 +1168,8 @@ static long block_c_on_set(const lowp_oracle_nvfp4_diff *d, tally *t, long *chec
                     printf("disagreement S=0x%08" PRIx32 " q 0x%02x: block.c on amax 0x%08" PRIx32
                            " x 0x%08" PRIx32 " gives 0x%02x/0x%02x codes 0x%x/0x%x (-x 0x%x/0x%x), "
                            "the set says 0x%x/0x%x\n",
-                           lowp_test_f32_bits(d->S), qd->q, lowp_test_f32_bits(m),
-                           lowp_test_f32_bits(xv), q1, q2, a, b, na, nb, qd->runs[i].a,
+                           lowp_f32_bits(d->S), qd->q, lowp_f32_bits(m),
+                           lowp_f32_bits(xv), q1, q2, a, b, na, nb, qd->runs[i].a,
                            qd->runs[i].b);
                 }
             }
@@ -1193,13 +1193,13 @@ static float common_amax_top(float S, uint8_t q)
     uint32_t lo = 0, hi = 0x7F800000u;
     while (lo < hi) { /* first m with either code > q (both are monotone) */
         uint32_t mid = lo + (hi - lo) / 2;
-        const float fm = lowp_test_f32_from_bits(mid);
+        const float fm = lowp_f32_from_bits(mid);
         if (nat_q(0, S, fm) > q || nat_q(1, S, fm) > q)
             hi = mid;
         else
             lo = mid + 1;
     }
-    float m = lo > 0 ? lowp_test_f32_from_bits(lo - 1) : 0.0f;
+    float m = lo > 0 ? lowp_f32_from_bits(lo - 1) : 0.0f;
     return (m > 0.0f && nat_q(0, S, m) == q && nat_q(1, S, m) == q) ? m : 0.0f;
 }
 
@@ -1219,7 +1219,7 @@ static void report_set(const lowp_oracle_nvfp4_diff *d, const char *why)
         float top = common_amax_top(d->S, qd->q);
         for (size_t i = 0; i < qd->n_runs && top > 0.0f; i++) {
             uint32_t hi =
-                qd->runs[i].hi < lowp_test_f32_bits(top) ? qd->runs[i].hi : lowp_test_f32_bits(top);
+                qd->runs[i].hi < lowp_f32_bits(top) ? qd->runs[i].hi : lowp_f32_bits(top);
             if (qd->runs[i].lo <= hi)
                 xreal += 2 * ((uint64_t)(hi - qd->runs[i].lo) + 1);
         }
@@ -1229,14 +1229,14 @@ static void report_set(const lowp_oracle_nvfp4_diff *d, const char *why)
            "element factors; (c) %" PRIu64 " binary32 elements with different codes: %" PRIu64
            " under scale 0 (both decode to 0), %" PRIu64 " under a nonzero scale, %" PRIu64
            " of them within the amax range of their scale\n",
-           lowp_test_f32_bits(d->S), (double)d->S, why, d->n_amax_runs, d->amax_count, d->n_q,
+           lowp_f32_bits(d->S), (double)d->S, why, d->n_amax_runs, d->amax_count, d->n_q,
            d->x_count, x0, xpos, xreal);
     for (size_t j = 0; j < d->n_q && j < (full ? d->n_q : 6); j++) {
         const lowp_oracle_nvfp4_q_diff *qd = &d->q[j];
         printf("  q 0x%02x (%g): o trtllm 0x%08" PRIx32 " exact 0x%08" PRIx32 ", %zu runs, %" PRIu64
                " elements",
-               qd->q, lowp_decode_f64(LOWP_E4M3, qd->q), lowp_test_f32_bits(qd->o_trtllm),
-               lowp_test_f32_bits(qd->o_exact), qd->n_runs, qd->x_count);
+               qd->q, lowp_decode_f64(LOWP_E4M3, qd->q), lowp_f32_bits(qd->o_trtllm),
+               lowp_f32_bits(qd->o_exact), qd->n_runs, qd->x_count);
         for (size_t i = 0; i < qd->n_runs && i < 3; i++)
             printf("%s [0x%08" PRIx32 ", 0x%08" PRIx32 "] %x/%x", i ? "," : ":", qd->runs[i].lo,
                    qd->runs[i].hi, qd->runs[i].a, qd->runs[i].b);
@@ -1258,7 +1258,7 @@ START_TEST(nvfp4_disagreement_set)
     const char *why[16];
     int nS = 0;
     for (int k = 0; k < 3; k++) {
-        Ss[nS] = 2688.0f / lowp_test_f32_from_bits(s58[k][0]);
+        Ss[nS] = 2688.0f / lowp_f32_from_bits(s58[k][0]);
         why[nS++] = " [ref/notes/formats.md 5.8]";
     }
     Ss[nS] = 1.0f, why[nS++] = " [S = 1]";
@@ -1284,32 +1284,32 @@ START_TEST(nvfp4_disagreement_set)
         /* The q list: exactly the q whose factors differ (native arithmetic). */
         size_t nq = 0;
         for (unsigned q = 0; q <= 0x7E; q++)
-            nq += lowp_test_f32_bits(nat_o(0, Ss[k], (uint8_t)q)) !=
-                  lowp_test_f32_bits(nat_o(1, Ss[k], (uint8_t)q));
+            nq += lowp_f32_bits(nat_o(0, Ss[k], (uint8_t)q)) !=
+                  lowp_f32_bits(nat_o(1, Ss[k], (uint8_t)q));
         if (nq != d.n_q) {
             bad++;
             if (tally_show(&t))
                 printf("disagreement S=0x%08" PRIx32 ": %zu scale codes have different factors, "
                        "the enumeration lists %zu\n",
-                       lowp_test_f32_bits(Ss[k]), nq, d.n_q);
+                       lowp_f32_bits(Ss[k]), nq, d.n_q);
         }
         /* Full tier: brute-force every q. Quick tier: q = 0 and the next q in the list,
          * and for the 5.8 S values the q of the vector. */
         uint8_t q58 =
-            k < 3 ? lowp_oracle_nvfp4_scale_code(0, Ss[k], lowp_test_f32_from_bits(s58[k][1])) : 0;
+            k < 3 ? lowp_oracle_nvfp4_scale_code(0, Ss[k], lowp_f32_from_bits(s58[k][1])) : 0;
         for (size_t j = 0; j < d.n_q; j++)
             if (full || j < 2 || d.q[j].q == q58)
                 bad += brute_q(&d, &d.q[j], &t, &scanned);
         bad += block_c_on_set(&d, &t, &checked);
         if (k < 3) { /* the 5.8 vector is in the set, with the table's codes */
-            float m = lowp_test_f32_from_bits(s58[k][1]), x = lowp_test_f32_from_bits(s58[k][2]);
+            float m = lowp_f32_from_bits(s58[k][1]), x = lowp_f32_from_bits(s58[k][2]);
             uint8_t q = lowp_oracle_nvfp4_scale_code(0, Ss[k], m);
             const lowp_oracle_f32_run *r = NULL;
             for (size_t j = 0; j < d.n_q; j++)
                 if (d.q[j].q == q)
-                    r = in_runs(d.q[j].runs, d.q[j].n_runs, lowp_test_f32_bits(x));
+                    r = in_runs(d.q[j].runs, d.q[j].n_runs, lowp_f32_bits(x));
             int ok = q == lowp_oracle_nvfp4_scale_code(1, Ss[k], m) &&
-                     !in_runs(d.amax_runs, d.n_amax_runs, lowp_test_f32_bits(m)) && r != NULL &&
+                     !in_runs(d.amax_runs, d.n_amax_runs, lowp_f32_bits(m)) && r != NULL &&
                      r->a == s58[k][3] && r->b == s58[k][4];
             printf("  ref/notes/formats.md 5.8 vector %d (amax 0x%08" PRIx32 ", x 0x%08" PRIx32 "): %s\n",
                    k + 1, s58[k][1], s58[k][2], ok ? "in the set, codes as the table" : "MISSING");

@@ -87,7 +87,7 @@ static void check_f32(tally *t, float x, uint16_t got, uint16_t want)
         return;
     const int w = code_digits(t->f);
     printf("%s [%s]: input 0x%08" PRIx32 " (%.9g) got 0x%0*x expected 0x%0*x\n", t->label,
-           t->set, lowp_test_f32_bits(x), (double)x, w, got, w, want);
+           t->set, lowp_f32_bits(x), (double)x, w, got, w, want);
 }
 
 static void check_f64(tally *t, double x, uint16_t got, uint16_t want)
@@ -97,7 +97,7 @@ static void check_f64(tally *t, double x, uint16_t got, uint16_t want)
         return;
     const int w = code_digits(t->f);
     printf("%s [%s]: input 0x%016" PRIx64 " (%.17g) got 0x%0*x expected 0x%0*x\n", t->label,
-           t->set, lowp_test_f64_bits(x), x, w, got, w, want);
+           t->set, lowp_f64_bits(x), x, w, got, w, want);
 }
 
 static unsigned long long tally_end(tally *t)
@@ -202,18 +202,18 @@ static void build_extra64(lowp_format f)
         UINT64_C(0x7FF0000000000000), UINT64_C(0x0000000000000000),
         UINT64_C(0x0000000000000001), UINT64_C(0x000FFFFFFFFFFFFF)};
     for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
-        lowp_test_push_f64(&b, lowp_test_f64_from_bits(nans[i]));
-        lowp_test_push_f64(&b, lowp_test_f64_from_bits(nans[i] | UINT64_C(0x8000000000000000)));
+        lowp_test_push_f64(&b, lowp_f64_from_bits(nans[i]));
+        lowp_test_push_f64(&b, lowp_f64_from_bits(nans[i] | UINT64_C(0x8000000000000000)));
     }
     uint64_t st = seed ^ UINT64_C(0x6636340000000000) ^ (uint64_t)f; /* "f64" */
     for (size_t k = 0; k < N_RANDOM_F64; k++) {
         const uint64_t r = lowp_splitmix64(&st);
         const uint64_t e = 1023 - 160 + (lowp_splitmix64(&st) % 301); /* 2^-160 .. 2^140 */
         lowp_test_push_f64(&b,
-                           lowp_test_f64_from_bits((r & UINT64_C(0x800FFFFFFFFFFFFF)) | (e << 52)));
+                           lowp_f64_from_bits((r & UINT64_C(0x800FFFFFFFFFFFFF)) | (e << 52)));
     }
     for (size_t k = 0; k < N_RANDOM_F64 / 10; k++)
-        lowp_test_push_f64(&b, lowp_test_f64_from_bits(lowp_splitmix64(&st)));
+        lowp_test_push_f64(&b, lowp_f64_from_bits(lowp_splitmix64(&st)));
     extra64[f] = b.v;
     n_extra64[f] = b.n;
 }
@@ -226,7 +226,7 @@ static void build_inputs(void)
         exit(2);
     }
     for (uint32_t i = 0; i < 65536; i++) {
-        inputs16[i] = lowp_test_f32_from_bits(i << 16); /* bf16 widening is a shift, exactly */
+        inputs16[i] = lowp_f32_from_bits(i << 16); /* bf16 widening is a shift, exactly */
         inputs16[65536 + i] = lowp_test_f16_widen((uint16_t)i);
     }
     for (int f = 0; f < LOWP_FORMAT_COUNT; f++) {
@@ -461,18 +461,18 @@ START_TEST(test_named)
         char in[64];
         if (t->kind == IN_F32 || t->kind == IN_F32_BITS) {
             const float x =
-                t->kind == IN_F32 ? (float)t->x : lowp_test_f32_from_bits((uint32_t)t->bits);
+                t->kind == IN_F32 ? (float)t->x : lowp_f32_from_bits((uint32_t)t->bits);
             if (t->kind == IN_F32 && (double)x != t->x) {
                 bad++; /* the table itself is wrong: it must hold binary32 values */
                 printf("named case %zu: %.17g is not a binary32 value\n", i, t->x);
                 continue;
             }
             rc = lowp_oracle_encode_f32(t->f, t->p, t->r, t->sat, x, &got);
-            snprintf(in, sizeof in, "0x%08" PRIx32 " (%.9g)", lowp_test_f32_bits(x), (double)x);
+            snprintf(in, sizeof in, "0x%08" PRIx32 " (%.9g)", lowp_f32_bits(x), (double)x);
         } else {
-            const double x = t->kind == IN_F64 ? t->x : lowp_test_f64_from_bits(t->bits);
+            const double x = t->kind == IN_F64 ? t->x : lowp_f64_from_bits(t->bits);
             rc = lowp_oracle_encode_f64(t->f, t->p, t->r, t->sat, x, &got);
-            snprintf(in, sizeof in, "0x%016" PRIx64 " (%.17g)", lowp_test_f64_bits(x), x);
+            snprintf(in, sizeof in, "0x%016" PRIx64 " (%.17g)", lowp_f64_bits(x), x);
         }
         total_cases++;
         if (rc != 0 || got != t->want) {
@@ -545,7 +545,7 @@ static int same_value(double a, double b)
 {
     if (isnan(a) || isnan(b))
         return isnan(a) && isnan(b) && !signbit(a) == !signbit(b);
-    return lowp_test_f64_bits(a) == lowp_test_f64_bits(b); /* -0 and +0 differ */
+    return lowp_f64_bits(a) == lowp_f64_bits(b); /* -0 and +0 differ */
 }
 
 START_TEST(test_decode)

@@ -1020,6 +1020,32 @@ START_TEST(block_round_trip_every_format_and_recipe)
 }
 END_TEST
 
+/* The loader's binary16 widening (lowp_f16_bits_to_f32, kept in ref/io so that the io layer
+ * needs no codec) is the codec's F16 decoder on every one of the 2^16 codes: the same
+ * binary32 bits for every non-NaN code, and a NaN of the same sign, with the code's 10
+ * payload bits in the top fraction bits, for every NaN code. And BF16 widening
+ * (lowp_f32_from_bf16, lowp/bits.h) is the codec's BF16 decoder on every code. */
+START_TEST(f16_and_bf16_widening_are_the_codecs)
+{
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        const float got = lowp_f16_bits_to_f32((uint16_t)h), want = lowp_decode_f32(LOWP_F16, (uint16_t)h);
+        if (lowp_code_is_nan(LOWP_F16, (uint16_t)h)) {
+            ck_assert_msg(isnan(got) && signbit(got) == signbit(want), "f16 0x%04x: %a", h, (double)got);
+            ck_assert_uint_eq((lowp_f32_bits(got) >> 13) & 0x3ffu, h & 0x3ffu);
+        } else {
+            ck_assert_msg(lowp_f32_bits(got) == lowp_f32_bits(want), "f16 0x%04x: %a, codec %a", h,
+                          (double)got, (double)want);
+        }
+        const float b = lowp_f32_from_bf16((uint16_t)h), bw = lowp_decode_f32(LOWP_BF16, (uint16_t)h);
+        if (lowp_code_is_nan(LOWP_BF16, (uint16_t)h))
+            ck_assert_msg(isnan(b) && lowp_f32_bits(b) == (h << 16), "bf16 0x%04x", h);
+        else
+            ck_assert_msg(lowp_f32_bits(b) == lowp_f32_bits(bw), "bf16 0x%04x: %a, codec %a", h,
+                          (double)b, (double)bw);
+    }
+}
+END_TEST
+
 static Suite *tensor_suite(void)
 {
     Suite *s = suite_create("tensor");
@@ -1032,7 +1058,8 @@ static Suite *tensor_suite(void)
                                safetensors_json_escapes_both_ways,
                                round_trip_every_dtype_both_formats,
                                safetensors_data_is_aligned_and_ordered, writer_refusals,
-                               float_loader_converts_exactly));
+                               float_loader_converts_exactly,
+                               f16_and_bf16_widening_are_the_codecs));
     lowp_test_tcase(s, "malformed", 120,
                     LOWP_TESTS(npy_malformed_inputs_are_refused,
                                safetensors_malformed_inputs_are_refused,

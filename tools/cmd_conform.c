@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "lowp/bits.h"
 #include "lowp/cases.h"
 #include "lowp/format.h"
 #include "lowp/oracle.h"
@@ -155,8 +156,7 @@ static size_t quick_inputs(lowp_format f, uint64_t seed, size_t n_random, uint32
     for (uint32_t i = 0; i < 65536; i++) {
         v[i] = i << 16; /* bf16 widened: exact */
         float x = lowp_decode_f32(LOWP_F16, (uint16_t)i);
-        uint32_t b;
-        memcpy(&b, &x, sizeof b);
+        uint32_t b = lowp_f32_bits(x);
         if (lowp_code_is_nan(LOWP_F16, (uint16_t)i)) /* keep the f16 NaN payload, as a cast does */
             b = ((i & 0x8000u) << 16) | 0x7f800000u | ((i & 0x3ffu) << 13);
         v[65536 + i] = b;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/sass_compare.sh BEFORE_BUILD AFTER_BUILD: is the machine code of every GPU kernel
 # unchanged? Dumps `cuobjdump -sass` of every CUDA object under BEFORE_BUILD/gpu and
-# AFTER_BUILD/gpu, pairs them by file name, and compares them after removing what depends
+# AFTER_BUILD/gpu, pairs them by their path below the build folder (CMakeFiles/TARGET.dir/
+# SOURCE.o: two targets may compile sources of the same name), and compares them after removing what depends
 # only on where the source file lives: the "identifier = <path>" lines and the hash that
 # nvcc puts into anonymous-namespace names (_GLOBAL__N__<hash>_...). Every instruction,
 # register and constant is compared. Prints one line per object; exit 0 when all are
@@ -18,9 +19,9 @@ dump() { # object -> normalised SASS on stdout
 }
 status=0 n=0
 while IFS= read -r before; do
-  name=$(basename "$before")
-  after=$(find -L "$2/gpu" -name "$name" -path '*CMakeFiles*' | head -1)
-  if [ -z "$after" ]; then echo "$name: not in $2"; status=1; continue; fi
+  name=${before#"$1"/}
+  after=$2/$name
+  if [ ! -f "$after" ]; then echo "$name: not in $2"; status=1; continue; fi
   dump "$before" >"$tmp/a"; dump "$after" >"$tmp/b"
   n=$((n + 1))
   if cmp -s "$tmp/a" "$tmp/b"; then

@@ -53,6 +53,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "lowp/bits.h"
 #include "lowp/block.h"
 #include "lowp/cases.h"
 #include "lowp/format.h"
@@ -88,19 +89,6 @@ static double rnd_gauss(uint64_t *s)
     double sum = (double)(r & 0xffff) + (double)((r >> 16) & 0xffff) + (double)((r >> 32) & 0xffff) +
                  (double)(r >> 48);
     return (sum * 0x1p-16 - 2.0) * 1.7320508075688772;
-}
-
-static float f32_of(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-static uint32_t bits_of(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
 }
 
 /* ------------------------------------------------------------------ variants */
@@ -353,7 +341,7 @@ static float e4m3_value[256]; /* lowp_decode_f32(LOWP_E4M3, code), filled in mai
 static float input_value(lowp_gpu_kv_input in, const void *x, size_t i)
 {
     if (in == LOWP_GPU_IN_BF16)
-        return f32_of((uint32_t)((const uint16_t *)x)[i] << 16);
+        return lowp_f32_from_bits((uint32_t)((const uint16_t *)x)[i] << 16);
     return e4m3_value[((const uint8_t *)x)[i]];
 }
 
@@ -688,8 +676,8 @@ static int gpu_equals_cpu(const lowp_gpu_kvcache *g, const lowp_kvcache *cpu, ch
         }
     for (int w = 0; w < 2 && eq; w++)
         for (size_t h = 0; h < lowp_kvcache_config(cpu)->num_heads && eq; h++)
-            if (bits_of(lowp_kvcache_global_scale(cpu, (lowp_kv_which)w, h)) !=
-                bits_of(lowp_kvcache_global_scale(d, (lowp_kv_which)w, h))) {
+            if (lowp_f32_bits(lowp_kvcache_global_scale(cpu, (lowp_kv_which)w, h)) !=
+                lowp_f32_bits(lowp_kvcache_global_scale(d, (lowp_kv_which)w, h))) {
                 eq = 0;
                 snprintf(why, len, "%s global scale of head %zu differs", w ? "v" : "k", h);
             }

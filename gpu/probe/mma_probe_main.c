@@ -172,7 +172,7 @@ static void gen_tile(uint64_t *s, int kind, uint16_t *A, uint16_t *B, uint32_t *
         for (int i = 0; i < 16; i++)
             for (int j = 0; j < 8; j++) {
                 const float d = (float)-tile_dot(A, B, i, j);
-                uint32_t cb = lowp_test_f32_bits(d);
+                uint32_t cb = lowp_f32_bits(d);
                 if (d != 0.0f)
                     cb = (uint32_t)((int64_t)cb + lowp_test_irange(s, -3, 3));
                 else
@@ -306,7 +306,7 @@ static void gen_tile(uint64_t *s, int kind, uint16_t *A, uint16_t *B, uint32_t *
 
 static uint16_t bf16_of_int(int v) /* exact for |v| <= 256 */
 {
-    return (uint16_t)(lowp_test_f32_bits((float)v) >> 16);
+    return (uint16_t)(lowp_f32_bits((float)v) >> 16);
 }
 
 /* Layout tiles: exact small integers, results never zero (C is a half- or quarter-
@@ -332,8 +332,8 @@ static void layout_tile(int which, uint16_t *A, uint16_t *B, uint32_t *C, uint32
             int dot = 0;
             for (int k = 0; k < 16; k++)
                 dot += ai[i][k] * bi[k][j];
-            C[CI(i, j)] = lowp_test_f32_bits(c);
-            want[CI(i, j)] = lowp_test_f32_bits((float)dot + c); /* exact: |.| < 2^12, quarters */
+            C[CI(i, j)] = lowp_f32_bits(c);
+            want[CI(i, j)] = lowp_f32_bits((float)dot + c); /* exact: |.| < 2^12, quarters */
         }
 }
 
@@ -541,9 +541,9 @@ int main(int argc, char **argv)
             probe_lanes_bad[p] += D[t * 128 + x] != probe_hw[p];
         float out[NCAND_MAX];
         lowp_mma_dot_add_bf16_multi(probes[p].a, probes[p].b, 16,
-                                    lowp_test_f32_from_bits(probes[p].c), cand, nc, out);
+                                    lowp_f32_from_bits(probes[p].c), cand, nc, out);
         for (size_t c = 0; c < nc; c++) {
-            if (lowp_test_f32_bits(out[c]) == probe_hw[p]) {
+            if (lowp_f32_bits(out[c]) == probe_hw[p]) {
                 probe_ncand[p]++;
             } else {
                 cand_probe_bad[c]++;
@@ -574,10 +574,10 @@ int main(int argc, char **argv)
                             T->nan_other_example = hw;
                     }
                     lowp_mma_dot_add_bf16_multi(a, b, 16,
-                                                lowp_test_f32_from_bits(C[t * 128 + CI(i, j)]),
+                                                lowp_f32_from_bits(C[t * 128 + CI(i, j)]),
                                                 cand, nc, out);
                     for (size_t c = 0; c < nc; c++) {
-                        const uint32_t m = lowp_test_f32_bits(out[c]);
+                        const uint32_t m = lowp_f32_bits(out[c]);
                         if (m == hw)
                             continue;
                         T->cnt[c][kind]++;
@@ -752,8 +752,8 @@ int main(int argc, char **argv)
             hexrow(f, b);
             fprintf(f, "\n  c = %08x  hardware %08x (%a)  model %08x (%a)\n",
                     C[q->tile * 128 + CI(q->i, q->j)], q->hw,
-                    (double)lowp_test_f32_from_bits(q->hw), q->model,
-                    (double)lowp_test_f32_from_bits(q->model));
+                    (double)lowp_f32_from_bits(q->hw), q->model,
+                    (double)lowp_f32_from_bits(q->model));
         }
         fprintf(f, "```\n\n");
     }

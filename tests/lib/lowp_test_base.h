@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lowp/bits.h"
 #include "lowp/cases.h"
 
 /* Uniform on [0, 1): the top 53 bits of one lowp_splitmix64 step. */
@@ -59,38 +60,10 @@ static inline uint64_t lowp_test_stream(uint64_t seed, uint64_t a, uint64_t b, u
     return s;
 }
 
-static inline uint32_t lowp_test_f32_bits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static inline uint64_t lowp_test_f64_bits(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static inline float lowp_test_f32_from_bits(uint32_t b)
-{
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-static inline double lowp_test_f64_from_bits(uint64_t b)
-{
-    double x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
 /* The value of bf16 bits h: a bf16 is the high half of a binary32, exactly. */
 static inline float lowp_test_bf16_value(uint16_t h)
 {
-    return lowp_test_f32_from_bits((uint32_t)h << 16);
+    return lowp_f32_from_bits((uint32_t)h << 16);
 }
 
 /* The binary32 value of binary16 bits h, exactly; a NaN keeps its payload (moved up 13 bits,
@@ -100,12 +73,12 @@ static inline float lowp_test_f16_widen(uint16_t h)
 {
     const uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
     if (e == 0x1F)
-        return lowp_test_f32_from_bits(s | 0x7F800000u | (m << 13));
+        return lowp_f32_from_bits(s | 0x7F800000u | (m << 13));
     if (e == 0) {
         const float v = ldexpf((float)m, -24); /* exact: m < 2^10 */
         return s ? -v : v;
     }
-    return lowp_test_f32_from_bits(s | ((e - 15 + 127) << 23) | (m << 13));
+    return lowp_f32_from_bits(s | ((e - 15 + 127) << 23) | (m << 13));
 }
 
 /* bf16 bits of (-1)^neg (1 + f/128) 2^e, only f's low 7 bits used and e clamped to 127;

@@ -13,7 +13,7 @@
 /* The bits of lowp_rcp_approx_ftz at the binary32 with bits x. */
 static inline uint32_t lowp_test_rcp_model(uint32_t x)
 {
-    return lowp_test_f32_bits(lowp_rcp_approx_ftz(lowp_test_f32_from_bits(x)));
+    return lowp_f32_bits(lowp_rcp_approx_ftz(lowp_f32_from_bits(x)));
 }
 
 /* RN(1/x) in binary32 with IEEE gradual underflow, through binary64: 1/x in binary64 is
@@ -22,7 +22,7 @@ static inline uint32_t lowp_test_rcp_model(uint32_t x)
  * second rounding cannot flip; powers of two are exact in both. */
 static inline uint32_t lowp_test_rcp_rn(uint32_t x)
 {
-    return lowp_test_f32_bits((float)(1.0 / (double)lowp_test_f32_from_bits(x)));
+    return lowp_f32_bits((float)(1.0 / (double)lowp_f32_from_bits(x)));
 }
 
 #endif

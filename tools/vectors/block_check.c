@@ -59,7 +59,7 @@ static void bv_print_diff(const bv_vfile *V, const bv_vtest *t, const uint8_t *g
                 printf(" scale %s 0x%02x %s 0x%02x;", got, gs[b], exp, t->scale[b]);
     for (int i = 0; i < t->n; i++)
         if (gc[i] != t->code[i])
-            printf(" element %d (input 0x%08" PRIx32 ") %s 0x%0*x %s 0x%0*x;", i, lowp_vec_f32_bits(t->x[i]),
+            printf(" element %d (input 0x%08" PRIx32 ") %s 0x%0*x %s 0x%0*x;", i, lowp_f32_bits(t->x[i]),
                    got, d, gc[i], exp, d, t->code[i]);
     putchar('\n');
 }

@@ -338,14 +338,14 @@ static void bv_block_edges(bv_file *F, bv_group *g, float A, int many)
         bv_test_add(g, x, n, "+0 and -0 alternating");
     }
     bv_gauss_block(s, x, n, A / 2);
-    x[3] = lowp_vec_f32_from_bits(0x7fc00000u);
+    x[3] = lowp_f32_from_bits(0x7fc00000u);
     bv_test_add(g, x, n, "Gaussian block with a quiet NaN at element 3");
     if (many) {
         bv_gauss_block(s, x, n, A / 2);
-        x[5] = lowp_vec_f32_from_bits(0xffa5a5a5u);
+        x[5] = lowp_f32_from_bits(0xffa5a5a5u);
         bv_test_add(g, x, n, "Gaussian block with a negative signalling NaN at element 5");
         for (int i = 0; i < n; i++)
-            x[i] = lowp_vec_f32_from_bits(i % 2 ? 0xffc00000u : 0x7fc00001u);
+            x[i] = lowp_f32_from_bits(i % 2 ? 0xffc00000u : 0x7fc00001u);
         bv_test_add(g, x, n, "every element NaN");
     }
     bv_gauss_block(s, x, n, A / 2);
@@ -357,12 +357,12 @@ static void bv_block_edges(bv_file *F, bv_group *g, float A, int many)
         x[n - 1] = INFINITY;
         bv_test_add(g, x, n, "-Inf first, +Inf last");
         for (int i = 0; i < n; i++)
-            x[i] = lowp_vec_f32_from_bits((uint32_t)(lowp_splitmix64(s) & 0x807fffffu) | 1u);
+            x[i] = lowp_f32_from_bits((uint32_t)(lowp_splitmix64(s) & 0x807fffffu) | 1u);
         bv_test_add(g, x, n, "binary32 subnormals only");
     }
     bv_gauss_block(s, x, n, A / 4);
     for (int i = 1; i < n; i += 2)
-        x[i] = lowp_vec_f32_from_bits((uint32_t)(lowp_splitmix64(s) & 0x807fffffu) | 1u);
+        x[i] = lowp_f32_from_bits((uint32_t)(lowp_splitmix64(s) & 0x807fffffu) | 1u);
     bv_test_add(g, x, n, "Gaussian block, odd elements binary32 subnormals");
     /* Element ties after scaling. */
     lowp_format ef = lowp_block_element_format(F->f);
@@ -412,7 +412,7 @@ static void bv_block_edges(bv_file *F, bv_group *g, float A, int many)
     bv_test_add(g, x, n, "Gaussian block, amax about 2^-7 of the tensor amax");
     if (many) {
         for (int i = 0; i < n; i++)
-            x[i] = lowp_vec_f32_from_bits((uint32_t)lowp_splitmix64(s));
+            x[i] = lowp_f32_from_bits((uint32_t)lowp_splitmix64(s));
         bv_test_add(g, x, n, "random binary32 bit patterns");
     }
 }
@@ -427,7 +427,7 @@ static void bv_disagreement(bv_file *F, bv_group *g, float gamax, int nq_max)
     int n = bv_len(F->f);
     float x[BV_MAX];
     for (size_t i = 0; i < d.n_amax_runs && i < 2; i++) {
-        float m = lowp_vec_f32_from_bits(d.amax_runs[i].lo);
+        float m = lowp_f32_from_bits(d.amax_runs[i].lo);
         bv_gauss_block(&F->rng, x, n, m);
         bv_test_add(g, x, n,
                     "trtllm/exact disagreement: block amax 0x%08" PRIx32
@@ -443,14 +443,14 @@ static void bv_disagreement(bv_file *F, bv_group *g, float gamax, int nq_max)
         uint32_t lo = 0, hi = 0x7F800000u;
         while (lo < hi) {
             uint32_t mid = lo + (hi - lo) / 2;
-            float v = lowp_vec_f32_from_bits(mid);
+            float v = lowp_f32_from_bits(mid);
             if (lowp_oracle_nvfp4_scale_code(0, gt.enc, v) > qd->q ||
                 lowp_oracle_nvfp4_scale_code(1, gt.enc, v) > qd->q)
                 hi = mid;
             else
                 lo = mid + 1;
         }
-        float m = lowp_vec_f32_from_bits(lo - 1);
+        float m = lowp_f32_from_bits(lo - 1);
         if (lowp_oracle_nvfp4_scale_code(0, gt.enc, m) != qd->q ||
             lowp_oracle_nvfp4_scale_code(1, gt.enc, m) != qd->q)
             continue;
@@ -461,7 +461,7 @@ static void bv_disagreement(bv_file *F, bv_group *g, float gamax, int nq_max)
                 at = i;
         int placed = 0;
         for (size_t r = 0, i = 0; r < qd->n_runs && (int)i < n; r++) {
-            float v = lowp_vec_f32_from_bits(qd->runs[r].lo);
+            float v = lowp_f32_from_bits(qd->runs[r].lo);
             if (!(v <= m))
                 continue;
             if ((int)i == at)
@@ -476,7 +476,7 @@ static void bv_disagreement(bv_file *F, bv_group *g, float gamax, int nq_max)
         bv_test_add(g, x, n,
                     "trtllm/exact disagreement: scale 0x%02x under both, factors 0x%08" PRIx32
                     " / 0x%08" PRIx32 ", %d elements in the set",
-                    qd->q, lowp_vec_f32_bits(qd->o_trtllm), lowp_vec_f32_bits(qd->o_exact), placed);
+                    qd->q, lowp_f32_bits(qd->o_trtllm), lowp_f32_bits(qd->o_exact), placed);
         done++;
     }
     lowp_oracle_nvfp4_diff_free(&d);
@@ -487,15 +487,15 @@ static void bv_build_nvfp4(bv_file *F)
     int n = bv_len(F->f);
     float x[BV_MAX];
     for (int k = 0; k < 3; k++) {
-        float gamax = lowp_vec_f32_from_bits(bv_s58[k][0]);
+        float gamax = lowp_f32_from_bits(bv_s58[k][0]);
         bv_group *g =
             bv_group_add(F, GS_AMAX, gamax, 0,
                          "tensor amax 0x%08" PRIx32 " (ref/notes/formats.md 5.8, vector %d)",
                          bv_s58[k][0], k + 1);
         for (int i = 0; i < n; i++)
             x[i] = 0.0f;
-        x[0] = lowp_vec_f32_from_bits(bv_s58[k][1]);
-        x[1] = lowp_vec_f32_from_bits(bv_s58[k][2]);
+        x[0] = lowp_f32_from_bits(bv_s58[k][1]);
+        x[1] = lowp_f32_from_bits(bv_s58[k][2]);
         x[2] = -x[1];
         bv_test_add(g, x, n,
                     "ref/notes/formats.md 5.8 vector %d: block amax 0x%08" PRIx32 ", element 0x%08" PRIx32
@@ -527,7 +527,7 @@ static void bv_build_nvfp4(bv_file *F)
         bv_test_add(g, x, n, "Gaussian block, -Inf at element 6");
     }
     if (F->r == LOWP_RECIPE_EXACT || F->r == LOWP_RECIPE_MODELOPT) {
-        float gamax = lowp_vec_f32_from_bits(bv_s58[0][0]);
+        float gamax = lowp_f32_from_bits(bv_s58[0][0]);
         g = bv_group_add(F, GS_AMAX, gamax, LOWP_BLOCK_SCALE_UP,
                          "tensor amax 0x%08" PRIx32
                          ", block scales rounded up (LOWP_BLOCK_SCALE_UP)",
@@ -595,7 +595,7 @@ static void bv_fp_tests(bv_file *F, bv_group *g, float A, int many)
                                             0x00000001u, 0x80000001u, 0x007fffffu, 0x807fffffu,
                                             0x00800000u, 0x7f7fffffu, 0xff7fffffu, 0x3f800000u};
     for (int i = 0; i < n; i++)
-        x[i] = lowp_vec_f32_from_bits(sp[i]);
+        x[i] = lowp_f32_from_bits(sp[i]);
     bv_test_add(g, x, n, "zeros, infinities, NaNs, subnormal and normal extremes");
     lowp_format ef = lowp_block_element_format(F->f);
     if (ef != LOWP_BF16) {
@@ -631,7 +631,7 @@ static void bv_fp_tests(bv_file *F, bv_group *g, float A, int many)
                                : ((b & 0x807f0000u) | 0x8000u);
                 if ((b & 0x7f800000u) == 0x7f800000u)
                     b &= 0xbfffffffu;
-                x[i] = lowp_vec_f32_from_bits(b);
+                x[i] = lowp_f32_from_bits(b);
             }
             static const char *const w[] = {"bfloat16 midpoints (low 16 bits 0x8000)",
                                             "one ulp below bfloat16 midpoints",
@@ -643,14 +643,14 @@ static void bv_fp_tests(bv_file *F, bv_group *g, float A, int many)
             0xff7f8000u, 0x7f7e8000u, 0x00008000u, 0x80008000u, 0x00007fffu, 0x00018000u,
             0x3f808000u, 0x3f818000u, 0xbf808000u, 0x3f80ffffu};
         for (int i = 0; i < n; i++)
-            x[i] = lowp_vec_f32_from_bits(band[i]);
+            x[i] = lowp_f32_from_bits(band[i]);
         bv_test_add(g, x, n, "the overflow threshold, the smallest subnormals, ties at 1");
     }
     bv_gauss_block(s, x, n, A);
     bv_test_add(g, x, n, "Gaussian elements, amax = tensor amax");
     if (many) {
         for (int i = 0; i < n; i++)
-            x[i] = lowp_vec_f32_from_bits((uint32_t)lowp_splitmix64(s));
+            x[i] = lowp_f32_from_bits((uint32_t)lowp_splitmix64(s));
         bv_test_add(g, x, n, "random binary32 bit patterns");
     }
 }
@@ -692,7 +692,7 @@ static int bv_is_tie(lowp_format f, float v)
     if (!isfinite(v) || v == 0.0f)
         return 0;
     if (f == LOWP_BF16)
-        return (lowp_vec_f32_bits(v) & 0xffffu) == 0x8000u;
+        return (lowp_f32_bits(v) & 0xffffu) == 0x8000u;
     double t[512];
     int n = bv_elem_ties(f, t, 512);
     double a = fabs((double)v);
@@ -902,11 +902,11 @@ static void bv_write(const char *dir, bv_file *F, uint64_t seed, const char *com
                 : g->from == GS_DEC ? "dec"
                                     : "none");
         if (g->from == GS_AMAX)
-            fprintf(o, "\"globalAmax\": \"%08" PRIx32 "\", ", lowp_vec_f32_bits(g->value));
+            fprintf(o, "\"globalAmax\": \"%08" PRIx32 "\", ", lowp_f32_bits(g->value));
         if (lowp_block_has_global_scale(f))
-            fprintf(o, "\"globalScaleDec\": \"%08" PRIx32 "\", ", lowp_vec_f32_bits(gs.dec));
+            fprintf(o, "\"globalScaleDec\": \"%08" PRIx32 "\", ", lowp_f32_bits(gs.dec));
         if (bv_uses_enc(f, r))
-            fprintf(o, "\"globalScaleEnc\": \"%08" PRIx32 "\", ", lowp_vec_f32_bits(gs.enc));
+            fprintf(o, "\"globalScaleEnc\": \"%08" PRIx32 "\", ", lowp_f32_bits(gs.enc));
         fprintf(o, "\"scaleUp\": %s, \"tests\": [\n", g->qflags ? "true" : "false");
         for (size_t ti = 0; ti < g->n; ti++) {
             bv_test *t = &g->t[ti];
@@ -921,7 +921,7 @@ static void bv_write(const char *dir, bv_file *F, uint64_t seed, const char *com
                 }
             fprintf(o, "], \"input\": [");
             for (int i = 0; i < t->n; i++)
-                fprintf(o, "%s\"%08" PRIx32 "\"", i ? ", " : "", lowp_vec_f32_bits(t->x[i]));
+                fprintf(o, "%s\"%08" PRIx32 "\"", i ? ", " : "", lowp_f32_bits(t->x[i]));
             fprintf(o, "]");
             if (has_scale) {
                 fprintf(o, ", \"scales\": [");

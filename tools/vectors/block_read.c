@@ -161,12 +161,12 @@ static int bv_parse(bv_vfile *V, const char *path, const char *buf, size_t len, 
         if ((v = json_object_get(g, "globalScaleDec")) != NULL) {
             if (bv_hex_str(v, 8, &bits))
                 BV_FAIL(" test group %zu: globalScaleDec must be a string of 8 hex digits", gi + 1);
-            vg->gs.dec = lowp_vec_f32_from_bits(bits);
+            vg->gs.dec = lowp_f32_from_bits(bits);
         }
         if ((v = json_object_get(g, "globalScaleEnc")) != NULL) {
             if (bv_hex_str(v, 8, &bits))
                 BV_FAIL(" test group %zu: globalScaleEnc must be a string of 8 hex digits", gi + 1);
-            vg->gs.enc = lowp_vec_f32_from_bits(bits);
+            vg->gs.enc = lowp_f32_from_bits(bits);
         }
         if (json_is_true(json_object_get(g, "scaleUp")))
             vg->qflags = LOWP_BLOCK_SCALE_UP;
@@ -205,7 +205,7 @@ static int bv_parse(bv_vfile *V, const char *path, const char *buf, size_t len, 
                     BV_FAIL(" tcId %ld: an input must be a string of 8 hex digits", vt->id);
                 if (bv_hex_str(json_array_get(co, (size_t)i), d, &code))
                     BV_FAIL(" tcId %ld: a code must be a string of %d hex digits", vt->id, d);
-                vt->x[i] = lowp_vec_f32_from_bits(bits);
+                vt->x[i] = lowp_f32_from_bits(bits);
                 vt->code[i] = (uint16_t)code;
             }
             if (has_scale) {

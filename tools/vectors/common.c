@@ -26,19 +26,6 @@
 /* ---------------------------------------------------------------------------------
  * Small helpers. */
 
-float lowp_vec_f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-uint32_t lowp_vec_f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
 
 void *lowp_vec_xmalloc(size_t n)
 {

@@ -123,7 +123,7 @@ static long find_sorted(const double *a, size_t n, double x)
  * threshold), or -1. */
 static unsigned classify(const ladder *L, uint32_t u, long *anchor)
 {
-    float x = lowp_vec_f32_from_bits(u);
+    float x = lowp_f32_from_bits(u);
     *anchor = -1;
     if (isnan(x))
         return VF_NAN;
@@ -201,7 +201,7 @@ static void case_set_build(case_set *cs, lowp_format f, uint64_t seed)
     cs->flags = lowp_vec_xmalloc(n * sizeof *cs->flags);
     cs->n = 0;
     for (size_t i = 0; i < n; i++) {
-        uint32_t u = lowp_vec_f32_bits(v[i]);
+        uint32_t u = lowp_f32_bits(v[i]);
         size_t h = (size_t)((u * UINT64_C(0x9e3779b97f4a7c15)) >> 17) & (cap - 1);
         int dup = 0;
         while (seen[h] != 0) {
@@ -344,7 +344,7 @@ int lowp_vec_cmd_gen(int argc, char **argv)
         float *xs = lowp_vec_xmalloc(cs.n * sizeof *xs);
         uint16_t *codes = lowp_vec_xmalloc(cs.n * sizeof *codes);
         for (size_t i = 0; i < cs.n; i++)
-            xs[i] = lowp_vec_f32_from_bits(cs.in[i]);
+            xs[i] = lowp_f32_from_bits(cs.in[i]);
         lowp_codec cc[VEC_MAX_CODECS];
         const size_t nc = lowp_vec_codecs((lowp_format)f, cc);
         for (size_t k = 0; k < nc; k++) {
@@ -518,7 +518,7 @@ static void print_failure(const vec_file *vf, size_t k, unsigned got, const char
 {
     char xs[40], gs[40], es[40];
     int d = lowp_vec_code_digits(vf->format);
-    lowp_vec_fmt_value(xs, sizeof xs, (double)lowp_vec_f32_from_bits(vf->in[k]));
+    lowp_vec_fmt_value(xs, sizeof xs, (double)lowp_f32_from_bits(vf->in[k]));
     lowp_vec_fmt_value(gs, sizeof gs, lowp_decode_f64(vf->format, (uint16_t)got));
     lowp_vec_fmt_value(es, sizeof es, lowp_decode_f64(vf->format, vf->code[k]));
     printf("%s line %ld: input 0x%08" PRIx32 " (%s) %s 0x%0*x %s 0x%0*x (%s vs %s)", vf->name,
@@ -707,7 +707,7 @@ int lowp_vec_cmd_verify(int argc, char **argv)
         float *xs = lowp_vec_xmalloc(vf.n * sizeof *xs);
         uint16_t *arr = lowp_vec_xmalloc(vf.n * sizeof *arr);
         for (size_t k = 0; k < vf.n; k++)
-            xs[k] = lowp_vec_f32_from_bits(vf.in[k]);
+            xs[k] = lowp_f32_from_bits(vf.in[k]);
         lowp_encode_f32_u16(&c, xs, arr, vf.n);
         for (size_t k = 0; k < vf.n; k++) {
             unsigned now = lowp_encode_f32(&c, xs[k]);

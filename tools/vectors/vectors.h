@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lowp/bits.h"
 #include "lowp/block.h"
 #include "lowp/format.h"
 
@@ -56,10 +57,9 @@ typedef struct {
     size_t nt;
 } bv_vfile;
 
-/* common.c: bits, allocation that fails with one line, options, hex, file names,
- * directories, text files line by line, the failure-line limit, codec combinations */
-float lowp_vec_f32_from_bits(uint32_t u);
-uint32_t lowp_vec_f32_bits(float f);
+/* common.c: allocation that fails with one line, options, hex, file names,
+ * directories, text files line by line, the failure-line limit, codec combinations
+ * (bit casts: lowp/bits.h) */
 void *lowp_vec_xmalloc(size_t n);
 void *lowp_vec_xcalloc(size_t n, size_t size);
 int lowp_vec_code_digits(lowp_format f);

@@ -17,20 +17,11 @@
 
 uint16_t lowp_bf16_from_f32(float x)
 {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
+    uint32_t u = lowp_f32_bits(x);
     if (x != x) /* canonical, whatever the sign: cvt.rn.bf16.f32 (measured on the H200) */
         return 0x7FFFu;
     u += 0x7FFFu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
-}
-
-float lowp_f32_from_bf16(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
 }
 
 int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *why,

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "attn_internal.h"
+#include "lowp/bits.h"
 #include "lowp/why.h"
 #include "lowp/attn_paged.h"
 #include "lowp/format.h"
@@ -137,9 +138,7 @@ ATTN_HOT void deq_row(const side *sd, const luts *lt, size_t page, size_t slot, 
         break;
     default: /* BF16: the top half of a binary32 */
         for (size_t i = 0; i < sd->dim; i++) {
-            uint32_t bits = ((uint32_t)c[2 * i] | (uint32_t)c[2 * i + 1] << 8) << 16;
-            float x;
-            memcpy(&x, &bits, sizeof x);
+            float x = lowp_f32_from_bf16((uint16_t)(c[2 * i] | c[2 * i + 1] << 8));
             out[i] = (double)x * g;
         }
         break;

@@ -30,6 +30,8 @@
 #include <string.h>
 
 #include "block_internal.h"
+#include "lowp/bits.h"
+#include "lowp/codec_core.h" /* lowp_f32_pow2 */
 #include "lowp/why.h"
 #include "lowp/block.h"
 
@@ -232,15 +234,6 @@ static int init_ctx(recipe_ctx *c, lowp_block_format f, lowp_recipe r, lowp_glob
     return rc;
 }
 
-/* 2^k as a binary32, k in [-149, 127]. */
-static float pow2f(int k)
-{
-    uint32_t b = k >= -126 ? (uint32_t)(k + 127) << 23 : 1u << (k + 149);
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
 /* The element factor (multiplier, or divisor when c->divide) of a block whose scale code
  * is q and whose amax is nonzero: the recipe's last steps, as ref/recipes.md states them. */
 static float code_factor(const recipe_ctx *c, uint8_t q)
@@ -260,11 +253,11 @@ static float code_factor(const recipe_ctx *c, uint8_t q)
     case LOWP_MXFP8:
         switch (c->recipe) {
         case LOWP_RECIPE_OCP: /* x / 2^e == x * 2^-e: one exact scaling, one rounding */
-            return q == 0xff ? NAN : pow2f(127 - (int)q);
+            return q == 0xff ? NAN : lowp_f32_pow2(127 - (int)q);
         case LOWP_RECIPE_RCEIL: return lowp_decode_f32(LOWP_E8M0, q); /* the divisor */
         default: /* trtllm; MXFP4's exp2f_rcp gives 1.0 for code 0x00: the quirk, kept */
             if (fp4)
-                return q == 0 ? 1.0f : pow2f(127 - (int)q);
+                return q == 0 ? 1.0f : lowp_f32_pow2(127 - (int)q);
             return lowp_rcp_approx_ftz(lowp_decode_f32(LOWP_E8M0, q));
         }
     case LOWP_FP8_E4M3:
@@ -379,8 +372,7 @@ static void block_scales(const recipe_ctx *c, const float *x, size_t nb, uint8_t
  * binary64, and 2^-149 is a binary64 normal that DAZ leaves alone. */
 static double widen_f32(float x)
 {
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
+    uint32_t b = lowp_f32_bits(x);
     if ((b & 0x7f800000u) != 0 || (b & 0x7fffffu) == 0)
         return (double)x; /* normal, zero, Inf or NaN: the conversion is exact under DAZ */
     double m = ldexp((double)(b & 0x7fffffu), -149);

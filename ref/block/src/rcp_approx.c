@@ -60,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowp/bits.h"
 #include "lowp/block.h"
 
 #include "lowp/why.h"
@@ -306,8 +307,7 @@ uint32_t lowp_rcp_rn_bits(uint32_t mantissa)
 
 float lowp_rcp_approx_ftz(float x)
 {
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
+    uint32_t b = lowp_f32_bits(x);
     uint32_t sign = b & 0x80000000u, e = (b >> 23) & 0xFFu, m = b & (RCP_NMANT - 1u);
     uint32_t r;
     if (e == 0xFF) {
@@ -322,7 +322,5 @@ float lowp_rcp_approx_ftz(float x)
         int32_t re = (int32_t)(t >> 23) + 127 - (int32_t)e; /* 0 .. 254: no overflow */
         r = re >= 1 ? sign | (uint32_t)re << 23 | (t & (RCP_NMANT - 1u)) : sign;
     }
-    float y;
-    memcpy(&y, &r, sizeof y);
-    return y;
+    return lowp_f32_from_bits(r);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lowp/bits.h"
 #include "lowp/why.h"
 #include "format_internal.h"
 
@@ -294,8 +295,7 @@ static float round_to_odd_f32(double x)
 uint16_t lowp_encode_f64(const lowp_codec *c, double x)
 {
     if (isnan(x) && !c->f64_via_f32) {
-        uint64_t db;
-        memcpy(&db, &x, sizeof db);
+        uint64_t db = lowp_f64_bits(x);
         unsigned neg = (unsigned)(db >> 63);
         if (c->nan_rule == LOWP_NAN_PAYLOAD) { /* numpy float16: top 10 payload bits, never Inf */
             uint16_t p = (uint16_t)(0x7c00u | ((db >> 42) & 0x3ffu));

@@ -21,6 +21,7 @@
  * lowp_mma_sm90_bf16's parameters take a fast path (below: the same arithmetic on 32-bit
  * lanes, AVX2 where available); every other set, and the batch API, the general one.
  * Nothing here uses floating-point arithmetic: bits in, bits out. */
+#include "lowp/bits.h"
 #include "lowp/mma.h"
 
 #include <limits.h>
@@ -276,20 +277,6 @@ static int params_ok(const lowp_mma_params *P)
            P->zero_mode <= LOWP_MMA_ZERO_SKIP && P->e_zero >= -1000 && P->e_zero <= 1000;
 }
 
-static float bits_to_float(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t float_to_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 /* Chained steps over decoded products p[0..k). */
 static uint32_t chain(const prod *p, size_t k, uint32_t cbits, const lowp_mma_params *P)
 {
@@ -529,8 +516,8 @@ float lowp_mma_dot_add_bf16(const uint16_t *a, const uint16_t *b, size_t k, floa
                             const lowp_mma_params *p)
 {
     if (is_fast_params(p))
-        return bits_to_float(fast_dot_add(a, b, k, float_to_bits(c)));
-    return bits_to_float(general_dot_add(a, b, k, float_to_bits(c), p));
+        return lowp_f32_from_bits(fast_dot_add(a, b, k, lowp_f32_bits(c)));
+    return lowp_f32_from_bits(general_dot_add(a, b, k, lowp_f32_bits(c), p));
 }
 
 /* Always the general path (chain / step), also for lowp_mma_sm90_bf16: tests/test_mma.c
@@ -540,15 +527,15 @@ void lowp_mma_dot_add_bf16_multi(const uint16_t *a, const uint16_t *b, size_t k,
 {
     if (k > MULTI_MAX_K) {
         for (size_t j = 0; j < np; j++)
-            out[j] = bits_to_float(NAN_BITS);
+            out[j] = lowp_f32_from_bits(NAN_BITS);
         return;
     }
     prod buf[MULTI_MAX_K];
     for (size_t i = 0; i < k; i++)
         buf[i] = decode_prod(a[i], b[i]);
-    const uint32_t cb = float_to_bits(c);
+    const uint32_t cb = lowp_f32_bits(c);
     for (size_t j = 0; j < np; j++) {
-        out[j] = bits_to_float(chain(buf, k, cb, &ps[j]));
+        out[j] = lowp_f32_from_bits(chain(buf, k, cb, &ps[j]));
     }
 }
 

@@ -2,6 +2,7 @@
  * writes and the float loader. The two on-disk codecs are tensor_npy.c and
  * tensor_safetensors.c; this file never looks inside their bytes. */
 #define _POSIX_C_SOURCE 200809L
+#include "lowp/bits.h"
 #include "lowp/tensor.h"
 
 #include "lowp/why.h"
@@ -423,18 +424,6 @@ int lowp_tensor_file_write(const char *path, const lowp_tensor_file *f, char *wh
 /* ---------------------------------------------------------------------------------- */
 /* float tensors                                                                        */
 
-static float f32_from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-float lowp_bf16_bits_to_f32(uint16_t b)
-{
-    return f32_from_bits((uint32_t)b << 16); /* bfloat16 is the top half of binary32 */
-}
-
 float lowp_f16_bits_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff;
@@ -443,8 +432,8 @@ float lowp_f16_bits_to_f32(uint16_t h)
         return sign ? -v : v;
     }
     if (e == 31) /* Inf or NaN, payload kept in the top mantissa bits */
-        return f32_from_bits(sign | 0x7f800000u | m << 13);
-    return f32_from_bits(sign | (e - 15 + 127) << 23 | m << 13);
+        return lowp_f32_from_bits(sign | 0x7f800000u | m << 13);
+    return lowp_f32_from_bits(sign | (e - 15 + 127) << 23 | m << 13);
 }
 
 int lowp_tensor_to_f32(const lowp_tensor *in, lowp_tensor *out, size_t *rounded, char *why,
@@ -476,7 +465,7 @@ int lowp_tensor_to_f32(const lowp_tensor *in, lowp_tensor *out, size_t *rounded,
             y[i] = lowp_f16_bits_to_f32((uint16_t)(p[0] | p[1] << 8));
             break;
         case LOWP_DT_BF16:
-            y[i] = lowp_bf16_bits_to_f32((uint16_t)(p[0] | p[1] << 8));
+            y[i] = lowp_f32_from_bf16((uint16_t)(p[0] | p[1] << 8));
             break;
         default: { /* F64: one rounding to nearest */
             double d;

@@ -5,6 +5,7 @@
  * the addressing (NHD/HND pages, the 4-token V-scale interleave), the page-table checks,
  * and the reader/writer contract (lowp_kv_view). Sources are cited in the header.
  */
+#include "lowp/bits.h"
 #include "lowp/kvcache.h"
 
 #include "lowp/why.h"
@@ -698,10 +699,7 @@ static void read_row(const lowp_kvcache *c, lowp_kv_which w, size_t page, size_t
     switch (f) {
     case LOWP_BF16_PASS:
         for (size_t i = 0; i < d; i++) {
-            /* a BF16 code is the top half of its binary32 value */
-            uint32_t bits = (uint32_t)(codes[2 * i] | (codes[2 * i + 1] << 8)) << 16;
-            float v;
-            memcpy(&v, &bits, sizeof v);
+            float v = lowp_f32_from_bf16((uint16_t)(codes[2 * i] | (codes[2 * i + 1] << 8)));
             out[i] = (double)v * 1.0 * g;
         }
         break;

@@ -14,6 +14,7 @@
  * the cache's. Arithmetic that the sources do in binary32 is done in float here; the
  * library is compiled with -ffp-contract=off, so a*b*c is two binary32 roundings.
  */
+#include "lowp/bits.h"
 #include "lowp/kvcache.h"
 
 #include "lowp/why.h"
@@ -92,14 +93,6 @@ static int codecs_init(path_codecs *pc, char *why, size_t why_len)
 static float rn_bf16(const path_codecs *pc, float x)
 {
     return lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&pc->bf16, x));
-}
-
-static float bf16_value(uint16_t code)
-{
-    uint32_t bits = (uint32_t)code << 16; /* a BF16 code is the top half of its binary32 */
-    float v;
-    memcpy(&v, &bits, sizeof v);
-    return v;
 }
 
 /* Quantize rows [n_tok][H][d] of x into codes [n_tok][H][rb] and scales [n_tok][H][S] as
@@ -214,7 +207,7 @@ static int run_side(const lowp_kv_path_args *a, const path_codecs *pc, const flo
             for (size_t i = 0; i < d; i++) {
                 float e = ebits == 4    ? elem_val[(cr[i / 2] >> (4 * (i & 1))) & 0xfu]
                           : ebits == 8  ? elem_val[cr[i]]
-                                        : bf16_value((uint16_t)(cr[2 * i] | (cr[2 * i + 1] << 8)));
+                                        : lowp_f32_from_bf16((uint16_t)(cr[2 * i] | (cr[2 * i + 1] << 8)));
                 tmp[i] = sr ? e * scale_val[sr[i / bs]] : e;
             }
             switch (a->path) {
@@ -238,7 +231,7 @@ static int run_side(const lowp_kv_path_args *a, const path_codecs *pc, const flo
                  * of the binary32 product, which is exact or Inf where BF16 overflows too */
                 lowp_encode_f32_u16(&pc->bf16, tmp, u16, d);
                 for (size_t i = 0; i < d; i++)
-                    o[i] = (double)bf16_value(u16[i]);
+                    o[i] = (double)lowp_f32_from_bf16(u16[i]);
                 break;
             default:
                 /* EXTEND prefix: nvfp4_kv_dequantize in fp32, (element * block scale) *

@@ -42,7 +42,7 @@ int lowp_gguf_dequantize(uint32_t type, const void *src, uint64_t n, float *dst,
         return 0;
     case LOWP_GGML_BF16:
         for (uint64_t i = 0; i < n; i++)
-            dst[i] = lowp_bf16_bits_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+            dst[i] = lowp_f32_from_bf16((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
         return 0;
     case LOWP_GGML_Q4_0:
         for (uint64_t b = 0; b < n / 32; b++, p += 18, dst += 32) {

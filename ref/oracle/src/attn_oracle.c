@@ -65,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowp/bits.h"
 #include "lowp/why.h"
 #include "lowp/attn.h"
 
@@ -120,8 +121,7 @@ static void xa_add_u64(xacc *a, unsigned pos, uint64_t v, int neg)
 /* |x| = m 2^e for a finite x; returns the sign bit. */
 static int dparts(double x, uint64_t *m, int *e)
 {
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
+    uint64_t b = lowp_f64_bits(x);
     int ex = (int)((b >> 52) & 0x7FF);
     uint64_t f = b & ((UINT64_C(1) << 52) - 1);
     if (ex == 0) {

@@ -42,6 +42,7 @@
  *      modelopt, for which recipes.md states it; so the rounded-up e4m3 of a NaN sf (Inf * 0
  *      when S is 0, or a NaN S) is 0x7F.
  */
+#include "lowp/bits.h"
 #include "lowp/oracle_block.h"
 
 #include <float.h>
@@ -125,20 +126,6 @@ static void range_leave(erange old)
     mpfr_set_emax(old.emax);
 }
 
-static float f32_from_bits(uint32_t b)
-{
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-static uint32_t f32_bits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
 #define QNAN_BITS 0x7FC00000u
 #define POS_INF_BITS_ 0x7F800000u
 
@@ -148,7 +135,7 @@ static uint32_t f32_bits(float x)
 static float f32_get(mpfr_t z, int t)
 {
     if (mpfr_nan_p(z))
-        return f32_from_bits(QNAN_BITS);
+        return lowp_f32_from_bits(QNAN_BITS);
     mpfr_subnormalize(z, t, MPFR_RNDN);
     return mpfr_get_flt(z, MPFR_RNDN); /* exact: z is a binary32 value now */
 }
@@ -190,7 +177,7 @@ static float f32_recip_via_f64(float s)
     mpfr_set_flt(y, s, MPFR_RNDN);
     mpfr_div(w, one, y, MPFR_RNDN);
     if (mpfr_nan_p(w))
-        return f32_from_bits(QNAN_BITS);
+        return lowp_f32_from_bits(QNAN_BITS);
     int t = mpfr_set(z, w, MPFR_RNDN);
     return f32_get(z, t);
 }
@@ -304,7 +291,7 @@ static float amax_nan(const float *x, size_t n)
     for (size_t i = 0; i < n; i++) {
         float a = fabsf(x[i]);
         if (isnan(a))
-            return f32_from_bits(QNAN_BITS);
+            return lowp_f32_from_bits(QNAN_BITS);
         if (a > m)
             m = a;
     }
@@ -427,7 +414,7 @@ static void mx_ocp(blk *b, const bfmt *d)
     if (isnan(m) || isinf(m)) {
         b->q = 0xFF;
     } else {
-        int ebits = (int)((f32_bits(m) >> 23) & 0xFFu);
+        int ebits = (int)((lowp_f32_bits(m) >> 23) & 0xFFu);
         int e = (ebits == 0 ? -127 : ebits - 127) - d->emax_elem;
         b->q = e > 127 ? 0xFF : (uint8_t)((e < -127 ? -127 : e) + 127);
     }
@@ -468,7 +455,7 @@ static void mx_trtllm(blk *b, const bfmt *d, lowp_block_format f)
 static void fp8_exact(blk *b, const bfmt *d, lowp_global_scale gs)
 {
     b->t->amax = amax_ign(b->x, b->n);
-    b->t->scale_in = f32_from_bits(QNAN_BITS);
+    b->t->scale_in = lowp_f32_from_bits(QNAN_BITS);
     b->q = 0;
     elements(b, d->elem, gs.dec, 1);
 }
@@ -477,7 +464,7 @@ static void fp8_exact(blk *b, const bfmt *d, lowp_global_scale gs)
 static void bf16_exact(blk *b)
 {
     b->t->amax = amax_ign(b->x, b->n);
-    b->t->scale_in = f32_from_bits(QNAN_BITS);
+    b->t->scale_in = lowp_f32_from_bits(QNAN_BITS);
     b->t->factor = 1.0f;
     b->t->divides = 0;
     b->q = 0;
@@ -655,15 +642,15 @@ lowp_global_scale lowp_oracle_global_scale_from_dec(lowp_block_format f, lowp_re
  * +-Inf. */
 static float f32_step(float v, int dir)
 {
-    uint32_t b = f32_bits(v);
+    uint32_t b = lowp_f32_bits(v);
     if ((b & 0x7FFFFFFFu) == 0)
-        return dir > 0 ? f32_from_bits(1u) : f32_from_bits(0x80000001u);
+        return dir > 0 ? lowp_f32_from_bits(1u) : lowp_f32_from_bits(0x80000001u);
     int neg = (b >> 31) != 0;
     if ((dir > 0) != neg)
         b = (b & 0x7FFFFFFFu) == POS_INF_BITS_ ? b : b + 1;
     else
         b = b - 1;
-    return f32_from_bits(b);
+    return lowp_f32_from_bits(b);
 }
 
 int lowp_oracle_solve_scaled(float factor, int divides, float t, float *x)
@@ -678,7 +665,7 @@ int lowp_oracle_solve_scaled(float factor, int divides, float t, float *x)
         float cand[2] = {lo, hi};
         for (int j = 0; j < 2 && rc != 0; j++) {
             float v = divides ? f32_div(cand[j], factor) : f32_mul(cand[j], factor);
-            if (isfinite(cand[j]) && f32_bits(v) == f32_bits(t)) {
+            if (isfinite(cand[j]) && lowp_f32_bits(v) == lowp_f32_bits(t)) {
                 *x = cand[j];
                 rc = 0;
             }
@@ -706,17 +693,17 @@ int lowp_oracle_amax_for_scale_in(lowp_block_format f, lowp_recipe r, lowp_globa
 {
     if (!valid_fr(f, r) || BF[f].scale == 0 || isnan(target))
         return -1;
-    if (!(scale_in_of(f, r, gs, flags, f32_from_bits(POS_INF_BITS_)) >= target))
+    if (!(scale_in_of(f, r, gs, flags, lowp_f32_from_bits(POS_INF_BITS_)) >= target))
         return -1;
     uint32_t lo = 0, hi = POS_INF_BITS_;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (scale_in_of(f, r, gs, flags, f32_from_bits(mid)) >= target)
+        if (scale_in_of(f, r, gs, flags, lowp_f32_from_bits(mid)) >= target)
             hi = mid;
         else
             lo = mid + 1;
     }
-    *m = f32_from_bits(lo);
+    *m = lowp_f32_from_bits(lo);
     return scale_in_of(f, r, gs, flags, *m) == target ? 1 : 0;
 }
 
@@ -752,7 +739,7 @@ typedef struct {
 
 static unsigned step_eval(const stepfn *s, uint32_t u)
 {
-    float v = f32_from_bits(u);
+    float v = lowp_f32_from_bits(u);
     if (s->kind == 0)
         return s->exact ? e4m3(exact_sf(s->S, v)) : nvfp4_q_trtllm(s->S, v);
     return elem(LOWP_E2M1, f32_mul(v, s->o));
@@ -864,7 +851,7 @@ int lowp_oracle_nvfp4_diff_compute(float S, lowp_oracle_nvfp4_diff *out)
     }
     for (unsigned q = 0; q <= 0x7E; q++) {
         float ot = nvfp4_o_trtllm(S, (uint8_t)q), oe = nvfp4_o_exact(S, (uint8_t)q);
-        if (f32_bits(ot) == f32_bits(oe))
+        if (lowp_f32_bits(ot) == lowp_f32_bits(oe))
             continue;
         lowp_oracle_nvfp4_q_diff *qd = &out->q[out->n_q++];
         qd->q = (uint8_t)q;

@@ -13,6 +13,7 @@
  *   - each entry point leaves the calling thread's MPFR exponent range as it found it;
  *   - the value -> code table of a format is built once, then only read.
  */
+#include "lowp/bits.h"
 #include "lowp/oracle.h"
 
 #include <math.h>
@@ -597,31 +598,10 @@ static int encode_e8m0(const prof_def *pd, lowp_round r, int sat, double x, int 
  * Entry points.
  * ------------------------------------------------------------------------------------- */
 
-static uint32_t f32_bits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static uint64_t f64_bits(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static float f32_from_bits(uint32_t b)
-{
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
 static int encode_binary32(lowp_format f, const prof_def *pd, lowp_round r, int sat, float x,
                            uint16_t *code)
 {
-    const uint32_t bits = f32_bits(x);
+    const uint32_t bits = lowp_f32_bits(x);
     const int neg = (int)(bits >> 31);
     if (isnan(x)) {
         if (pd->nan32 == NAN32_PAYLOAD) {
@@ -660,10 +640,10 @@ int lowp_oracle_encode_f32(lowp_format f, lowp_profile p, lowp_round r, int satu
  * do it: sign kept, top 23 fraction bits kept, quiet bit forced. */
 static float nan_f64_to_f32(double x)
 {
-    const uint64_t b = f64_bits(x);
+    const uint64_t b = lowp_f64_bits(x);
     const uint32_t sign = (uint32_t)(b >> 63) << 31;
     const uint32_t frac = (uint32_t)((b & UINT64_C(0xFFFFFFFFFFFFF)) >> 29);
-    return f32_from_bits(sign | 0x7FC00000u | frac);
+    return lowp_f32_from_bits(sign | 0x7FC00000u | frac);
 }
 
 int lowp_oracle_encode_f64(lowp_format f, lowp_profile p, lowp_round r, int saturate,
@@ -694,10 +674,10 @@ int lowp_oracle_encode_f64(lowp_format f, lowp_profile p, lowp_round r, int satu
             *code = pd->nan64c[neg];
             return 0;
         case NAN64_FIXED_TOP2:
-            *code = (uint16_t)(pd->nan64c[neg] | (uint16_t)((f64_bits(x) >> 50) & 3u));
+            *code = (uint16_t)(pd->nan64c[neg] | (uint16_t)((lowp_f64_bits(x) >> 50) & 3u));
             return 0;
         case NAN64_PAYLOAD: {
-            uint16_t m = (uint16_t)((f64_bits(x) >> 42) & 0x3ffu);
+            uint16_t m = (uint16_t)((lowp_f64_bits(x) >> 42) & 0x3ffu);
             *code = (uint16_t)((neg ? 0x8000u : 0u) | 0x7c00u | (m ? m : 1u));
             return 0;
         }

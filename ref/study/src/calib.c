@@ -12,6 +12,7 @@
  * Memory: the input, its codes (at most 2 bytes an element, BF16) and block scales, one
  * head slice, the statistics' per-block arrays (about 2 bytes an element for 16-element
  * blocks), and a padded copy of the input only when T H D is not a multiple of 32. */
+#include "lowp/bits.h"
 #include "lowp/calib.h"
 
 #include "lowp/why.h"
@@ -48,9 +49,7 @@ float lowp_calib_amax(const float *x, size_t n)
 
 static uint32_t abs_bits(float x)
 {
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b & 0x7fffffffu;
+    return lowp_f32_bits(x) & 0x7fffffffu;
 }
 
 /* |x| bit patterns order like the magnitudes (Inf = 0x7f800000 above every finite);
@@ -99,9 +98,7 @@ float lowp_calib_abs_quantile(const float *x, size_t n, unsigned num, unsigned d
     }
     free(hist);
     uint32_t r = (uint32_t)(hi << 16 | lo);
-    float v;
-    memcpy(&v, &r, sizeof v);
-    return v;
+    return lowp_f32_from_bits(r);
 }
 
 /* ---------------------------------------------------------------------------------- */

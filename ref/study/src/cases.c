@@ -1,4 +1,5 @@
 /* ref/study/src/cases.c: structured binary32 case sets (see lowp/cases.h). */
+#include "lowp/bits.h"
 #include "lowp/cases.h"
 
 #include <math.h>
@@ -11,13 +12,6 @@ uint64_t lowp_splitmix64(uint64_t *state)
     z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
     z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
     return z ^ (z >> 31);
-}
-
-static float from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
 }
 
 typedef struct {
@@ -65,7 +59,7 @@ size_t lowp_cases_f32(lowp_format f, uint64_t seed, unsigned per_exponent, size_
         0x00400000u, 0x00600000u, 0x00400001u, 0x005fffffu, /* 2^-127 and E8M0 ties below it */
     };
     for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++)
-        if (push(&b, from_bits(specials[i])))
+        if (push(&b, lowp_f32_from_bits(specials[i])))
             goto fail;
 
     /* Boundaries and ties: walk the positive finite codes in increasing value. Code
@@ -102,11 +96,11 @@ size_t lowp_cases_f32(lowp_format f, uint64_t seed, unsigned per_exponent, size_
         for (uint32_t s = 0; s < 2; s++)
             for (unsigned k = 0; k < per_exponent; k++) {
                 uint32_t m = (uint32_t)lowp_splitmix64(&st) & 0x7fffffu;
-                if (push(&b, from_bits((s << 31) | (e << 23) | m)))
+                if (push(&b, lowp_f32_from_bits((s << 31) | (e << 23) | m)))
                     goto fail;
             }
     for (size_t k = 0; k < n_random; k++)
-        if (push(&b, from_bits((uint32_t)lowp_splitmix64(&st))))
+        if (push(&b, lowp_f32_from_bits((uint32_t)lowp_splitmix64(&st))))
             goto fail;
     *out = b.v;
     return b.n;

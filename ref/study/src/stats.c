@@ -5,6 +5,7 @@
  * counts) into its own slot, and the slots are combined in chunk order on one thread.
  * Nothing depends on which thread reduced which chunk, so the bytes of the result are
  * the same for every OpenMP thread count. */
+#include "lowp/bits.h"
 #include "lowp/stats.h"
 
 #include "lowp/why.h"
@@ -55,15 +56,11 @@ static inline double load(const void *p, lowp_stats_type t, size_t i)
  * two between 2^-1016 and 2^133, so multiplying by it is exact. */
 static inline double inv_ulp_bf16(double r)
 {
-    uint64_t b;
-    memcpy(&b, &r, sizeof b);
+    uint64_t b = lowp_f64_bits(r);
     int e = (int)((b >> 52) & 0x7ff) - 1023;
     if (e < -126)
         e = -126;
-    uint64_t p = (uint64_t)(7 - e + 1023) << 52;
-    double v;
-    memcpy(&v, &p, sizeof v);
-    return v;
+    return lowp_f64_from_bits((uint64_t)(7 - e + 1023) << 52);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -107,9 +104,7 @@ static inline double dq_at(const dq_tables *t, const uint8_t *codes, const uint8
 {
     if (t->wide) {
         /* BF16: the code is the top half of its binary32 value (exact; NaN stays NaN) */
-        uint32_t b = (uint32_t)(codes[2 * i] | (codes[2 * i + 1] << 8)) << 16;
-        float v;
-        memcpy(&v, &b, sizeof v);
+        float v = lowp_f32_from_bf16((uint16_t)(codes[2 * i] | (codes[2 * i + 1] << 8)));
         return (double)v * 1.0 * t->g;
     }
     unsigned c = t->nibbles ? (codes[i / 2] >> (4 * (i & 1))) & 0xfu : codes[i];

@@ -63,6 +63,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lowp/bits.h"
 #include "lowp/kvcache.h"
 #include "lowp/mma.h"
 
@@ -97,10 +98,10 @@ uint16_t lowp_gpu_decode_element_bf16(lowp_block_format f, uint16_t code, uint8_
  * (128 for NVFP4, else 1). Multiplying by it is exact short of overflow. */
 float lowp_gpu_decode_unscale(lowp_block_format f);
 
-/* BF16 <-> binary32 (round to nearest even; every NaN -> 0x7FFF, the canonical NaN that
- * cvt.rn.bf16.f32 gives on the H200 whatever the sign: gpu/kernels/decode.cu's output). */
+/* binary32 -> BF16, round to nearest even; every NaN -> 0x7FFF, the canonical NaN that
+ * cvt.rn.bf16.f32 gives on the H200 whatever the sign (gpu/kernels/decode.cu's output).
+ * BF16 -> binary32 is lowp_f32_from_bf16 (lowp/bits.h). */
 uint16_t lowp_bf16_from_f32(float x);
-float lowp_f32_from_bf16(uint16_t b);
 
 typedef struct lowp_gpu_decode_args {
     const lowp_kvcache *cache;

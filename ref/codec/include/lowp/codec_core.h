@@ -1,7 +1,7 @@
 /* lowp/codec_core.h: the codec's arithmetic on one value, shared verbatim by the CPU codec
  * (ref/codec/src/format.c, format_array.c) and the GPU quantize-on-write kernel
- * (gpu/kernels/kv_write.cu), so the two cannot drift apart: the binary32 bit casts, the
- * signed-format and E8M0 encoders, and the exact decoders.
+ * (gpu/kernels/kv_write.cu), so the two cannot drift apart: the
+ * signed-format and E8M0 encoders, and the exact decoders (the bit casts are lowp/bits.h).
  *
  * Every function takes plain integers instead of a lowp_codec or a format table (neither
  * exists on the GPU): the codec's wrappers pass lowp_format_table's and lowp_codec's
@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lowp/bits.h"   /* lowp_f32_bits, lowp_f32_from_bits */
 #include "lowp/format.h" /* LOWP_RN .. LOWP_RNA, LOWP_NAN_* */
 
 #ifdef __CUDACC__
@@ -35,46 +36,6 @@
 #else
 #define LOWP_CORE_FN static inline __attribute__((always_inline))
 #endif
-
-/* The bits of binary32 x. */
-LOWP_CORE_FN uint32_t lowp_f32_bits(float x)
-{
-#if defined(__CUDA_ARCH__)
-    return __float_as_uint(x);
-#elif defined(__cplusplus)
-    uint32_t u; /* C++ has no union punning; memcpy is its defined form */
-    memcpy(&u, &x, sizeof u);
-    return u;
-#else
-    /* Union punning (defined in C11) rather than memcpy: gcc 12 vectorizes the encode
-     * loops with this form and fails on many of them with the memcpy one. */
-    union {
-        float f;
-        uint32_t u;
-    } pun;
-    pun.f = x;
-    return pun.u;
-#endif
-}
-
-/* The binary32 with bits u. */
-LOWP_CORE_FN float lowp_f32_from_bits(uint32_t u)
-{
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(u);
-#elif defined(__cplusplus)
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-#else
-    union {
-        float f;
-        uint32_t u;
-    } pun;
-    pun.u = u;
-    return pun.f;
-#endif
-}
 
 /* 2^k as a binary32, exact, for -149 <= k <= 127 (subnormal below -126). */
 LOWP_CORE_FN float lowp_f32_pow2(int k)

@@ -40,37 +40,17 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lowp/bits.h"
+
 #ifdef __CUDACC__
 #define LOWP_HD __host__ __device__ __forceinline__
 #else
 #define LOWP_HD static inline
 #endif
 
-LOWP_HD uint32_t lowp_exp2_sw_bits(float x) /* the bits of x */
-{
-    uint32_t u;
-#ifdef __CUDA_ARCH__
-    u = __float_as_uint(x);
-#else
-    memcpy(&u, &x, sizeof u);
-#endif
-    return u;
-}
-
-LOWP_HD float lowp_exp2_sw_float(uint32_t u) /* the binary32 with bits u */
-{
-    float x;
-#ifdef __CUDA_ARCH__
-    x = __uint_as_float(u);
-#else
-    memcpy(&x, &u, sizeof x);
-#endif
-    return x;
-}
-
 LOWP_HD float lowp_pow2i_f32(int e) /* 2^e for -126 <= e <= 127, exact */
 {
-    return lowp_exp2_sw_float((uint32_t)(e + 127) << 23);
+    return lowp_f32_from_bits((uint32_t)(e + 127) << 23);
 }
 
 LOWP_HD float lowp_exp2_sw(float x)
@@ -87,10 +67,10 @@ LOWP_HD float lowp_exp2_sw(float x)
     p = fmaf(p, f, 0x1.ebfbe0p-3f);
     p = fmaf(p, f, 0x1.62e430p-1f);
     p = fmaf(p, f, 1.0f);
-    const int ni = (int)(lowp_exp2_sw_bits(t) - 0x4B400000u); /* n, in [-151, 128] */
+    const int ni = (int)(lowp_f32_bits(t) - 0x4B400000u); /* n, in [-151, 128] */
     const int e_exact = ni > -125 ? ni : -125;
     const int e_round = ni + 125 < 0 ? ni + 125 : 0;
-    const float r = lowp_exp2_sw_float(lowp_exp2_sw_bits(p) + ((uint32_t)e_exact << 23)) *
+    const float r = lowp_f32_from_bits(lowp_f32_bits(p) + ((uint32_t)e_exact << 23)) *
                     lowp_pow2i_f32(e_round);
     return x != x ? x : r;
 }

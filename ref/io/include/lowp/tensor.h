@@ -63,6 +63,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lowp/bits.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -201,9 +203,9 @@ int lowp_tensor_to_f32(const lowp_tensor *in, lowp_tensor *out, size_t *rounded,
 int lowp_tensor_load_float(const char *path, const char *name, lowp_tensor *out,
                            lowp_dtype *src_dtype, size_t *rounded, char *why, size_t why_len);
 
-/* Exact conversions used above: binary16 and bfloat16 bits -> binary32. */
+/* Exact conversion used above: binary16 bits -> binary32, NaN payload kept in the top
+ * fraction bits (as a hardware widening does); bfloat16 is lowp_f32_from_bf16 (lowp/bits.h). */
 float lowp_f16_bits_to_f32(uint16_t h);
-float lowp_bf16_bits_to_f32(uint16_t b);
 
 #ifdef __cplusplus
 }
