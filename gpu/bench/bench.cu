@@ -11,6 +11,7 @@
 #include "decode_internal.h"
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/cases.h"
+#include "lowp/cuda_check.h"
 #include "lowp/gpu_bench.h"
 #include "lowp/gpu_kvcache.h"
 #include "sm_clock.h"
@@ -89,14 +90,7 @@ int cmp_f(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            rc = lowp_why_set(why, wl, "%s: %s", #call, cudaGetErrorString(e_));                   \
-            goto out;                                                                              \
-        }                                                                                          \
-    } while (0)
+#define CK(call) LOWP_CUDA_CK(call)
 
 struct stats {
     float med, p10, p90;

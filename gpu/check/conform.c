@@ -40,6 +40,7 @@
 
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/cases.h"
+#include "lowp/cuda_check.h"
 #include "lowp/format.h"
 #include "lowp/gpu_decode.h"
 #include "lowp/gpu_kvcache.h"
@@ -468,14 +469,7 @@ static int dgrow(dbuf *b, size_t n, char *why, size_t wl)
     return 0;
 }
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            rc = lowp_why_set(why, wl, "%s: %s", #call, cudaGetErrorString(e_));                   \
-            goto out;                                                                              \
-        }                                                                                          \
-    } while (0)
+#define CK(call) LOWP_CUDA_CK(call)
 
 typedef struct fmt_stat {
     size_t cases, configs, outputs, mism_cases, mism_out, nonfinite_cases;
