@@ -109,7 +109,7 @@ static int prepare(const lowp_select_spec *s, const char *keys, const lowp_selec
         p->qsa_kb = malloc((ctx / p->qsa.ratio + 1) * d * sizeof *p->qsa_kb);
         if (p->qsa_kb == NULL)
             return lowp_why_set(why, wl, "out of memory for the index keys");
-        return lowp_qsa_compress(&p->qsa, k, ctx, wk, p->qsa_kb, why, wl);
+        return lowp_qsa_compress(&p->qsa, k, ctx, wk, p->qsa_kb, NULL, why, wl);
     }
     if (s->kind == LOWP_SEL_DSA) {
         if (strcmp(keys, "fp8") == 0)
