@@ -114,7 +114,7 @@ int lowp_qsa_score_bounds(const lowp_qsa_config *c, const float *qo, const doubl
     return 0;
 }
 
-int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdelta,
+int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
                            size_t seq_len, size_t pos, const float *scores, double *bounds, char *why, size_t wl)
 {
     if (c == NULL || c->method != LOWP_BLOCKSEL_MOBA)
@@ -138,12 +138,11 @@ int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const 
         double gn = gamma_n(n - 1);
         for (size_t g = 0; g < Hk; g++) {
             for (size_t e = 0; e < d; e++) {
-                double S = 0.0, A = 0.0, D = 0.0;
+                double S = 0.0, A = 0.0, D = kdsum ? kdsum[(i * Hk + g) * d + e] : 0.0;
                 for (size_t t = t0; t < t1; t++) {
                     size_t at = (t * Hk + g) * d + e;
                     S += (double)k[at];
                     A += fabs((double)k[at]);
-                    D += kdelta ? kdelta[at] : 0.0;
                 }
                 float s32 = (float)S, m = s32 / (float)n;
                 float kb = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&b16, m));

@@ -380,10 +380,11 @@ double lowp_select_elem_bound(lowp_format f, double e, double s);
 int lowp_qsa_score_bounds(const lowp_qsa_config *c, const float *qo, const double *kb, const double *kdelta,
                           size_t seq_len, size_t pos, const float *scores, double *bounds, char *why, size_t why_len);
 
-/* bounds[unit][nblocks] for MoBA scores as lowp_blocksel_scores computed them from keys k
- * with bounds kdelta[seq_len][kv_heads][head_dim]; forced and masked entries get 0.
- * Refuses (-1) an NSA configuration (no bound). */
-int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdelta,
+/* bounds[unit][nblocks] for MoBA scores as lowp_blocksel_scores computed them from keys k;
+ * kdsum[block][kv_heads][head_dim] holds, per block, the sum over its tokens of the keys'
+ * element bounds (sum_t dk_tc above; NULL: 0). Forced and masked entries get 0. Refuses
+ * (-1) an NSA configuration (no bound). */
+int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
                            size_t seq_len, size_t pos, const float *scores, double *bounds, char *why,
                            size_t why_len);
 
