@@ -240,7 +240,7 @@ def run_case(lib, rng, case_no, fails):
     kb_c = np.zeros((max(nb, 1), d), dtype=np.float64)
     kr = np.ascontiguousarray(kraw, dtype=F32)
     rc = lib.lowp_qsa_compress(ctypes.byref(c), kr.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(T),
-                               wk.ctypes.data_as(ctypes.c_void_p), kb_c.ctypes.data_as(ctypes.c_void_p), why, 256)
+                               wk.ctypes.data_as(ctypes.c_void_p), kb_c.ctypes.data_as(ctypes.c_void_p), None, why, 256)
     qo_c = np.zeros((H, d), dtype=F32)
     rc |= lib.lowp_qsa_query(ctypes.byref(c), np.ascontiguousarray(q).ctypes.data_as(ctypes.c_void_p),
                              ctypes.c_size_t(pos), wq.ctypes.data_as(ctypes.c_void_p),

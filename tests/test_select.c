@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowp/format.h"
 #include "lowp/select.h"
 #include "lowp_test.h"
 
@@ -270,6 +271,116 @@ START_TEST(test_blocksel_forced_and_refusals)
 }
 END_TEST
 
+
+/* a value of f nearest x (RN) */
+static float round_to(lowp_format f, float x)
+{
+    lowp_codec c;
+    lowp_codec_init(&c, f, LOWP_PROFILE_OCP, LOWP_RN, LOWP_SAT_ON, NULL, 0);
+    return lowp_decode_f32(f, lowp_encode_f32(&c, x));
+}
+
+START_TEST(test_sparse_attn_by_hand)
+{
+    /* one token: p = 1, l = 1, the output is the token's value through the path's dtypes */
+    float q[2] = {1.0f, 2.0f}, k[2] = {0.5f, -1.0f}, v[2] = {0.1015625f, -3.0f}, gate[2] = {0.0f, 1.0f};
+    double out[2];
+    lowp_sparse_attn_args a = {LOWP_SPARSE_EXACT, 2, 1.0, 1.0};
+    ck_assert_int_eq(lowp_sparse_attn(&a, q, k, v, 1, NULL, out, NULL, 0), 0);
+    ck_assert(out[0] == (double)v[0] && out[1] == -3.0);
+    ck_assert_int_eq(lowp_sparse_attn(&a, q, k, v, 1, gate, out, NULL, 0), 0);
+    ck_assert(out[0] == (double)v[0] * 0.5 && fabs(out[1] - (-3.0 / (1.0 + exp(-1.0)))) < 1e-15);
+    /* FP8 path, v_scale 2: o = fp16(v) * fl32(2 / 1), then BF16: 0.1015625 = 13 x 2^-7
+     * is exact in fp16 and BF16; gate 0 halves it exactly */
+    a.path = LOWP_SPARSE_FP8;
+    a.v_scale = 2.0;
+    ck_assert_int_eq(lowp_sparse_attn(&a, q, k, v, 1, gate, out, NULL, 0), 0);
+    ck_assert(out[0] == 0.1015625);
+    ck_assert(out[1] == (double)(-6.0f * (float)(1.0 / (1.0 + exp(-1.0)))));
+    /* two tokens with equal scores share the mass equally: (v0 + v1) / 2 */
+    float k2[4] = {1.0f, 1.0f, 1.0f, 1.0f}, v2[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+    a.path = LOWP_SPARSE_BF16;
+    ck_assert_int_eq(lowp_sparse_attn(&a, q, k2, v2, 2, NULL, out, NULL, 0), 0);
+    ck_assert(out[0] == 2.0 && out[1] == 3.0);
+    /* nothing selected: 0 */
+    ck_assert_int_eq(lowp_sparse_attn(&a, q, k2, v2, 0, NULL, out, NULL, 0), 0);
+    ck_assert(out[0] == 0.0 && out[1] == 0.0);
+    char why[128];
+    a.path = LOWP_SPARSE_FP8;
+    a.k_scale = 0.0;
+    ck_assert_int_eq(lowp_sparse_attn(&a, q, k2, v2, 2, NULL, out, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "scales") != NULL, "%s", why);
+    a.k_scale = 1.0;
+    a.dim = 0;
+    ck_assert_int_eq(lowp_sparse_attn(&a, q, k2, v2, 2, NULL, out, why, sizeof why), -1);
+}
+END_TEST
+
+/* The production paths against the exact one under the tolerance their dtypes give.
+ * Weights: s_j carries at most 6 binary32 roundings relative to the exact score times log2 e
+ * (the dot, the three scale roundings, the product: 6 x 2^-24 |s|), the subtraction s_j - m
+ * 2^-24 |s_j - m| (the shift m itself cancels in the normalization), exp2 and l one
+ * rounding each, P_j its dtype's u_P (fp16 2^-11, BF16 2^-8): every weight is the exact one
+ * times (1 + rho_j), |rho_j| <= rho = ln 2 max_j Delta_j (1.01) + u_P + 2^-22. A weighted
+ * mean with perturbed weights moves by at most 2 rho / (1 - rho) max |v|; acc, inv and o add
+ * 2^-22 max |v| (relative to l), the BF16 output 2^-8 |o| (2^-7 |o*| covers it), the gate's
+ * product one more 2^-24. */
+START_TEST(test_sparse_attn_production_within_tolerance)
+{
+    uint64_t st = lowp_test_seed("test_select", 0x73706172u);
+    enum { D = 64, NMAX = 200 };
+    static float q[D], k[NMAX * D], v[NMAX * D], gate[D];
+    double ex[D], pr[D];
+    size_t checked = 0;
+    for (int rep = 0; rep < 300; rep++) {
+        int fp8 = rep % 2;
+        size_t n = 1 + (size_t)(lowp_test_urand(&st) * NMAX);
+        double spread = 0.25 + 3.0 * lowp_test_urand(&st);
+        lowp_format ef = fp8 ? LOWP_E4M3 : LOWP_BF16;
+        for (size_t i = 0; i < D; i++) {
+            q[i] = round_to(LOWP_BF16, (float)(spread * lowp_test_gauss(&st)));
+            gate[i] = round_to(LOWP_BF16, (float)(2.0 * lowp_test_gauss(&st)));
+        }
+        for (size_t i = 0; i < n * D; i++) {
+            k[i] = round_to(ef, (float)(spread * lowp_test_gauss(&st)));
+            v[i] = round_to(ef, (float)lowp_test_gauss(&st));
+        }
+        double ks = fp8 ? ldexp(1.0, -3 + rep % 5) : 1.0, vs = fp8 ? 0.75 : 1.0;
+        lowp_sparse_attn_args ae = {LOWP_SPARSE_EXACT, D, ks, vs}, ap = {fp8 ? LOWP_SPARSE_FP8 : LOWP_SPARSE_BF16, D, ks, vs};
+        const float *g = rep % 3 ? gate : NULL;
+        ck_assert_int_eq(lowp_sparse_attn(&ae, q, k, v, n, g, ex, NULL, 0), 0);
+        ck_assert_int_eq(lowp_sparse_attn(&ap, q, k, v, n, g, pr, NULL, 0), 0);
+        double smax = 0, maxv = 0, sm = ks / sqrt((double)D) * 1.4426950408889634;
+        double sv[NMAX];
+        for (size_t j = 0; j < n; j++) {
+            double s = 0;
+            for (size_t i = 0; i < D; i++)
+                s += (double)q[i] * k[j * D + i];
+            sv[j] = s * sm;
+            smax = fabs(sv[j]) > smax ? fabs(sv[j]) : smax;
+        }
+        double mx = -INFINITY, dmax = 0;
+        for (size_t j = 0; j < n; j++)
+            mx = sv[j] > mx ? sv[j] : mx;
+        for (size_t j = 0; j < n; j++) {
+            double dj = 6 * 0x1p-24 * fabs(sv[j]) * 1.01 + 0x1p-24 * (fabs(sv[j] - mx) + 12 * 0x1p-24 * smax);
+            dmax = dj > dmax ? dj : dmax;
+        }
+        for (size_t i = 0; i < n * D; i++)
+            maxv = fabs(v[i]) > maxv ? fabs(v[i]) : maxv;
+        double rho = log(2.0) * dmax * 1.01 + (fp8 ? 0x1p-11 : 0x1p-8) + 0x1p-22;
+        for (size_t e = 0; e < D; e++) {
+            double sig = g ? 1.0 / (1.0 + exp(-(double)g[e])) : 1.0;
+            double tol = sig * ((2 * rho / (1 - rho) + 0x1p-22) * maxv * vs) + 0x1p-7 * fabs(ex[e]);
+            ck_assert_msg(fabs(pr[e] - ex[e]) <= tol, "rep %d n %zu dim %zu: production %.9g exact %.9g tol %.3g",
+                          rep, n, e, pr[e], ex[e], tol);
+            checked++;
+        }
+    }
+    ck_assert_uint_eq(checked, 300 * D);
+}
+END_TEST
+
 static Suite *select_suite(void)
 {
     Suite *s = suite_create("select");
@@ -284,6 +395,8 @@ static Suite *select_suite(void)
     tcase_add_test(t, test_dsa_fp4_midpoints_by_hand);
     tcase_add_test(t, test_dsa_refusals);
     tcase_add_test(t, test_blocksel_forced_and_refusals);
+    tcase_add_test(t, test_sparse_attn_by_hand);
+    tcase_add_test(t, test_sparse_attn_production_within_tolerance);
     suite_add_tcase(s, t);
     return s;
 }

@@ -42,6 +42,15 @@ static void select_usage(FILE *f)
         "  --no-ue8m0, --q-floor X                       dsa's scales (UE8M0, 1e-4)\n"
         "  --sink N, --local N                           nsa's forced blocks (1, 2; moba: 0, 1)\n"
         "  --q-offset P     position of query row 0 (default ctx - q_len)\n"
+        "  --v V.npy        [ctx, kv_heads, dim]: values; then the sparse attention over the selected\n"
+        "                   tokens runs (q and k as its queries and keys; QSA's open tail added) and\n"
+        "                   stdout splits its output error against the exact attention (reference\n"
+        "                   selection, BF16 K/V, binary64) into: the quantized keys' selection with\n"
+        "                   exact values, the reference selection with K/V in the --values cache\n"
+        "                   through QSA's production path, and both\n"
+        "  --values F       that cache: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4 mxfp8 (moba/nsa: the keys'\n"
+        "                   format; qsa e4m3, dsa fp8: fp8_e4m3; dsa fp4: mxfp4; else the keys')\n"
+        "  --gate G         q_len x heads x dim values: the output gate (sigmoid), default none\n"
         "  --indices I.npy  int32 [q_len, units, topk]: the selected blocks (dsa: tokens), best\n"
         "                   first, -1 past the count; units: 1 (qsa, dsa), q_heads (moba),\n"
         "                   kv_heads (nsa)\n"
@@ -50,12 +59,14 @@ static void select_usage(FILE *f)
         "  --scores S.npy   float32 [q_len, units, candidates] (-inf past a row's visible ones)\n"
         "  stdout: the drift of every selection against the reference keys' selection: Jaccard,\n"
         "  recall@k, blocks lost, the deepest intruder's rank in the reference order, and the rows\n"
-        "  whose selection did not change at all\n",
+        "  whose selection did not change at all; the selections certified stable (qsa, moba: score\n"
+        "  error bounds prove the top-k is the exact scores' for both key sets)\n",
         f);
 }
 
 typedef struct {
-    const char *selector, *q, *k, *keys, *recipe, *indices, *index_list, *scores, *wq, *wk, *w, *scale;
+    const char *selector, *q, *k, *keys, *recipe, *indices, *index_list, *scores, *wq, *wk, *w, *scale, *v, *gate,
+        *values;
     size_t topk, budget, ratio, block, rotary, sink, local, q_offset;
     int topk_set, budget_set, ratio_set, block_set, rotary_set, sink_set, local_set, q_offset_set;
     int no_divide, no_ue8m0, theta_set, q_floor_set;
@@ -90,6 +101,9 @@ static void parse_args(int argc, char **argv, select_args *a)
         OPT("--k-norm-weight", wk);
         OPT("--weights", w);
         OPT("--scale", scale);
+        OPT("--v", v);
+        OPT("--gate", gate);
+        OPT("--values", values);
         NUM("--topk", topk, 1, (uint64_t)1 << 20)
         NUM("--budget", budget, 1, (uint64_t)1 << 22)
         NUM("--ratio", ratio, 1, 1024)
@@ -165,6 +179,7 @@ int lowp_cmd_select(int argc, char **argv)
         lowp_out_check(names[i], outs[i]);
         lowp_cli_check_not_input(names[i], outs[i], "--q", a.q);
         lowp_cli_check_not_input(names[i], outs[i], "--k", a.k);
+        lowp_cli_check_not_input(names[i], outs[i], "--v", a.v);
         for (int j = 0; j < i; j++)
             lowp_cli_check_distinct_outputs(names[j], outs[j], names[i], outs[i]);
     }
@@ -179,13 +194,18 @@ int lowp_cmd_select(int argc, char **argv)
     size_t qlen = qd[0], H = qd[1], d = qd[2], ctx = kd[0], kvh = kd[1];
     if (kd[2] != d)
         lowp_cli_fail("select: --q has dim %zu, --k has %zu", d, kd[2]);
-    if ((sel == LOWP_SEL_QSA || sel == LOWP_SEL_DSA) && kvh != 1)
-        lowp_cli_fail("select %s: the index keys have one head, --k has %zu", a.selector, kvh);
-    if ((sel == LOWP_SEL_MOBA || sel == LOWP_SEL_NSA) && H % kvh)
-        lowp_cli_fail("select %s: %zu query heads are not a multiple of %zu KV heads", a.selector, H, kvh);
+    /* heads, positions and top-k against the candidates: lowp_select_run checks them */
     size_t q0 = a.q_offset_set ? a.q_offset : (qlen <= ctx ? ctx - qlen : 0);
-    if (qlen > ctx || q0 + qlen > ctx)
-        lowp_cli_fail("select: query rows at positions %zu..%zu, past the %zu keys", q0, q0 + qlen - 1, ctx);
+    float *v = NULL, *gate = NULL;
+    if (a.v) {
+        size_t vd[3];
+        v = lowp_cli_load_f32_3("--v", a.v, vd, "[ctx, kv_heads, dim]");
+        if (vd[0] != ctx || vd[1] != kvh || vd[2] != d)
+            lowp_cli_fail("select: --v is [%zu, %zu, %zu], --k [%zu, %zu, %zu]", vd[0], vd[1], vd[2], ctx, kvh, d);
+    } else if (a.gate || a.values)
+        lowp_cli_fail("select: --gate and --values are the sparse attention's (give --v)");
+    if (a.gate)
+        gate = load_vector("--gate", a.gate, qlen * H * d);
 
     lowp_select_spec sp = lowp_select_spec_default(sel, H, kvh, d);
     sp.keys = a.keys ? a.keys : "bf16";
@@ -235,7 +255,8 @@ int lowp_cmd_select(int argc, char **argv)
         if (a.local_set)
             sp.bs.local_blocks = a.local;
     }
-    lowp_select_inputs in = {q, k, wq, wk, w, qlen, H, ctx, kvh, d, q0};
+    sp.values = a.values;
+    lowp_select_inputs in = {q, k, wq, wk, w, qlen, H, ctx, kvh, d, q0, v, gate};
     lowp_select_result res;
     char why[512];
     if (lowp_select_run(&sp, &in, &res, lowp_progress_wanted() ? row_progress : NULL, NULL, why, sizeof why))
@@ -253,6 +274,17 @@ int lowp_cmd_select(int argc, char **argv)
            "deepest intruder rank %zu\n",
            res.selections, res.unchanged, res.jaccard_sum / (double)res.selections, res.jaccard_min,
            res.recall_sum / (double)res.selections, res.lost, res.deepest);
+    if (res.certifiable)
+        printf("certified stable %zu of %zu selections (score error bounds separate the top-k from the rest)\n",
+               res.certified, res.selections);
+    else
+        printf("certified stable: none (%s)\n", sel == LOWP_SEL_DSA || sel == LOWP_SEL_NSA
+                                                    ? "no score bound for this selector"
+                                                    : "a key outside its element bound");
+    if (res.attn)
+        printf("attention output error (relative L2 against the exact: reference selection, BF16 K/V, binary64): "
+               "selection changed %.6g, values %s %.6g, both %.6g; the selection's share %.4f\n",
+               res.err_sel, res.values, res.err_val, res.err_both, res.sel_share);
     if (fflush(stdout) != 0)
         lowp_cli_fail("cannot write to standard output");
     if (a.indices)
@@ -267,5 +299,7 @@ int lowp_cmd_select(int argc, char **argv)
     free(wq);
     free(wk);
     free(w);
+    free(v);
+    free(gate);
     return LOWP_EXIT_OK;
 }

@@ -37,7 +37,12 @@ static void sweep_usage(FILE *f)
           "  --csv    the table as CSV ('-': stdout, replacing the text table)\n"
           "  columns: selections (rows x units), unchanged (identical sets), jaccard mean / min, recall@k\n"
           "           mean, lost (reference blocks dropped, summed), deepest (the largest rank an intruder\n"
-          "           has in the reference order), needle kept / kept by the reference (needle workload)\n",
+          "           has in the reference order), needle kept / kept by the reference (needle workload),\n"
+          "           certified (selections certified stable; empty / '-' where the selector has no bound: dsa,\n"
+          "           nsa), values (the cache of the attention's quantized-values runs), err_sel / err_val /\n"
+          "           err_both (relative L2 output error of the sparse attention against the exact one: the\n"
+          "           quantized keys' selection with exact values, the reference selection with quantized\n"
+          "           values, both; lowp select --help), sel_share = err_sel / (err_sel + err_val)\n",
           f);
 }
 
@@ -160,12 +165,13 @@ int lowp_cmd_select_sweep(int argc, char **argv)
     if (rows == NULL)
         lowp_cli_fail("out of memory");
     fprintf(rows, "selector,workload,ctx,keys,selections,unchanged,jaccard_mean,jaccard_min,recall_mean,lost,"
-                  "deepest,needle_kept,needle_kept_ref,needles,zero_scales,blocks,seconds\n");
+                  "deepest,needle_kept,needle_kept_ref,needles,zero_scales,blocks,seconds,certified,values,err_sel,err_val,"
+                  "err_both,sel_share\n");
     if (table)
         printf("# lowp select-sweep: seed 0x%llx, the last %zu query positions; drift against the BF16 keys\n"
-               "%-5s %-10s %7s %-20s %6s %6s %8s %8s %8s %7s %7s %9s\n",
+               "%-5s %-10s %7s %-20s %6s %6s %8s %8s %8s %7s %7s %9s %5s %9s %9s %6s\n",
                (unsigned long long)seed, qlen, "sel", "workload", "ctx", "keys", "sels", "same", "jacc", "jmin",
-               "recall", "lost", "deepest", "needle");
+               "recall", "lost", "deepest", "needle", "cert", "err_sel", "err_val", "share");
     int progress = lowp_progress_wanted();
     char why[512];
     for (int sk = 0; sk < LOWP_SELECTOR_COUNT; sk++) {
@@ -204,7 +210,7 @@ int lowp_cmd_select_sweep(int argc, char **argv)
                     if (progress)
                         fprintf(stderr, "\r\033[Klowp select-sweep: %s %s %zu %s", lowp_selector_name(kind),
                                 lowp_workload_name((lowp_workload_kind)wk), ctx, kc[j].label);
-                    lowp_select_inputs in = {w.q, w.k, NULL, NULL, NULL, rows_q, hq, ctx, hk, 128, ctx - rows_q};
+                    lowp_select_inputs in = {w.q, w.k, NULL, NULL, NULL, rows_q, hq, ctx, hk, 128, ctx - rows_q, w.v, NULL};
                     lowp_select_result r;
                     double t0 = now_s();
                     if (lowp_select_run(&sp, &in, &r, NULL, NULL, why, sizeof why))
@@ -218,17 +224,22 @@ int lowp_cmd_select_sweep(int argc, char **argv)
                         kept_ref = needle_hits(&sp, r.ref_indices, rows_q, r.units, r.k, w.needle, hk, hq);
                     }
                     double jm = r.jaccard_sum / (double)r.selections, rm = r.recall_sum / (double)r.selections;
-                    fprintf(rows, "%s,%s,%zu,%s,%zu,%zu,%.6f,%.6f,%.6f,%zu,%zu,%zu,%zu,%zu,%zu,%zu,%.3f\n",
+                    char cert[32] = "";
+                    if (r.certifiable)
+                        snprintf(cert, sizeof cert, "%zu", r.certified);
+                    fprintf(rows, "%s,%s,%zu,%s,%zu,%zu,%.6f,%.6f,%.6f,%zu,%zu,%zu,%zu,%zu,%zu,%zu,%.3f,%s,%s,%.6g,%.6g,%.6g,%.4f\n",
                             lowp_selector_name(kind), lowp_workload_name((lowp_workload_kind)wk), ctx, kc[j].label,
                             r.selections, r.unchanged, jm, r.jaccard_min, rm, r.lost, r.deepest, kept, kept_ref,
-                            needles, r.counts.scale_zero, r.counts.blocks, secs);
+                            needles, r.counts.scale_zero, r.counts.blocks, secs, cert, r.values, r.err_sel, r.err_val,
+                            r.err_both, r.sel_share);
                     if (table) {
                         char nd[32] = "-";
                         if (needles)
                             snprintf(nd, sizeof nd, "%zu/%zu(%zu)", kept, needles, kept_ref);
-                        printf("%-5s %-10s %7zu %-20s %6zu %6zu %8.4f %8.4f %8.4f %7zu %7zu %9s\n",
+                        printf("%-5s %-10s %7zu %-20s %6zu %6zu %8.4f %8.4f %8.4f %7zu %7zu %9s %5s %9.3g %9.3g %6.3f\n",
                                lowp_selector_name(kind), lowp_workload_name((lowp_workload_kind)wk), ctx,
-                               kc[j].label, r.selections, r.unchanged, jm, r.jaccard_min, rm, r.lost, r.deepest, nd);
+                               kc[j].label, r.selections, r.unchanged, jm, r.jaccard_min, rm, r.lost, r.deepest, nd,
+                               r.certifiable ? cert : "-", r.err_sel, r.err_val, r.sel_share);
                         fflush(stdout);
                     }
                     lowp_select_result_free(&r);

@@ -126,7 +126,7 @@ static void rope_bf16(const qsa_codecs *k, float *x, size_t rd, const float *cs,
 }
 
 int lowp_qsa_compress(const lowp_qsa_config *c, const float *kraw, size_t seq_len, const float *wk,
-                      double *kb, char *why, size_t wl)
+                      double *kb, double *kdelta, char *why, size_t wl)
 {
     qsa_codecs k;
     if (check_config(c, why, wl) || codecs_init(&k, why, wl))
@@ -153,21 +153,29 @@ int lowp_qsa_compress(const lowp_qsa_config *c, const float *kraw, size_t seq_le
         rmsnorm_bf16(&k, m, wk, d, c->eps, row);
         rope_table(&k, c->rope_theta, c->rotary_dim, b * R, cs, sn);
         rope_bf16(&k, row, c->rotary_dim, cs, sn);
-        double *o = kb + b * d;
+        double *o = kb + b * d, *od = kdelta ? kdelta + b * d : NULL;
         switch (c->keys) {
         case LOWP_QSA_KEYS_BF16:
-            for (size_t i = 0; i < d; i++)
+            for (size_t i = 0; i < d; i++) {
                 o[i] = row[i];
+                if (od)
+                    od[i] = 0.0; /* the BF16 row is the unquantized key */
+            }
             break;
         case LOWP_QSA_KEYS_E4M3:
-            for (size_t i = 0; i < d; i++)
+            for (size_t i = 0; i < d; i++) {
                 o[i] = e4m3(&k, row[i]);
+                if (od)
+                    od[i] = lowp_select_elem_bound(LOWP_E4M3, o[i], 1.0);
+            }
             break;
         default: {
             lowp_block_format f = key_block_format(c->keys);
             rc = lowp_block_quantize(f, c->recipe, c->gs, 0, row, d, codes, scales, NULL, why, wl);
             if (rc == 0)
                 lowp_block_dequantize_f64(f, c->gs.dec, codes, scales, d, o);
+            if (rc == 0 && od)
+                lowp_select_quant_bound(f, c->gs.dec, codes, scales, d, od);
         }
         }
     }

@@ -10,7 +10,7 @@
  *     order from +0, the terms being exact products of binary32 operands, and rounds once to
  *     binary32 (the dot-product rule below). That is within a few binary64 ulps of the exact
  *     value, so any fp32 order of the reference differs from it by at most the bound of
- *     its own accumulation, which the stability certificate (lowp_select_margin) states.
+ *     its own accumulation, which the stability certificate (lowp_select_certified) bounds.
  * Drift compares selections as sets, so the order in which a selector lists its blocks
  * never counts as drift.
  */
@@ -125,9 +125,10 @@ size_t lowp_qsa_index_width(const lowp_qsa_config *c);
  * kb[seq_len / ratio][head_dim], exactly decoded from the key format (binary64: an NVFP4
  * value, element x block scale x global scale, needs up to 30 significant bits; times a
  * BF16 or E4M3 query value that is at most 38, so every product of the dot is exact).
- * Returns 0 or -1. */
+ * kdelta (may be NULL) gets each stored value's error bound against the BF16 row
+ * (lowp_select_quant_bound; 0 for BF16 keys). Returns 0 or -1. */
 int lowp_qsa_compress(const lowp_qsa_config *c, const float *k, size_t seq_len, const float *wk,
-                      double *kb, char *why, size_t why_len);
+                      double *kb, double *kdelta, char *why, size_t why_len);
 
 /* The query side: q[index_heads][head_dim] raw BF16 values at position pos -> qo as the
  * dot reads it (BF16, or E4M3 values for LOWP_QSA_KEYS_E4M3). Returns 0 or -1. */
@@ -240,6 +241,156 @@ size_t lowp_blocksel_units(const lowp_blocksel_config *c);
  * selection. Returns 0 or -1 (bad configuration, pos >= seq_len). */
 int lowp_blocksel_scores(const lowp_blocksel_config *c, const float *q, const float *k, size_t seq_len,
                          size_t pos, float *scores, size_t *nblocks, char *why, size_t why_len);
+
+/* ------------------------------------------------------------------ sparse attention */
+
+/* Attention of one query head over the selected tokens only (issue #19 item 2), as QSA's
+ * production sparse kernel computes it (vLLM qwen4_exp nvidia/ops/qsa.py,
+ * qsa_sparse_paged_attention and _qsa_sparse_paged_gqa_splitk_kernel; ref/notes/selection.md
+ * 1.6), and its binary64 reference. The caller gathers the selected tokens: k[n][dim] and
+ * v[n][dim] are the cache elements of the n selected tokens (the selected blocks' tokens
+ * and the open tail, in index-list order), q[dim] the query, gate[dim] the output gate (NULL:
+ * none). out[dim] gets the output.
+ *
+ * Production path: LOWP_SPARSE_BF16 (BF16 cache) and LOWP_SPARSE_FP8 (FP8 cache, and lowp's
+ * NVFP4 / MXFP4 / MXFP8 caches by the same rules). Every binary32 operation is correctly
+ * rounded to nearest even.
+ *  1. Host scales (Python floats, binary64, passed to Triton as binary32):
+ *       softmax_scale = fl32(dim^-0.5 * k_scale),  output_scale = fl32(v_scale)
+ *     (k_scale = v_scale = 1 in BF16 mode: softmax_scale = fl32(dim^-0.5)); in the kernel
+ *       score_scale = fl32(softmax_scale * fl32(1.4426950408889634))   (log2 e)
+ *  2. Elements: q and K elements as BF16 values (bf16(x); FP8 codes widen exactly,
+ *     `keys.to(query.dtype)`; an NVFP4 / MX element x block scale has at most 6 significant
+ *     bits and widens exactly too, short of BF16's range; the global scale is k_scale).
+ *     V elements: BF16 in BF16 mode; fp16 in FP8 mode (`values.to(tl.float16)`: exact for
+ *     E4M3 / E5M2 codes; a block format's element x block scale rounds to nearest even where
+ *     it leaves fp16's range, lowp's rule).
+ *  3. s_j = fl32(dot(q, k_j) * score_scale), dot = tl.dot's fp32 accumulation of exact
+ *     BF16 products, by lowp's dot-product rule (binary64 in order, rounded once).
+ *  4. m = max_j s_j;  p_j = fl32(exp2(fl32(s_j - m))) (exp2 correctly rounded: binary64
+ *     exp2 rounded once);  l = fl32(sum_j p_j) (binary64 in order, rounded once).
+ *  5. P_j = fp16(p_j) in FP8 mode, bf16(p_j) in BF16 mode (`probabilities.to(values.dtype)`);
+ *     acc_d = fl32(sum_j P_j * v_jd) (tl.dot, fp32 accumulation: lowp's rule; each
+ *     product exact).
+ *  6. inv = fl32(output_scale / max(l, 1e-20f));  o_d = fl32(acc_d * inv).
+ *  7. out_d = fl32(bf16(o_d) * sigmoid(g_d)) with g_d = bf16(gate_d) and sigmoid =
+ *     fl32(1 / (1 + exp(-g))) in binary64 (tl.sigmoid in fp32; lowp rounds the exact value
+ *     once); without a gate out_d = bf16(o_d).
+ *  n = 0 gives out = 0 (the kernel's has_values guard).
+ * lowp's choice (stated, not the kernel's): the kernel runs an online softmax over tiles of
+ * BLOCK_N columns (rescaling by alpha = exp2(m_old - m_new)) and, for some launch shapes,
+ * splits the columns and merges the partial results; both depend on the GPU's tuning table.
+ * The definition above is the one-tile, one-split form, equal to them in exact arithmetic and
+ * different by fp32 roundings of the rescaling.
+ *
+ * Exact (LOWP_SPARSE_EXACT): the same function of the same inputs in binary64, no
+ * intermediate rounding: s_j = dim^-0.5 k_scale (q . k_j), w_j = exp(s_j - max s),
+ * o_d = v_scale (sum_j w_j v_jd) / (sum_j w_j), out_d = o_d / (1 + exp(-gate_d)) (no gate:
+ * o_d). q, k, v and gate are taken as given (not rounded): the reference of the
+ * unquantized cache is this path over its values with k_scale = v_scale = 1. */
+typedef enum lowp_sparse_path {
+    LOWP_SPARSE_EXACT = 0,
+    LOWP_SPARSE_BF16 = 1,
+    LOWP_SPARSE_FP8 = 2
+} lowp_sparse_path;
+
+typedef struct lowp_sparse_attn_args {
+    lowp_sparse_path path;
+    size_t dim;             /* 1..1024 */
+    double k_scale, v_scale; /* per-tensor decode-side scales; ignored (1) by LOWP_SPARSE_BF16 */
+} lowp_sparse_attn_args;
+
+/* out[dim] as above. Refuses (-1) a bad path or dim, n >= 2^31, a non-finite or
+ * non-positive scale. NaN or Inf inputs propagate as the arithmetic does. */
+int lowp_sparse_attn(const lowp_sparse_attn_args *a, const float *q, const float *k, const float *v, size_t n,
+                     const float *gate, double *out, char *why, size_t why_len);
+
+/* ------------------------------------------------------------------ certified stability */
+
+/* A selection is certified stable when the scores' error bounds prove that it is the
+ * selection the exact scores make (real arithmetic on the unquantized keys). For scores s_i
+ * with |s_i - s*_i| <= b_i (s* exact) and the top-k set S chosen from s:
+ *     certified  <=>  min over i in S of (s_i - b_i)  >  max over j not in S of (s_j + b_j)
+ * (finite scores only: +Inf forced and -Inf masked entries are the same on every side).
+ * Then every exact s*_i (i in S) exceeds every s*_j (j not in S), so the exact top-k is S
+ * and has no tie at its boundary. lowp_select_run calls a selection certified stable when
+ * both the quantized keys' selection and the reference keys' selection are certified: both
+ * then equal the exact one, so quantizing the keys provably did not change it.
+ *
+ * Element bound (lowp_select_quant_bound). A quantizer stores x ~= e * S * g (element e,
+ * block scale S, decode-side global scale g). Every lowp recipe computes t' = x / (S g) in
+ * binary32 with at most a few roundings and one rcp.approx (relative error |t' - t| <= eps
+ * |t|, eps = 2^-20, a bound on 4 binary32 roundings and rcp.approx's 2 ulp, t = x / (S g))
+ * and encodes t' to a nearest element (nearest even, or DeepGEMM's midpoints toward zero,
+ * also a nearest one). With h(e) the half gap above |e| in the element format (the gap
+ * below is never larger in a binary floating format):
+ *     |x - e S g| = S g |t - e| <= S g (h(e) + eps (|e| + 2 h(e)))
+ * since |t' - e| <= h(e) and |t - t'| <= eps |t| <= eps (|e| + h(e)) (1 + 2 eps).
+ * The largest code is the exception: the recipes clamp there. A recipe's scale keeps
+ * |t| below 2^(E + 1), E the exponent of the element maximum M (OCP MX: S = 2^(floor(log2
+ * amax) - E), so amax / S < 2^(E+1); NVFP4's E4M3 scale rounds amax / 6 by at most 2^-4;
+ * FP8's calibrated scale is amax / M); h is then max(h_below, 2^(E+1) - M). A scale S = 0
+ * (the block amax rounded to a zero scale) bounds |x| by M * (smallest positive scale) * g
+ * * (1 + eps); a NaN scale or element gives an infinite bound. The assumption on the
+ * clamp does not hold for FP8 at a fixed scale with |x| > 2^(E+1) g: lowp_select_run
+ * checks |x - e S g| <= bound on every key and certifies nothing where it fails.
+ *
+ * Score bounds. u = 2^-53, gamma_n = n u / (1 - n u) (recursive binary64 summation of n
+ * terms: |computed - exact| <= gamma_{n-1} sum |terms|), and a binary32 rounding of y
+ * (|fl32(y) - y| <= 2^-24 |y| + 2^-150) bounded from the computed value as
+ * r32(z) = 2^-23 |z| + 2^-149; BF16's r16(z) = 2^-8 |z| + 2^-133.
+ *   QSA (lowp_qsa_score_bounds): the exact score of block b is
+ *     s*_b = (sum_h ReLU(q_h . x_b)) / div, x_b the BF16 index-key row, q_h the BF16 query,
+ *     div the same binary32 sqrt(head_dim) (1 without the divisor). With the stored kb_b,
+ *     its element bounds dk (0 for BF16 keys), the query qo as the dot reads it and dq its
+ *     element bounds (E4M3 mode: q cast to E4M3, h(qo) + eps(...); else 0):
+ *       A_h = sum_i |qo_hi| dk_bi + dq_hi (|kb_bi| + dk_bi)       >= |qo.kb - q.x|
+ *       P_h = sum_i |qo_hi kb_bi|                                  (the dot's terms)
+ *       e_h = A_h + gamma_{d-1} P_h + r32(D_h)                     >= |D_h - q_h.x_b|
+ *     (D_h the binary32 dot), ReLU is 1-Lipschitz, the head sum T = sum_h ReLU(D_h) is
+ *     binary64 then binary32 (Sc), then the binary32 division:
+ *       b = (sum_h e_h + gamma_{H-1} T + r32(Sc)) / div + r32(s)
+ *   MoBA (lowp_moba_score_bounds): the exact gate of block i for head h is
+ *     s*_i = q_h . (sum_t x_t / n), x the binary32 main keys of the block's n tokens. With
+ *     the keys k the selector read (quantized, or BF16) and their bounds dk, per channel c:
+ *       S64 = binary64 sum_t k_tc, s32 = fl32(S64), m = fl32(s32 / n), kb = bf16(m):
+ *       eps_c = r16(kb) + r32(m) + (r32(s32) + gamma_{n-1} sum_t |k_tc| + sum_t dk_tc) / n
+ *                                                            >= |kb_c - sum_t x_tc / n|
+ *       b = sum_c |q_c| eps_c + gamma_{d-1} sum_c |q_c kb_c| + r32(s)
+ *   The bounds are computed in binary64 and multiplied by 1 + 2^-40, which covers the
+ *   roundings of their own few hundred nonnegative terms (each at most 2^-53 relative).
+ * DSA and NSA have no bound here (not certified; the results say so). */
+
+/* h(x) of the element bound: half the gap above |x| in f, x a value of f (the largest
+ * finite value: half the gap below it). NaN for a value f does not hold. */
+double lowp_select_halfgap(lowp_format f, double x);
+
+/* delta[0..n) of n block-quantized codes of f (lowp_block_quantize's layout) with
+ * decode-side global scale dec, as derived above. scales may be NULL for formats without
+ * them. */
+void lowp_select_quant_bound(lowp_block_format f, float dec, const uint8_t *codes, const uint8_t *scales, size_t n,
+                             double *delta);
+
+/* The bound of the element e of f at scale s: s * (h(e) + eps (|e| + 2 h(e))) with the
+ * clamp rule at the largest code (unit-scale casts use s = 1). */
+double lowp_select_elem_bound(lowp_format f, double e, double s);
+
+/* bounds[0..visible) for QSA scores as lowp_qsa_scores computed them (same arguments),
+ * kdelta[seq_len / ratio][head_dim] the key bounds (NULL: 0). Returns 0 or -1. */
+int lowp_qsa_score_bounds(const lowp_qsa_config *c, const float *qo, const double *kb, const double *kdelta,
+                          size_t seq_len, size_t pos, const float *scores, double *bounds, char *why, size_t why_len);
+
+/* bounds[unit][nblocks] for MoBA scores as lowp_blocksel_scores computed them from keys k;
+ * kdsum[block][kv_heads][head_dim] holds, per block, the sum over its tokens of the keys'
+ * element bounds (sum_t dk_tc above; NULL: 0). Forced and masked entries get 0. Refuses
+ * (-1) an NSA configuration (no bound). */
+int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
+                           size_t seq_len, size_t pos, const float *scores, double *bounds, char *why,
+                           size_t why_len);
+
+/* 1 when the top-k set sel[0..nsel) of scores[0..n) is certified by bounds[0..n) (the
+ * rule above), else 0. */
+int lowp_select_certified(const float *scores, const double *bounds, size_t n, const int32_t *sel, size_t nsel);
 
 #ifdef __cplusplus
 }

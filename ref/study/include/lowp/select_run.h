@@ -40,7 +40,12 @@ typedef struct lowp_select_spec {
     const char *keys;        /* qsa: bf16 e4m3 nvfp4 mxfp4 mxfp8; dsa: bf16 fp8 fp4 fp4-deepgemm;
                                 moba/nsa: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4 mxfp8 */
     const char *recipe;      /* NULL: the format's default (qsa nvfp4: trtllm; mx: ocp) */
-    lowp_sweep_scale_mode scale; /* moba/nsa nvfp4 and fp8: the global scale */
+    lowp_sweep_scale_mode scale; /* moba/nsa nvfp4 and fp8 keys, and the values' cache: the global scale */
+    /* The main K/V cache format of the sparse attention's quantized-values runs: bf16
+     * fp8_e4m3 fp8_e5m2 nvfp4 mxfp4 mxfp8 (its default recipe, `scale` for its global scale).
+     * NULL: moba/nsa the keys' format and recipe (one cache); qsa e4m3 -> fp8_e4m3, dsa fp8
+     * -> fp8_e4m3, dsa fp4 -> mxfp4, otherwise the keys' format name. */
+    const char *values;
 } lowp_select_spec;
 
 /* A spec with the selector's defaults for the given shape (heads, dim): QSA's and DSA's
@@ -51,10 +56,19 @@ lowp_select_spec lowp_select_spec_default(lowp_selector_kind kind, size_t q_head
 /* Inputs: q [q_len][q_heads][dim] and k [ctx][kv_heads][dim] (binary32; QSA and DSA round
  * both to BF16 first, as the model holds them, and need kv_heads 1), query row r at
  * position q_offset + r; wq, wk: QSA's RMSNorm weights [dim] (NULL: 0); w: DSA's head
- * weights [q_len][q_heads] (NULL: 1). */
+ * weights [q_len][q_heads] (NULL: 1).
+ * v [ctx][kv_heads][dim] (NULL: no attention) are the values of the sparse attention over
+ * the selected tokens (lowp_sparse_attn), gate [q_len][q_heads][dim] its output gate (NULL:
+ * none). The attention's queries and keys are q and k (BF16): for MoBA and NSA they are the
+ * main attention's own; for QSA and DSA, whose index heads have their own projections in
+ * the model, the index tensors stand in for the main attention's (a synthetic pairing: lowp
+ * has no separate main-attention inputs for them yet). Query head h attends the tokens of
+ * its unit's selection (QSA, DSA: the row's; MoBA: head h's; NSA: its KV group's) up to its
+ * position, in ascending order; QSA adds the open tail. */
 typedef struct lowp_select_inputs {
     const float *q, *k, *wq, *wk, *w;
     size_t q_len, q_heads, ctx, kv_heads, dim, q_offset;
+    const float *v, *gate;
 } lowp_select_inputs;
 
 typedef struct lowp_select_result {
@@ -71,6 +85,23 @@ typedef struct lowp_select_result {
     double jaccard_sum, jaccard_min, recall_sum;
     size_t deepest;           /* the largest intruder rank */
     int32_t *ref_indices;     /* [q_len][units][k]: the reference selections */
+    /* The output-error split (when v was given): relative L2 error, over every row, head and
+     * dim, of the attention output against the exact one (reference selection, BF16 K and
+     * V, lowp_sparse_attn's binary64 path) of
+     *   err_sel:  the quantized keys' selection with the exact values (binary64, BF16 K/V)
+     *   err_val:  the reference selection with K and V in the `values` cache, through QSA's
+     *             production path (LOWP_SPARSE_BF16 for bf16, LOWP_SPARSE_FP8 otherwise)
+     *   err_both: the quantized keys' selection through that production path.
+     * sel_share = err_sel / (err_sel + err_val): the changed selection's share of the two
+     * separate errors (0 when both are 0). */
+    int attn;
+    char values[16];
+    double err_sel, err_val, err_both, sel_share;
+    /* Certified stability (lowp/select.h): 1 when the selector has a score bound (QSA,
+     * MoBA) and every quantized key was within its element bound; certified counts the
+     * selections certified stable (both sides certified). */
+    int certifiable;
+    size_t certified;
 } lowp_select_result;
 
 /* Runs the spec over the inputs. Refuses (-1 with a reason naming the row) a NaN score,

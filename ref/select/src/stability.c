@@ -1,0 +1,186 @@
+/* ref/select/src/stability.c: error bounds of selector scores under quantized keys and the
+ * certified-stable test (lowp/select.h derives every term). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowp/format.h"
+#include "lowp/select.h"
+#include "lowp/why.h"
+
+#define EPS_RECIPE 0x1p-20 /* relative error of a recipe's binary32 t' = x / (S g) */
+#define INFLATE (1.0 + 0x1p-40)
+
+static double gamma_n(size_t n) { return n ? (double)n * 0x1p-53 / (1.0 - (double)n * 0x1p-53) : 0.0; }
+static double r32(double z) { return 0x1p-23 * fabs(z) + 0x1p-149; }
+static double r16(double z) { return 0x1p-8 * fabs(z) + 0x1p-133; }
+
+/* half gap above the magnitude code m (at the largest code: the clamp rule) */
+static double halfgap_code(lowp_format f, uint16_t m)
+{
+    uint16_t top = lowp_format_max_code(f);
+    if (m >= top) {
+        double M = lowp_decode_f64(f, top), below = M - lowp_decode_f64(f, (uint16_t)(top - 1));
+        int E;
+        frexp(M, &E); /* M = fr 2^E, fr in [0.5, 1): the binade ends at 2^E */
+        double clamp = ldexp(1.0, E) - M;
+        return below / 2 > clamp ? below / 2 : clamp;
+    }
+    return (lowp_decode_f64(f, (uint16_t)(m + 1)) - lowp_decode_f64(f, m)) / 2;
+}
+
+static uint16_t magnitude(lowp_format f, uint16_t code) { return code & (uint16_t)((1u << (lowp_format_bits(f) - 1)) - 1); }
+
+double lowp_select_halfgap(lowp_format f, double x)
+{
+    lowp_codec c;
+    if (lowp_codec_init(&c, f, LOWP_PROFILE_OCP, LOWP_RN, LOWP_SAT_OFF, NULL, 0))
+        return NAN;
+    uint16_t code = lowp_encode_f64(&c, x);
+    if (lowp_code_is_nan(f, code) || lowp_code_is_inf(f, code) || lowp_decode_f64(f, code) != x)
+        return NAN;
+    return halfgap_code(f, magnitude(f, code));
+}
+
+static double bound_of(double e, double h, double s)
+{
+    if (isnan(e) || isnan(h) || isnan(s) || isinf(e))
+        return INFINITY;
+    return s * (h + EPS_RECIPE * (fabs(e) + 2 * h));
+}
+
+double lowp_select_elem_bound(lowp_format f, double e, double s) { return bound_of(e, lowp_select_halfgap(f, e), s); }
+
+void lowp_select_quant_bound(lowp_block_format f, float dec, const uint8_t *codes, const uint8_t *scales, size_t n,
+                             double *delta)
+{
+    lowp_format ef = lowp_block_element_format(f);
+    size_t bs = lowp_block_size(f);
+    int has = lowp_block_has_scales(f);
+    lowp_format sf = f == LOWP_NVFP4 ? LOWP_E4M3 : LOWP_E8M0;
+    double emax = lowp_decode_f64(ef, lowp_format_max_code(ef));
+    double smin = has ? lowp_decode_f64(sf, f == LOWP_NVFP4 ? 1 : 0) : 1.0; /* smallest positive scale */
+    for (size_t i = 0; i < n; i++) {
+        uint16_t code = lowp_block_code_at(f, codes, i);
+        double s = has ? lowp_decode_f64(sf, scales[i / bs]) : 1.0;
+        double e = lowp_decode_f64(ef, code);
+        if (s == 0.0) /* the block amax rounded to a zero scale: |x| <= M smin g (1 + eps) */
+            delta[i] = emax * smin * (double)dec * (1 + EPS_RECIPE);
+        else if (lowp_code_is_nan(ef, code))
+            delta[i] = INFINITY;
+        else
+            delta[i] = bound_of(e, halfgap_code(ef, magnitude(ef, code)), s * (double)dec);
+    }
+}
+
+int lowp_qsa_score_bounds(const lowp_qsa_config *c, const float *qo, const double *kb, const double *kdelta,
+                          size_t seq_len, size_t pos, const float *scores, double *bounds, char *why, size_t wl)
+{
+    if (c == NULL || c->head_dim < 1 || c->ratio < 1 || c->index_heads < 1)
+        return lowp_why_set(why, wl, "QSA bounds: bad configuration");
+    if (pos >= seq_len)
+        return lowp_why_set(why, wl, "QSA bounds: query position %zu outside the sequence of %zu tokens", pos,
+                            seq_len);
+    size_t d = c->head_dim, R = c->ratio, H = c->index_heads;
+    size_t vis = (pos + 1) / R < seq_len / R ? (pos + 1) / R : seq_len / R;
+    double *dq = calloc(H * d, sizeof *dq);
+    if (dq == NULL)
+        return lowp_why_set(why, wl, "QSA bounds: out of memory");
+    if (c->keys == LOWP_QSA_KEYS_E4M3) /* q cast to E4M3 (unit scale) from its BF16 value */
+        for (size_t i = 0; i < H * d; i++)
+            dq[i] = lowp_select_elem_bound(LOWP_E4M3, (double)qo[i], 1.0);
+    double div = c->divide ? (double)sqrtf((float)d) : 1.0, gd = gamma_n(d - 1), gh = gamma_n(H - 1);
+    for (size_t b = 0; b < vis; b++) {
+        const double *kv = kb + b * d, *dk = kdelta ? kdelta + b * d : NULL;
+        double esum = 0.0, T = 0.0;
+        for (size_t h = 0; h < H; h++) {
+            const float *qh = qo + h * d;
+            const double *dqh = dq + h * d;
+            double A = 0.0, P = 0.0, s = 0.0;
+            for (size_t i = 0; i < d; i++) {
+                double dki = dk ? dk[i] : 0.0;
+                A += fabs((double)qh[i]) * dki + dqh[i] * (fabs(kv[i]) + dki);
+                P += fabs((double)qh[i] * kv[i]);
+                s += (double)qh[i] * kv[i];
+            }
+            float D = (float)s; /* the binary32 dot lowp_qsa_scores formed */
+            esum += A + gd * P + r32(D);
+            T += D > 0 ? (double)D : 0.0;
+        }
+        double Sc = (double)(float)T;
+        bounds[b] = ((esum + gh * T + r32(Sc)) / div + r32(scores[b])) * INFLATE;
+    }
+    free(dq);
+    return 0;
+}
+
+int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
+                           size_t seq_len, size_t pos, const float *scores, double *bounds, char *why, size_t wl)
+{
+    if (c == NULL || c->method != LOWP_BLOCKSEL_MOBA)
+        return lowp_why_set(why, wl, "score bounds: only MoBA's gates have one (NSA is not certified)");
+    if (c->kv_heads < 1 || c->q_heads % c->kv_heads || c->block < 1 || c->head_dim < 1)
+        return lowp_why_set(why, wl, "MoBA bounds: bad configuration");
+    if (pos >= seq_len)
+        return lowp_why_set(why, wl, "MoBA bounds: query position %zu outside the sequence of %zu tokens", pos,
+                            seq_len);
+    lowp_codec b16;
+    lowp_codec_init(&b16, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, NULL, 0);
+    size_t B = c->block, d = c->head_dim, Hk = c->kv_heads, G = c->q_heads / Hk, cur = pos / B, nb = cur + 1;
+    double *eps = malloc(2 * d * sizeof *eps);
+    if (eps == NULL)
+        return lowp_why_set(why, wl, "MoBA bounds: out of memory");
+    double *kbar = eps + d, gd = gamma_n(d - 1);
+    for (size_t i = 0; i < c->q_heads * nb; i++)
+        bounds[i] = 0.0;
+    for (size_t i = 0; i < cur; i++) {
+        size_t t0 = i * B, t1 = t0 + B < seq_len ? t0 + B : seq_len, n = t1 - t0;
+        double gn = gamma_n(n - 1);
+        for (size_t g = 0; g < Hk; g++) {
+            for (size_t e = 0; e < d; e++) {
+                double S = 0.0, A = 0.0, D = kdsum ? kdsum[(i * Hk + g) * d + e] : 0.0;
+                for (size_t t = t0; t < t1; t++) {
+                    size_t at = (t * Hk + g) * d + e;
+                    S += (double)k[at];
+                    A += fabs((double)k[at]);
+                }
+                float s32 = (float)S, m = s32 / (float)n;
+                float kb = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&b16, m));
+                kbar[e] = kb;
+                eps[e] = r16(kb) + r32(m) + (r32(s32) + gn * A + D) / (double)n;
+            }
+            for (size_t hh = 0; hh < G; hh++) {
+                size_t h = g * G + hh;
+                const float *qh = q + h * d;
+                double E = 0.0, P = 0.0;
+                for (size_t e = 0; e < d; e++) {
+                    E += fabs((double)qh[e]) * eps[e];
+                    P += fabs((double)qh[e] * kbar[e]);
+                }
+                bounds[h * nb + i] = (E + gd * P + r32(scores[h * nb + i])) * INFLATE;
+            }
+        }
+    }
+    free(eps);
+    return 0;
+}
+
+int lowp_select_certified(const float *scores, const double *bounds, size_t n, const int32_t *sel, size_t nsel)
+{
+    unsigned char *in = calloc(n ? n : 1, 1);
+    if (in == NULL)
+        return 0;
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < nsel; i++)
+        if (sel[i] >= 0 && (size_t)sel[i] < n) {
+            in[sel[i]] = 1;
+            float s = scores[sel[i]];
+            if (isfinite(s) && (double)s - bounds[sel[i]] < lo)
+                lo = (double)s - bounds[sel[i]];
+        }
+    for (size_t j = 0; j < n; j++)
+        if (!in[j] && isfinite(scores[j]) && (double)scores[j] + bounds[j] > hi)
+            hi = (double)scores[j] + bounds[j];
+    free(in);
+    return lo > hi || hi == -INFINITY || lo == INFINITY;
+}
