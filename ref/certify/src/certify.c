@@ -187,6 +187,73 @@ lowp_certify_cache lowp_certify_cache_init(lowp_certify_layout l, size_t num_pag
     return c;
 }
 
+static int dims_ok(const char *name, int ndim, const size_t *shape, int want, const char *what, char *why,
+                   size_t why_len)
+{
+    if (ndim != want)
+        return lowp_why_set(why, why_len, "%s: rank %d, expected %s", name, ndim, what);
+    for (int k = 0; k < ndim; k++)
+        if (shape[k] == 0)
+            return lowp_why_set(why, why_len, "%s: dimension %d is 0 (expected %s)", name, k, what);
+    return 0;
+}
+
+int lowp_certify_cache_shapes(lowp_certify_cache *c, int kn, const size_t *ks, int vn, const size_t *vsh, int ksn,
+                              const size_t *kss, int vsn, const size_t *vss, size_t elem, char *why, size_t why_len)
+{
+    const char *ln = lowp_certify_layout_name(c->layout);
+    if (c->layout == LOWP_CERTIFY_VLLM_FP8 || c->layout == LOWP_CERTIFY_FLASHINFER) {
+        const char *what = c->layout == LOWP_CERTIFY_VLLM_FP8 ? "[num_blocks, block_size, num_kv_heads, head_size]"
+                           : c->code_order == LOWP_KV_NHD   ? "[pages, page_size, H, D] (nhd)"
+                                                            : "[pages, H, page_size, D] (hnd)";
+        if (dims_ok("k_cache", kn, ks, 4, what, why, why_len) || dims_ok("v_cache", vn, vsh, 4, what, why, why_len))
+            return -1;
+        if (ksn != 0 || vsn != 0)
+            return lowp_why_set(why, why_len, "layout %s has no block scales", ln);
+        if (elem == 1)
+            c->format = LOWP_FP8_E4M3;
+        else if (elem == 2 && c->layout == LOWP_CERTIFY_FLASHINFER)
+            c->format = LOWP_BF16_PASS;
+        else
+            return lowp_why_set(why, why_len, "k_cache: %zu-byte elements are not a %s cache (%s)", elem, ln,
+                                c->layout == LOWP_CERTIFY_VLLM_FP8 ? "uint8 fp8_e4m3" : "bf16, or uint8 fp8_e4m3");
+        int nhd = c->code_order == LOWP_KV_NHD;
+        c->num_pages = ks[0];
+        c->page_size = nhd ? ks[1] : ks[2];
+        c->num_kv_heads = nhd ? ks[2] : ks[1];
+        c->qk_dim = ks[3];
+        c->vo_dim = vsh[3];
+        if (vsh[0] != ks[0] || vsh[1] != ks[1] || vsh[2] != ks[2])
+            return lowp_why_set(why, why_len, "v_cache: shape differs from k_cache's in its first three dimensions");
+        return 0;
+    }
+    const char *what = "[pages, H, page_size, D/16]";
+    if (dims_ok("k_scales", ksn, kss, 4, what, why, why_len) || dims_ok("v_scales", vsn, vss, 4, what, why, why_len))
+        return -1;
+    int sg = c->layout == LOWP_CERTIFY_SGLANG_NVFP4;
+    const char *cw = sg ? "[size, H, D/2]" : "[pages, H, page_size, D/2]";
+    if (dims_ok("k_cache", kn, ks, sg ? 3 : 4, cw, why, why_len) || dims_ok("v_cache", vn, vsh, sg ? 3 : 4, cw, why, why_len))
+        return -1;
+    if (elem != 1)
+        return lowp_why_set(why, why_len, "k_cache: nvfp4 pools are bytes (uint8), not %zu-byte elements", elem);
+    c->format = LOWP_NVFP4;
+    size_t pages = kss[0], H = kss[1], P = kss[2];
+    c->num_pages = pages;
+    c->num_kv_heads = H;
+    c->page_size = P;
+    c->qk_dim = ks[kn - 1] * 2;
+    c->vo_dim = vsh[vn - 1] * 2;
+    if (kss[3] * 16 != c->qk_dim || vss[3] * 16 != c->vo_dim || vss[0] != pages || vss[1] != H || vss[2] != P)
+        return lowp_why_set(why, why_len, "k_scales/v_scales: shapes do not hold one E4M3 scale per 16 elements of "
+                            "[pages %zu, H %zu, page_size %zu] (head dims %zu, %zu)", pages, H, P, c->qk_dim, c->vo_dim);
+    int bad = sg ? (ks[0] != pages * P || ks[1] != H || vsh[0] != pages * P || vsh[1] != H)
+                 : (ks[0] != pages || ks[1] != H || ks[2] != P || vsh[0] != pages || vsh[1] != H || vsh[2] != P);
+    if (bad)
+        return lowp_why_set(why, why_len, "k_cache/v_cache: shapes do not match the scale pools' [pages %zu, H %zu, "
+                            "page_size %zu]%s", pages, H, P, sg ? " (sglang: size = pages x page_size)" : "");
+    return 0;
+}
+
 lowp_certify_arith lowp_certify_arith_default(void)
 {
     lowp_certify_arith a;

@@ -121,6 +121,15 @@ typedef struct lowp_certify_cache {
 lowp_certify_cache lowp_certify_cache_init(lowp_certify_layout l, size_t num_pages, size_t page_size,
                                            size_t num_kv_heads, size_t qk_dim, size_t vo_dim);
 
+/* Sizes and format of c from the pools' shapes as the layout holds them (c->layout set, and
+ * c->code_order for FlashInfer): k_shape / v_shape of rank 4 ([pages, P, H, D] NHD, [pages,
+ * H, P, D] HND, [pages, H, P, D/2] TRT-LLM) or 3 (SGLang [size, H, D/2]), ks / vs the NVFP4
+ * scale pools [pages, H, P, D/16] (ndim 0 otherwise), elem the bytes per K/V element (1:
+ * FP8 or packed NVFP4, 2: BF16, FlashInfer only). -1 with a reason naming the tensor. */
+int lowp_certify_cache_shapes(lowp_certify_cache *c, int k_ndim, const size_t *k_shape, int v_ndim,
+                              const size_t *v_shape, int ks_ndim, const size_t *ks_shape, int vs_ndim,
+                              const size_t *vs_shape, size_t elem, char *why, size_t why_len);
+
 /* What the kernel declares it computes (certify.c derives the bound from these). */
 typedef struct lowp_certify_arith {
     lowp_certify_dtype q_dtype;       /* Q rounded (RN) to this before Q.K (F32: as given) */
