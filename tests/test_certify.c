@@ -387,6 +387,15 @@ static void make_paged(paged *p, lowp_block_format f, const lowp_kv_config *alt_
     free(ob);
 }
 
+/* The layout's own order for make_paged's second cache (2 KV heads, dims 64, page 16). */
+static lowp_kv_config alt_config(lowp_block_format f, lowp_kv_layout l, lowp_kv_sf_order v_sf)
+{
+    lowp_kv_config c = lowp_kv_config_default(f, 1, 16, 2, 64, 64);
+    c.layout = l;
+    c.v_sf_order = v_sf;
+    return c;
+}
+
 static void free_paged(paged *p)
 {
     lowp_kvcache_destroy(p->nhd);
@@ -451,10 +460,18 @@ static void expect_clean(const lowp_certify_result *r, const char *what)
     ck_assert(r->outputs == r->counts[0] + r->counts[1]);
 }
 
+/* The certificate of a misdeclared cache fails and its diagnosis holds words. */
+static void expect_diagnosis(const paged *p, const lowp_certify_cache *c, const char *words)
+{
+    lowp_certify_result r = certify(p, c, p->out);
+    ck_assert_uint_gt(r.counts[LOWP_CERTIFY_OUTSIDE] + r.counts[LOWP_CERTIFY_NAN_MISMATCH], 0);
+    ck_assert_msg(strstr(r.diagnosis, words) != NULL, "diagnosis: '%s', expected '%s'", r.diagnosis, words);
+}
+
 START_TEST(test_vllm_fp8_lowp_kernel_within_and_perturbed_outside)
 {
     paged p;
-    lowp_kv_config alt = lowp_kv_config_default(LOWP_FP8_E4M3, 1, 16, 2, 64, 64);
+    lowp_kv_config alt = alt_config(LOWP_FP8_E4M3, LOWP_KV_NHD, LOWP_KV_SF_LINEAR);
     make_paged(&p, LOWP_FP8_E4M3, &alt, 0.25f, 0.5f, 1);
     lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_VLLM_FP8, p.alt, 0.25f, 0.5f, 1);
     lowp_certify_result r = certify(&p, &c, p.out);
@@ -485,12 +502,10 @@ END_TEST
 START_TEST(test_ignored_k_scale_is_named)
 {
     paged p;
-    lowp_kv_config alt = lowp_kv_config_default(LOWP_FP8_E4M3, 1, 16, 2, 64, 64);
+    lowp_kv_config alt = alt_config(LOWP_FP8_E4M3, LOWP_KV_NHD, LOWP_KV_SF_LINEAR);
     make_paged(&p, LOWP_FP8_E4M3, &alt, 1.0f, 0.5f, 2); /* the kernel ran with k_scale 1 */
     lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_VLLM_FP8, p.alt, 0.125f, 0.5f, 1); /* declared 0.125 */
-    lowp_certify_result r = certify(&p, &c, p.out);
-    ck_assert_uint_gt(r.counts[LOWP_CERTIFY_OUTSIDE], 0);
-    ck_assert_msg(strstr(r.diagnosis, "ignore k_scale") != NULL, "diagnosis: '%s'", r.diagnosis);
+    expect_diagnosis(&p, &c, "ignore k_scale");
     free_paged(&p);
 }
 END_TEST
@@ -498,18 +513,14 @@ END_TEST
 START_TEST(test_flashinfer_hnd_and_swap_named)
 {
     paged p;
-    lowp_kv_config alt = lowp_kv_config_default(LOWP_BF16_PASS, 1, 16, 2, 64, 64);
-    alt.layout = LOWP_KV_HND;
+    lowp_kv_config alt = alt_config(LOWP_BF16_PASS, LOWP_KV_HND, LOWP_KV_SF_LINEAR);
     make_paged(&p, LOWP_BF16_PASS, &alt, 1.0f, 1.0f, 3);
     lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_FLASHINFER, p.alt, 1.0f, 1.0f, 0);
     c.code_order = c.sf_order = LOWP_KV_HND;
     lowp_certify_result r = certify(&p, &c, p.out);
     expect_clean(&r, "flashinfer hnd bf16");
     c.code_order = c.sf_order = LOWP_KV_NHD; /* the HND bytes declared NHD */
-    r = certify(&p, &c, p.out);
-    ck_assert_uint_gt(r.counts[LOWP_CERTIFY_OUTSIDE] + r.counts[LOWP_CERTIFY_NAN_MISMATCH], 0);
-    ck_assert_msg(strstr(r.diagnosis, "HND/NHD swapped: the pages look hnd, layout says nhd") != NULL,
-                  "diagnosis: '%s'", r.diagnosis);
+    expect_diagnosis(&p, &c, "HND/NHD swapped: the pages look hnd, layout says nhd");
     free_paged(&p);
 }
 END_TEST
@@ -517,18 +528,13 @@ END_TEST
 START_TEST(test_trtllm_nvfp4_and_v_scale_order_named)
 {
     paged p;
-    lowp_kv_config alt = lowp_kv_config_default(LOWP_NVFP4, 1, 16, 2, 64, 64);
-    alt.layout = LOWP_KV_HND;
-    alt.v_sf_order = LOWP_KV_SF_INTERLEAVE4;
+    lowp_kv_config alt = alt_config(LOWP_NVFP4, LOWP_KV_HND, LOWP_KV_SF_INTERLEAVE4);
     make_paged(&p, LOWP_NVFP4, &alt, 0.02f, 0.03f, 4);
     lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_TRTLLM, p.alt, 0.02f, 0.03f, 1);
     lowp_certify_result r = certify(&p, &c, p.out);
     expect_clean(&r, "trtllm nvfp4");
     c.v_sf_order = LOWP_KV_SF_LINEAR; /* vLLM #50085: interleaved bytes read linearly */
-    r = certify(&p, &c, p.out);
-    ck_assert_uint_gt(r.counts[LOWP_CERTIFY_OUTSIDE] + r.counts[LOWP_CERTIFY_NAN_MISMATCH], 0);
-    ck_assert_msg(strstr(r.diagnosis, "V scales look 4-token interleaved, layout says linear") != NULL,
-                  "diagnosis: '%s'", r.diagnosis);
+    expect_diagnosis(&p, &c, "V scales look 4-token interleaved, layout says linear");
     free_paged(&p);
 }
 END_TEST
@@ -538,9 +544,7 @@ END_TEST
 START_TEST(test_sglang_nvfp4_mixed_orders)
 {
     paged p;
-    lowp_kv_config alt = lowp_kv_config_default(LOWP_NVFP4, 1, 16, 2, 64, 64);
-    alt.layout = LOWP_KV_HND;
-    alt.v_sf_order = LOWP_KV_SF_INTERLEAVE4;
+    lowp_kv_config alt = alt_config(LOWP_NVFP4, LOWP_KV_HND, LOWP_KV_SF_INTERLEAVE4);
     make_paged(&p, LOWP_NVFP4, &alt, 1.0f, 1.0f, 5);
     lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_SGLANG_NVFP4, p.alt, 1.0f, 1.0f, 1);
     c.k = lowp_kvcache_cbuffer(p.nhd, LOWP_KV_K, LOWP_KV_CODES, NULL);
@@ -556,7 +560,7 @@ END_TEST
 START_TEST(test_refusals_name_the_argument)
 {
     paged p;
-    lowp_kv_config alt = lowp_kv_config_default(LOWP_FP8_E4M3, 1, 16, 2, 64, 64);
+    lowp_kv_config alt = alt_config(LOWP_FP8_E4M3, LOWP_KV_NHD, LOWP_KV_SF_LINEAR);
     make_paged(&p, LOWP_FP8_E4M3, &alt, 1.0f, 1.0f, 6);
     lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_VLLM_FP8, p.alt, 1.0f, 1.0f, 1);
     lowp_certify_arith a = lowp_kernel_arith();
