@@ -105,28 +105,24 @@ _lib.lowp_block_quantize.argtypes = [_i, _i, _GlobalScale, ctypes.c_uint, _p, _s
                                      ctypes.c_char_p, _sz]
 
 
-def _numpy(x):
-    """A numpy view of x: numpy arrays as they are, torch tensors through .cpu() (bf16 and
-    fp8 tensors reinterpreted as integers of the same width, so nothing is converted)."""
+def _numpy(x, values=False):
+    """A numpy view of x: numpy arrays as they are, torch tensors through .cpu(). Cache
+    tensors (values False) keep their bytes: bf16 / fp8 tensors are reinterpreted as
+    integers of the same width; query and output tensors (values True) are converted to
+    float32, which holds bf16 and f16 exactly."""
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch, without importing it
         t = x.detach().cpu()
         name = str(t.dtype)
+        if values and name in ("torch.bfloat16", "torch.float16"):
+            return t.float().numpy()
         if "float8" in name:
             import torch
-            t = t.view(torch.uint8)
-        elif name == "torch.bfloat16":
+            return t.view(torch.uint8).numpy()
+        if name == "torch.bfloat16":
             import torch
-            return t.view(torch.int16).numpy().view(np.uint16).view(_bf16_dtype())
+            return t.view(torch.int16).numpy().view(np.uint16)
         return t.numpy()
     return np.asarray(x)
-
-
-def _bf16_dtype():
-    try:
-        import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
-    except ImportError:
-        return np.dtype(np.uint16)
 
 
 def _is_bf16(a):
@@ -135,7 +131,7 @@ def _is_bf16(a):
 
 def _floats(x, name):
     """float32 values of a query or output tensor (bf16 / f16 / f32 are exact in f32)."""
-    a = _numpy(x)
+    a = _numpy(x, values=True)
     if _is_bf16(a):
         a = a.astype(np.float32)
     if a.dtype.kind != "f":
