@@ -23,6 +23,7 @@ allowed() {
     select) echo "select attn kvcache block codec hw common" ;;
     model) echo "model attn kvcache block codec hw io common" ;;
     oracle) echo "oracle attn kvcache block codec hw common" ;;
+    certify) echo "certify oracle attn kvcache block codec hw common" ;;
     study) echo "study oracle select attn kvcache block codec hw io common" ;;
     *) echo "" ;;
   esac

@@ -510,7 +510,7 @@ int lowp_cmd_attn(int argc, char **argv)
     lowp_kv_view view = lowp_kv_view_of(&cfg);
     lowp_kv_path_result pres;
     memset(&pres, 0, sizeof pres);
-    size_t oracle_rows = 0, oracle_rows_b = 0;
+    size_t oracle_rows = 0, oracle_rows_b = 0, k_changed = 0, v_changed = 0;
     for (size_t g = 0; g < H; g++) {
         char what[64];
         snprintf(what, sizeof what, "KV head %zu/%zu", g + 1, H);
@@ -556,6 +556,10 @@ int lowp_cmd_attn(int argc, char **argv)
                 }
                 if (path == LOWP_KV_PATH_EXACT) /* the exact path: the cache's own values */
                     *e = x;
+                /* what the statistics are against: the inputs as given, which the cache
+                 * changed here (or not, when the inputs are already dequantized values) */
+                const float *in = isk ? k + ((t0 + j / d) * H + g) * D + j % d : v + ((t0 + j / d) * H + g) * Dv + j % d;
+                *(isk ? &k_changed : &v_changed) += !(x == (double)*in);
             }
         }
         /* the path's effective values */
@@ -666,7 +670,13 @@ int lowp_cmd_attn(int argc, char **argv)
            oracle_rows, s.q_len * s.num_q_heads, nan_out, inf_out);
     if (a.baseline != NULL)
         printf("# baseline: %zu of %zu rows by the MPFR oracle\n", oracle_rows_b, s.q_len * s.num_q_heads);
-    printf("# error against attention over the unquantized K/V (Q as given), both exact math (binary64 reference)\n");
+    printf("# statistics compare: attention over the %s path's K/V (read from the quantized cache) against attention "
+           "over the K/V and Q of the input files as given (not quantized), both exact math (binary64 reference); "
+           "the cache changed %zu of %zu K and %zu of %zu V input elements%s\n",
+           lowp_kv_path_name(path), k_changed, nk, v_changed, nv,
+           k_changed + v_changed == 0 ? " (the inputs already are values of the format, e.g. dequantized K/V: the "
+                                        "statistics measure the path's own roundings, not the format's cost)"
+                                      : "");
     printf("%-5s %12s %12s %12s %12s %12s %9s\n", "head", "rel_L2", "max_abs", "cosine", "TV_mean", "TV_max",
            "nonfinite");
     for (long h = 0; h <= (long)s.num_q_heads; h++) {

@@ -1,0 +1,220 @@
+/* lowp/certify.h: certify someone else's paged-decode attention kernel.
+ *
+ * Input: a paged KV cache exactly as a production framework holds it in memory (a named
+ * layout, below), the decode queries, the kernel's output, and the arithmetic the kernel
+ * declares (lowp_certify_arith). Output: for every output element a verdict
+ *
+ *   EXACT         the kernel's value is a correct rounding, in the declared output dtype,
+ *                 of the exact attention of the declared inputs;
+ *   WITHIN        |got - exact| <= B, B the bound derived for the declared arithmetic
+ *                 (ref/certify/src/certify.c states it term by term);
+ *   OUTSIDE       |got - exact| > B;
+ *   NAN_MISMATCH  one of got and exact is NaN (or infinite) and the other is not the same.
+ *
+ * "Exact attention of the declared inputs" is softmax(sm_scale q^ K^T) V with q^ the query
+ * rounded as declared (RN to q_dtype, E4M3 after division by q_scale), K and V the cache's
+ * values (element x block scale x global scale, exact in binary64), computed by the
+ * binary64 reference of lowp/attn.h with its proven bound, and by the MPFR oracle for the
+ * rows where that bound leaves a verdict open. No tolerance is guessed: B comes from the
+ * declared dtypes, the sequence length and the magnitudes of this very case.
+ *
+ * Layouts (the owners' memory order; certify.c cites the source of each):
+ *   VLLM_FP8      key_cache / value_cache: uint8 [num_blocks, block_size, num_kv_heads,
+ *                 head_size] FP8 E4M3 codes; per-tensor k_scale, v_scale; block_table
+ *                 [batch, max_blocks] + seq_lens.
+ *   FLASHINFER    paged_k_cache / paged_v_cache: [max_num_pages, page_size, H, D] (NHD) or
+ *                 [max_num_pages, H, page_size, D] (HND), BF16 or FP8 E4M3 (then k_scale,
+ *                 v_scale); kv_indptr / kv_indices / kv_last_page_len (int32 CSR).
+ *   SGLANG_NVFP4  k_buffer / v_buffer: uint8 [size, H, D/2] slot-major (slot = page *
+ *                 page_size + token), packed E2M1 (even element in the low nibble);
+ *                 native_k_scale_buffer / native_v_scale_buffer: E4M3 bytes [size /
+ *                 page_size, H, page_size, D/16], K linear, V 4-token interleaved; the
+ *                 decode-side global k_scale / v_scale; block_table + seq_lens.
+ *   TRTLLM        NVFP4 pools: K and V blocks [num_pages, H, tokens_per_block, D/2], block
+ *                 scales [num_pages, H, tokens_per_block, D/16], K linear, V 4-token
+ *                 interleaved; decode-side global scales; block_table + seq_lens.
+ * lowp_certify_cache_init fills the orders each layout states; a caller may override them
+ * (FlashInfer's NHD/HND is the caller's choice). Either page table form may be given.
+ *
+ * A layout mismatch is named, not reported as a numeric error (diagnose = 1): when the
+ * declared reading has an element outside its bound or a NaN mismatch, certify re-reads
+ * the same bytes under each alternative (V / K scales interleaved <-> linear, pages
+ * NHD <-> HND, k_scale or v_scale not applied by the kernel) and names the first reading
+ * under which every element is within bound: the heuristic's basis is that certificate,
+ * whose counts are given in the diagnosis.
+ *
+ * Error convention: 0, or -1 with one sentence in why naming the offending argument.
+ */
+#ifndef LOWP_CERTIFY_H
+#define LOWP_CERTIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lowp/block.h"
+#include "lowp/kvcache.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum lowp_certify_layout {
+    LOWP_CERTIFY_VLLM_FP8 = 0,
+    LOWP_CERTIFY_FLASHINFER = 1,
+    LOWP_CERTIFY_SGLANG_NVFP4 = 2,
+    LOWP_CERTIFY_TRTLLM = 3
+} lowp_certify_layout;
+#define LOWP_CERTIFY_LAYOUT_COUNT 4
+
+/* The dtypes a kernel rounds to. E4M3 is OCP FP8 E4M3 ("fn"), saturating (satfinite). */
+typedef enum lowp_certify_dtype {
+    LOWP_CERTIFY_F32 = 0,
+    LOWP_CERTIFY_BF16 = 1,
+    LOWP_CERTIFY_F16 = 2,
+    LOWP_CERTIFY_E4M3 = 3
+} lowp_certify_dtype;
+#define LOWP_CERTIFY_DTYPE_COUNT 4
+
+typedef enum lowp_certify_verdict {
+    LOWP_CERTIFY_EXACT = 0,
+    LOWP_CERTIFY_WITHIN = 1,
+    LOWP_CERTIFY_OUTSIDE = 2,
+    LOWP_CERTIFY_NAN_MISMATCH = 3
+} lowp_certify_verdict;
+#define LOWP_CERTIFY_VERDICT_COUNT 4
+
+/* Names: "vllm-fp8" "flashinfer" "sglang-nvfp4" "trtllm"; "f32" "bf16" "f16" "e4m3";
+ * "exact" "within" "outside" "nan-mismatch". Parsers: 0 or -1. */
+const char *lowp_certify_layout_name(lowp_certify_layout l);
+int lowp_certify_layout_parse(const char *name, lowp_certify_layout *out);
+const char *lowp_certify_dtype_name(lowp_certify_dtype d);
+int lowp_certify_dtype_parse(const char *name, lowp_certify_dtype *out);
+const char *lowp_certify_verdict_name(lowp_certify_verdict v);
+
+/* The cache as the framework holds it. Sizes: num_pages is the pool's page count (SGLang:
+ * size / page_size), page_size its tokens per page, qk_dim / vo_dim the head dims. Codes:
+ * k, v point at the pool's first byte (row bytes: D for FP8, 2 D for BF16 little-endian, D/2
+ * for NVFP4). Scales: k_sf, v_sf (NVFP4 only, else NULL). Global scales: decode-side
+ * (x = element x block scale x scale); finite and > 0, never defaulted here (an unset
+ * scale is a bug, TRT-LLM #16916); 1 for BF16. Page table: block_table != NULL selects
+ * block_table [batch][max_blocks] + seq_lens [batch] (entries past a sequence's pages are
+ * not read), else indptr / indices / last_page_len (FlashInfer CSR). Every sequence must
+ * hold at least one token (a decode query sees its own key). */
+typedef struct lowp_certify_cache {
+    lowp_certify_layout layout;
+    lowp_block_format format;        /* VLLM_FP8: FP8_E4M3; FLASHINFER: BF16_PASS or FP8_E4M3;
+                                        SGLANG_NVFP4, TRTLLM: NVFP4 */
+    lowp_kv_layout code_order;       /* page order of the codes: NHD or HND */
+    lowp_kv_layout sf_order;         /* page order of the block scales (NVFP4) */
+    lowp_kv_sf_order k_sf_order, v_sf_order; /* linear or 4-token interleave (NVFP4) */
+    size_t num_pages, page_size, num_kv_heads, qk_dim, vo_dim;
+    const uint8_t *k, *v;
+    const uint8_t *k_sf, *v_sf;
+    float k_scale, v_scale;
+    size_t batch;
+    const int32_t *block_table; size_t max_blocks; const int32_t *seq_lens;
+    const int32_t *indptr, *indices, *last_page_len;
+} lowp_certify_cache;
+
+/* A cache with the layout's own format and orders (FlashInfer: NHD, BF16), the sizes given
+ * and everything else zero (scales 0: the caller must set them). */
+lowp_certify_cache lowp_certify_cache_init(lowp_certify_layout l, size_t num_pages, size_t page_size,
+                                           size_t num_kv_heads, size_t qk_dim, size_t vo_dim);
+
+/* Sizes and format of c from the pools' shapes as the layout holds them (c->layout set, and
+ * c->code_order for FlashInfer): k_shape / v_shape of rank 4 ([pages, P, H, D] NHD, [pages,
+ * H, P, D] HND, [pages, H, P, D/2] TRT-LLM) or 3 (SGLang [size, H, D/2]), ks / vs the NVFP4
+ * scale pools [pages, H, P, D/16] (ndim 0 otherwise), elem the bytes per K/V element (1:
+ * FP8 or packed NVFP4, 2: BF16, FlashInfer only). -1 with a reason naming the tensor. */
+int lowp_certify_cache_shapes(lowp_certify_cache *c, int k_ndim, const size_t *k_shape, int v_ndim,
+                              const size_t *v_shape, int ks_ndim, const size_t *ks_shape, int vs_ndim,
+                              const size_t *vs_shape, size_t elem, char *why, size_t why_len);
+
+/* What the kernel declares it computes (certify.c derives the bound from these). */
+typedef struct lowp_certify_arith {
+    lowp_certify_dtype q_dtype;       /* Q rounded (RN) to this before Q.K (F32: as given) */
+    float q_scale;                    /* E4M3 Q: q^ = e4m3(fl32(q / q_scale)) * q_scale; 0 = 1 */
+    lowp_certify_dtype p_dtype;       /* P = exp(s - m) rounded to this before P.V (F32: none) */
+    lowp_certify_dtype out_dtype;     /* output rounding: F32, BF16 or F16 */
+    lowp_certify_dtype partial_dtype; /* split-K: partial outputs stored in this (F32 default) */
+    size_t split_tokens;              /* split-K: positions per split; 0 = no split */
+    size_t mma_k;                     /* positions summed per accumulation step before they join
+                                         the running fp32 sum (MMA k width); 0 or 1: one by one */
+    int v_scale_after_output;         /* out = RN_o(RN_o(o / l) * v_scale), FlashInfer's
+                                         `out *= v_scale` in the output dtype */
+    double sm_scale;                  /* 0: 1/sqrt(qk_dim) */
+} lowp_certify_arith;
+
+/* F32 q, BF16 P, BF16 out, F32 partials, no split, mma_k 1, v_scale inside, sm_scale 0. */
+lowp_certify_arith lowp_certify_arith_default(void);
+
+/* One worst element, TestFloat-style: where, what the kernel gave, the exact value (the
+ * binary64 reference or the oracle; within ref_err of exact), the bound, the ratio
+ * |got - exact| / bound, and the sequence's length (the inputs that reproduce it are
+ * sequence `batch` of the cache: its pages, its query, head `head`). */
+typedef struct lowp_certify_worst {
+    size_t batch, head, dim, seq_len;
+    double got, exact, ref_err, bound, ratio;
+    int verdict; /* lowp_certify_verdict */
+} lowp_certify_worst;
+#define LOWP_CERTIFY_WORST_MAX 16
+
+typedef struct lowp_certify_result {
+    size_t outputs;
+    size_t counts[LOWP_CERTIFY_VERDICT_COUNT];
+    size_t oracle_rows;      /* query rows the MPFR oracle decided */
+    double worst_ratio;      /* largest |got - exact| / bound over finite outputs */
+    size_t n_worst;          /* entries of worst: NaN mismatches first, then by ratio */
+    lowp_certify_worst worst[LOWP_CERTIFY_WORST_MAX];
+    char diagnosis[512];     /* the layout-mismatch finding, "" when none */
+} lowp_certify_result;
+
+typedef struct lowp_certify_args {
+    lowp_certify_cache cache;
+    lowp_certify_arith arith;
+    size_t num_q_heads;  /* a multiple of num_kv_heads; query head h reads KV head h / G */
+    const float *q;      /* [batch][num_q_heads][qk_dim], the queries before the kernel's cast */
+    const float *out;    /* [batch][num_q_heads][vo_dim], the kernel's output (exact in f32) */
+    long only_seq;       /* >= 0: certify that sequence only (the reproducer); -1: all */
+    int diagnose;        /* 1: name a layout mismatch when the declared reading fails */
+    int threads;         /* OpenMP threads over (sequence, KV head); 0 = default */
+    size_t n_worst;      /* worst elements wanted, <= LOWP_CERTIFY_WORST_MAX */
+    /* optional per-output arrays [batch][num_q_heads][vo_dim] (NULL to skip; outputs of
+     * sequences skipped by only_seq are left alone): */
+    double *exact;       /* the exact value (binary64, within ref_err) */
+    double *bound;       /* B */
+    uint8_t *verdict;    /* lowp_certify_verdict */
+} lowp_certify_args;
+
+/* Args with the cache and arith given, only_seq -1, diagnose 1, n_worst 8, rest zero. */
+lowp_certify_args lowp_certify_args_init(const lowp_certify_cache *c, const lowp_certify_arith *a,
+                                         size_t num_q_heads, const float *q, const float *out);
+
+/* Run the certificate. -1 with a reason for bad input: a size or order the layout cannot
+ * have, a scale not finite and > 0, a page table that does not fit the pool, an empty
+ * sequence, a declared arithmetic whose first-order bound does not apply (its relative
+ * terms exceed 1/8 at some output: the arithmetic is too coarse for the case). */
+int lowp_certify_run(const lowp_certify_args *a, lowp_certify_result *res, char *why, size_t why_len);
+
+/* The bound B of certify.c for one query row over n visible keys, dense binary64 inputs:
+ * q [qk_dim] (already rounded as declared), k [n][qk_dim], v [n][vo_dim] (the exact cache
+ * values, global scales included), v_scale the V global scale (used by
+ * v_scale_after_output), sm_scale the resolved softmax scale. bound gets [vo_dim]; +Inf
+ * where an input or score is not finite. Returns 0, or -1 when the first-order analysis
+ * does not apply (relative terms > 1/8; bound is still filled). */
+int lowp_certify_row_bound(const lowp_certify_arith *a, size_t n, size_t qk_dim, size_t vo_dim,
+                           double sm_scale, double v_scale, const double *q, const double *k,
+                           const double *v, double *bound);
+
+/* The declared rounding of one query element (q_dtype, q_scale), exact in binary64. */
+double lowp_certify_round_q(const lowp_certify_arith *a, float q);
+
+/* sizeof of the argument structs, for bindings that mirror them (python/lowp): which = 0
+ * lowp_certify_cache, 1 lowp_certify_arith, 2 lowp_certify_args, 3 lowp_certify_result,
+ * 4 lowp_certify_worst; 0 for anything else. */
+size_t lowp_certify_abi_size(int which);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOWP_CERTIFY_H */

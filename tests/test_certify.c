@@ -1,0 +1,608 @@
+/* tests/test_certify.c: lowp/certify.h.
+ *
+ * 1. The bound (lowp_certify_row_bound) against emulations of every declared arithmetic:
+ *    an emulated kernel (below, written from the declaration in lowp/certify.h, not from
+ *    certify.c) on >= 10^4 random and adversarial rows stays within its bound of the exact
+ *    attention (the binary64 reference, whose own bound is added); a kernel doing one
+ *    rounding more than it declares (P to E4M3 while declaring BF16) is caught.
+ * 2. The layouts: caches written by lowp's own cache model (lowp/kvcache.h, an independent
+ *    implementation of the NHD/HND and interleave orders) handed over as vLLM, FlashInfer,
+ *    SGLang and TRT-LLM buffers; lowp's GPU-kernel emulator (lowp/attn_gpu_emul.h, BF16 Q
+ *    and P, MMA fp32 accumulation, split-K) is the kernel under test: all within bound. A
+ *    perturbed output is outside; wrong declared scale orders, swapped NHD/HND and an
+ *    ignored k_scale are named by the diagnosis.
+ * LOWP_SEED reproduces a run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowp/attn.h"
+#include "lowp/attn_gpu_emul.h"
+#include "lowp/certify.h"
+#include "lowp/format.h"
+#include "lowp/kvcache.h"
+#include "lowp_test.h"
+
+static uint64_t g_seed;
+
+/* ---- an emulated kernel, from the declaration ------------------------------------------ */
+static float rnd(lowp_certify_dtype d, float x)
+{
+    if (d == LOWP_CERTIFY_F32)
+        return x;
+    static const lowp_format f[] = {LOWP_BF16, LOWP_BF16, LOWP_F16, LOWP_E4M3};
+    static lowp_codec c[LOWP_CERTIFY_DTYPE_COUNT];
+    static int ready[LOWP_CERTIFY_DTYPE_COUNT];
+    if (!ready[d]) { /* CUDA's RN conversions; E4M3 satfinite (cvt.rn.satfinite) */
+        lowp_codec_init(&c[d], f[d], LOWP_PROFILE_CUDA, LOWP_RN, d == LOWP_CERTIFY_E4M3 ? LOWP_SAT_ON : LOWP_SAT_DEFAULT,
+                        NULL, 0);
+        ready[d] = 1;
+    }
+    return lowp_decode_f32(f[d], lowp_encode_f32(&c[d], x));
+}
+
+typedef struct emu {
+    lowp_certify_arith decl; /* what the kernel declares */
+    lowp_certify_dtype p_real; /* what it really rounds P to */
+    size_t tile;             /* online-softmax tile (positions per running-max update) */
+    int use_exp2;            /* exp2 with log2 e folded into the scale */
+    int l_rounded;           /* l sums the rounded P */
+    int exp_jitter;          /* perturb every exp by up to 2^-22 relative */
+    uint64_t rng;
+} emu;
+
+static float emu_exp(emu *e, float x)
+{
+    float r = e->use_exp2 ? exp2f(x) : expf(x);
+    if (e->exp_jitter) {
+        int k = lowp_test_irange(&e->rng, -1, 1);
+        r = r * (1.0f + (float)k * 0x1p-22f);
+    }
+    return r;
+}
+
+/* One query row: q8 [D] the kernel's query elements (after its cast), qs the query scale it
+ * folds, k [n][D], v [n][Dv] the elements it multiplies, ks/vs the global scales; out [Dv]. */
+static void emu_row(emu *e, size_t n, size_t D, size_t Dv, const float *q8, float qs, const float *k, float ks,
+                    const float *v, float vs, double sm, float *out)
+{
+    const lowp_certify_arith *a = &e->decl;
+    float sc = (float)sm;
+    sc = sc * qs;
+    sc = sc * ks;
+    if (e->use_exp2)
+        sc = sc * 1.44269504f;
+    size_t split = a->split_tokens ? a->split_tokens : n, b = a->mma_k > 1 ? a->mma_k : 1;
+    size_t C = (n + split - 1) / split;
+    float *s = malloc(n * sizeof *s), *mc = malloc(C * sizeof *mc), *lc = malloc(C * sizeof *lc);
+    float *oc = malloc(C * Dv * sizeof *oc), *o = malloc(Dv * sizeof *o);
+    for (size_t j = 0; j < n; j++) {
+        float acc = 0.0f;
+        for (size_t d = 0; d < D; d++)
+            acc = acc + q8[d] * k[j * D + d];
+        s[j] = acc * sc;
+    }
+    for (size_t c = 0; c < C; c++) {
+        size_t j0 = c * split, j1 = j0 + split < n ? j0 + split : n;
+        float m = -INFINITY, l = 0.0f;
+        for (size_t d = 0; d < Dv; d++)
+            o[d] = 0.0f;
+        for (size_t t0 = j0; t0 < j1; t0 += e->tile) {
+            size_t t1 = t0 + e->tile < j1 ? t0 + e->tile : j1;
+            float mt = m;
+            for (size_t j = t0; j < t1; j++)
+                mt = s[j] > mt ? s[j] : mt;
+            float alpha = m == -INFINITY ? 0.0f : emu_exp(e, m - mt);
+            l = l * alpha;
+            for (size_t d = 0; d < Dv; d++)
+                o[d] = o[d] * alpha;
+            m = mt;
+            for (size_t jb = t0; jb < t1; jb += b) { /* mma_k positions summed, then added */
+                size_t je = jb + b < t1 ? jb + b : t1;
+                float P[4096], lsum = 0.0f;
+                for (size_t j = jb; j < je; j++) {
+                    float p = emu_exp(e, s[j] - m);
+                    P[j - jb] = rnd(e->p_real, p);
+                    lsum = lsum + (e->l_rounded ? P[j - jb] : p);
+                }
+                l = l + lsum;
+                for (size_t d = 0; d < Dv; d++) {
+                    float part = 0.0f;
+                    for (size_t j = jb; j < je; j++)
+                        part = part + P[j - jb] * v[j * Dv + d];
+                    o[d] = o[d] + part;
+                }
+            }
+        }
+        mc[c] = m;
+        lc[c] = l;
+        for (size_t d = 0; d < Dv; d++) /* the partial, normalized, stored in partial_dtype */
+            oc[c * Dv + d] = C > 1 ? rnd(a->partial_dtype, o[d] / l) : o[d] / l;
+    }
+    float M = -INFINITY;
+    for (size_t c = 0; c < C; c++)
+        M = mc[c] > M ? mc[c] : M;
+    float L = 0.0f;
+    for (size_t d = 0; d < Dv; d++)
+        o[d] = 0.0f;
+    for (size_t c = 0; c < C; c++) {
+        float w = lc[c] * emu_exp(e, mc[c] - M);
+        L = L + w;
+        for (size_t d = 0; d < Dv; d++)
+            o[d] = o[d] + oc[c * Dv + d] * w;
+    }
+    for (size_t d = 0; d < Dv; d++) {
+        float t = o[d] / L;
+        out[d] = a->v_scale_after_output ? rnd(a->out_dtype, rnd(a->out_dtype, t) * vs) : rnd(a->out_dtype, t * vs);
+    }
+    free(s);
+    free(mc);
+    free(lc);
+    free(oc);
+    free(o);
+}
+
+/* ---- random and adversarial rows ---------------------------------------------------------- */
+enum { K_RANDOM, K_PEAKED, K_CANCEL, K_TAIL, K_OUTLIER, K_LONG, K_KINDS };
+
+typedef struct row_case {
+    size_t n, D, Dv;
+    float *q, *k, *v; /* q before the cast; k, v elements (E4M3 or BF16 values) */
+    float qs, ks, vs;
+    double sm;
+} row_case;
+
+static void make_case(uint64_t *r, int kind, row_case *c)
+{
+    c->D = (size_t)16 << lowp_test_irange(r, 0, kind == K_LONG ? 1 : 3);
+    c->Dv = (size_t)8 << lowp_test_irange(r, 0, kind == K_LONG ? 1 : 2);
+    c->n = kind == K_LONG ? (size_t)lowp_test_irange(r, 1000, 2500) : (size_t)lowp_test_irange(r, 1, 120);
+    c->q = lowp_test_xmalloc(c->D * sizeof(float));
+    c->k = lowp_test_xmalloc(c->n * c->D * sizeof(float));
+    c->v = lowp_test_xmalloc(c->n * c->Dv * sizeof(float));
+    c->ks = ldexpf(1.0f + (float)lowp_test_urand(r), lowp_test_irange(r, -6, 2));
+    c->vs = ldexpf(1.0f + (float)lowp_test_urand(r), lowp_test_irange(r, -6, 2));
+    c->qs = ldexpf(1.0f, lowp_test_irange(r, -4, 0));
+    c->sm = 1.0 / sqrt((double)c->D);
+    lowp_certify_dtype kd = lowp_test_irange(r, 0, 1) ? LOWP_CERTIFY_E4M3 : LOWP_CERTIFY_BF16;
+    double qamp = kind == K_PEAKED ? 4.0 + 8.0 * lowp_test_urand(r) : 1.0;
+    for (size_t d = 0; d < c->D; d++)
+        c->q[d] = (float)(qamp * lowp_test_gauss(r));
+    for (size_t j = 0; j < c->n; j++)
+        for (size_t d = 0; d < c->D; d++)
+            c->k[j * c->D + d] = rnd(kd, (float)(8.0 * lowp_test_gauss(r)));
+    if (kind == K_TAIL && c->n > 1) /* one dominant key, the rest near P's underflow */
+        for (size_t d = 0; d < c->D; d++)
+            c->k[d] = rnd(kd, (float)((c->q[d] >= 0 ? 8.0 : -8.0) * (0.1 + 1.4 * lowp_test_urand(r))));
+    size_t hot = (size_t)lowp_test_irange(r, 0, (int)c->n - 1);
+    for (size_t j = 0; j < c->n; j++)
+        for (size_t d = 0; d < c->Dv; d++) {
+            double x = 8.0 * lowp_test_gauss(r);
+            if (kind == K_CANCEL) /* mixed signs of equal size: outputs near 0 */
+                x = ((j + d) & 1 ? 1.0 : -1.0) * (16.0 + lowp_test_gauss(r));
+            if (kind == K_OUTLIER && j == hot)
+                x = (d & 1 ? -1.0 : 1.0) * 440.0;
+            c->v[j * c->Dv + d] = rnd(kd, (float)x);
+        }
+}
+
+static void free_case(row_case *c)
+{
+    free(c->q);
+    free(c->k);
+    free(c->v);
+}
+
+/* max over d of |emulated - exact| / (B + r), r the reference's bound; -1 if the bound
+ * does not apply (too coarse). */
+static double run_case(emu *e, const row_case *c)
+{
+    e->decl.q_scale = c->qs; /* used by E4M3 queries only */
+    const lowp_certify_arith *a = &e->decl;
+    size_t n = c->n, D = c->D, Dv = c->Dv;
+    float *q8 = lowp_test_xmalloc(D * sizeof *q8), *out = lowp_test_xmalloc(Dv * sizeof *out);
+    double *qh = lowp_test_xmalloc(D * sizeof *qh), *k = lowp_test_xmalloc(n * D * sizeof *k);
+    double *v = lowp_test_xmalloc(n * Dv * sizeof *v), *ref = lowp_test_xmalloc(Dv * sizeof *ref);
+    double *rb = lowp_test_xmalloc(Dv * sizeof *rb), *B = lowp_test_xmalloc(Dv * sizeof *B);
+    float qs = a->q_dtype == LOWP_CERTIFY_E4M3 ? c->qs : 1.0f;
+    for (size_t d = 0; d < D; d++) {
+        q8[d] = a->q_dtype == LOWP_CERTIFY_E4M3 ? rnd(LOWP_CERTIFY_E4M3, c->q[d] / qs) : rnd(a->q_dtype, c->q[d]);
+        qh[d] = (double)q8[d] * qs;
+        ck_assert(qh[d] == lowp_certify_round_q(a, c->q[d]));
+    }
+    for (size_t i = 0; i < n * D; i++)
+        k[i] = (double)c->k[i] * c->ks;
+    for (size_t i = 0; i < n * Dv; i++)
+        v[i] = (double)c->v[i] * c->vs;
+    emu_row(e, n, D, Dv, q8, qs, c->k, c->ks, c->v, c->vs, c->sm, out);
+    lowp_attn_shape sh = {1, 1, 1, D, Dv, n, n - 1, c->sm};
+    char why[256];
+    ck_assert_msg(lowp_attn_ref_f64(&sh, qh, k, v, ref, NULL, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(lowp_attn_ref_bounds(&sh, qh, k, v, rb, why, sizeof why) == 0, "%s", why);
+    double worst = 0.0;
+    if (lowp_certify_row_bound(a, n, D, Dv, c->sm, c->vs, qh, k, v, B) != 0)
+        worst = -1.0;
+    for (size_t d = 0; d < Dv && worst >= 0; d++) {
+        double err = fabs((double)out[d] - ref[d]), lim = B[d] + rb[d];
+        ck_assert_msg(isfinite(B[d]) && B[d] > 0, "bound %g at dim %zu", B[d], d);
+        double r = err / lim;
+        worst = r > worst ? r : worst;
+    }
+    free(q8);
+    free(out);
+    free(qh);
+    free(k);
+    free(v);
+    free(ref);
+    free(rb);
+    free(B);
+    return worst;
+}
+
+static lowp_certify_arith draw_arith(uint64_t *r)
+{
+    lowp_certify_arith a = lowp_certify_arith_default();
+    a.q_dtype = (lowp_certify_dtype)lowp_test_irange(r, 0, 3);
+    a.p_dtype = (lowp_certify_dtype)lowp_test_irange(r, 0, 3);
+    a.out_dtype = (lowp_certify_dtype)lowp_test_irange(r, 0, 2);
+    a.split_tokens = (size_t)(lowp_test_irange(r, 0, 2) * 48);
+    a.partial_dtype = (lowp_certify_dtype)lowp_test_irange(r, 0, 2);
+    a.mma_k = lowp_test_irange(r, 0, 1) ? 16 : 1;
+    a.v_scale_after_output = lowp_test_irange(r, 0, 1);
+    return a;
+}
+
+START_TEST(test_bound_holds_for_emulated_arithmetics)
+{
+    const int cases = 12000;
+    int done = 0, coarse = 0;
+    double worst[K_KINDS] = {0};
+    for (int i = 0; i < cases; i++) {
+        uint64_t r = lowp_test_stream(g_seed, 1, (uint64_t)i, 0);
+        int kind = i % 97 == 0 ? K_LONG : lowp_test_irange(&r, 0, K_KINDS - 2);
+        emu e = {.decl = draw_arith(&r), .tile = (size_t)1 << lowp_test_irange(&r, 0, 6),
+                 .use_exp2 = lowp_test_irange(&r, 0, 1), .l_rounded = lowp_test_irange(&r, 0, 1),
+                 .exp_jitter = lowp_test_irange(&r, 0, 1), .rng = lowp_splitmix64(&r)};
+        e.p_real = e.decl.p_dtype;
+        row_case c;
+        make_case(&r, kind, &c);
+        double w = run_case(&e, &c);
+        free_case(&c);
+        if (w < 0) {
+            coarse++;
+            continue;
+        }
+        done++;
+        ck_assert_msg(w <= 1.0, "case %d (kind %d, q %s p %s out %s split %zu partial %s mma_k %zu v_after %d): "
+                      "error / bound = %g",
+                      i, kind, lowp_certify_dtype_name(e.decl.q_dtype), lowp_certify_dtype_name(e.decl.p_dtype),
+                      lowp_certify_dtype_name(e.decl.out_dtype), e.decl.split_tokens,
+                      lowp_certify_dtype_name(e.decl.partial_dtype), e.decl.mma_k, e.decl.v_scale_after_output, w);
+        worst[kind] = w > worst[kind] ? w : worst[kind];
+    }
+    printf("test_certify: seed 0x%llx, %d emulated rows within bound (%d too coarse for a bound); worst error/bound "
+           "random %.3f peaked %.3f cancel %.3f tail %.3f outlier %.3f long %.3f\n",
+           (unsigned long long)g_seed, done, coarse, worst[K_RANDOM], worst[K_PEAKED], worst[K_CANCEL],
+           worst[K_TAIL], worst[K_OUTLIER], worst[K_LONG]);
+    ck_assert_int_ge(done, 10000);
+}
+END_TEST
+
+/* A kernel that rounds P to E4M3 while declaring BF16 is outside its bound. */
+START_TEST(test_extra_rounding_is_caught)
+{
+    int caught = 0, tried = 0;
+    for (int i = 0; i < 20 && !caught; i++, tried++) {
+        uint64_t r = lowp_test_stream(g_seed, 2, (uint64_t)i, 0);
+        emu e = {.decl = lowp_certify_arith_default(), .tile = 16, .rng = 1};
+        e.decl.q_dtype = LOWP_CERTIFY_BF16;
+        e.p_real = LOWP_CERTIFY_E4M3;
+        row_case c;
+        make_case(&r, K_PEAKED, &c);
+        double w = run_case(&e, &c);
+        free_case(&c);
+        caught = w > 1.0;
+    }
+    ck_assert_msg(caught, "P rounded to e4m3 under a bf16 declaration was not caught in %d cases", tried);
+    printf("test_certify: the extra P rounding was caught on case %d\n", tried - 1);
+}
+END_TEST
+
+/* ---- layouts, with lowp's kernel emulator as the kernel ------------------------------- */
+typedef struct paged {
+    lowp_kvcache *nhd, *alt; /* the same tokens, NHD linear and in the layout's own order */
+    int32_t indptr[5], indices[64], last[5], bt[4 * 16], lens[4];
+    size_t batch, num_pages;
+    float *q, *out;
+    size_t Hq;
+} paged;
+
+/* Writes batch sequences of random tokens into two caches (cfg NHD linear, and alt_cfg),
+ * over shuffled pages, and runs lowp's kernel emulator on the NHD one. */
+static void make_paged(paged *p, lowp_block_format f, const lowp_kv_config *alt_cfg, float ks, float vs,
+                       uint64_t stream)
+{
+    memset(p, 0, sizeof *p);
+    uint64_t r = lowp_test_stream(g_seed, 3, stream, 0);
+    const size_t P = 16, H = 2, G = 4, D = 64;
+    p->batch = 4;
+    p->Hq = H * G;
+    size_t np = 0;
+    p->indptr[0] = 0;
+    for (size_t b = 0; b < p->batch; b++) {
+        p->lens[b] = lowp_test_irange(&r, 1, 150);
+        size_t n = ((size_t)p->lens[b] + P - 1) / P;
+        p->indptr[b + 1] = p->indptr[b] + (int32_t)n;
+        p->last[b] = p->lens[b] - (int32_t)((n - 1) * P);
+        np += n;
+    }
+    p->num_pages = np + 3;
+    for (size_t i = 0; i < np; i++)
+        p->indices[i] = (int32_t)i + 2;
+    for (size_t i = np; i > 1; i--) { /* shuffled, non-monotonic pages */
+        size_t j = (size_t)lowp_test_irange(&r, 0, (int)i - 1);
+        int32_t t = p->indices[i - 1];
+        p->indices[i - 1] = p->indices[j];
+        p->indices[j] = t;
+    }
+    for (size_t b = 0; b < p->batch; b++)
+        for (int32_t i = p->indptr[b]; i < p->indptr[b + 1]; i++)
+            p->bt[b * 16 + (size_t)(i - p->indptr[b])] = p->indices[i];
+    lowp_kv_config cfg = lowp_kv_config_default(f, p->num_pages, P, H, D, D);
+    lowp_kv_config acfg = *alt_cfg;
+    acfg.num_pages = p->num_pages;
+    char why[256];
+    ck_assert_msg(lowp_kvcache_create(&cfg, &p->nhd, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(lowp_kvcache_create(&acfg, &p->alt, why, sizeof why) == 0, "%s", why);
+    if (lowp_block_has_global_scale(f)) {
+        ck_assert(lowp_kvcache_set_global_scales(p->nhd, &ks, &vs, 1, why, sizeof why) == 0);
+        ck_assert(lowp_kvcache_set_global_scales(p->alt, &ks, &vs, 1, why, sizeof why) == 0);
+    }
+    lowp_kv_page_table pt = {p->batch, p->indptr, p->indices, p->last};
+    float kr[2 * 64], vr[2 * 64];
+    for (size_t b = 0; b < p->batch; b++)
+        for (size_t t = 0; t < (size_t)p->lens[b]; t++) {
+            for (size_t i = 0; i < H * D; i++) {
+                kr[i] = (float)(ks * 200.0 * lowp_test_gauss(&r) / 448.0 * 2.0);
+                vr[i] = (float)(vs * 200.0 * lowp_test_gauss(&r) / 448.0 * 2.0);
+            }
+            ck_assert(lowp_kvcache_write_pos(p->nhd, &pt, b, t, kr, vr, NULL, NULL, why, sizeof why) == 0);
+            ck_assert(lowp_kvcache_write_pos(p->alt, &pt, b, t, kr, vr, NULL, NULL, why, sizeof why) == 0);
+        }
+    size_t nq = p->batch * p->Hq * D;
+    uint16_t *qb = lowp_test_xmalloc(nq * sizeof *qb), *ob = lowp_test_xmalloc(nq * sizeof *ob);
+    p->q = lowp_test_xmalloc(nq * sizeof *p->q);
+    p->out = lowp_test_xmalloc(nq * sizeof *p->out);
+    for (size_t i = 0; i < nq; i++) {
+        qb[i] = lowp_bf16_from_f32((float)lowp_test_gauss(&r));
+        p->q[i] = lowp_f32_from_bf16(qb[i]);
+    }
+    lowp_kv_view view = lowp_kvcache_view(p->nhd);
+    lowp_gpu_decode_args ga = {p->nhd, &view, &pt, p->Hq, 0.0, qb, 0, NULL, 1};
+    ck_assert_msg(lowp_gpu_decode_emulate(&ga, ob, why, sizeof why) == 0, "%s", why);
+    for (size_t i = 0; i < nq; i++)
+        p->out[i] = lowp_f32_from_bf16(ob[i]);
+    free(qb);
+    free(ob);
+}
+
+/* The layout's own order for make_paged's second cache (2 KV heads, dims 64, page 16). */
+static lowp_kv_config alt_config(lowp_block_format f, lowp_kv_layout l, lowp_kv_sf_order v_sf)
+{
+    lowp_kv_config c = lowp_kv_config_default(f, 1, 16, 2, 64, 64);
+    c.layout = l;
+    c.v_sf_order = v_sf;
+    return c;
+}
+
+static void free_paged(paged *p)
+{
+    lowp_kvcache_destroy(p->nhd);
+    lowp_kvcache_destroy(p->alt);
+    free(p->q);
+    free(p->out);
+}
+
+/* lowp's kernel as declared: BF16 Q, BF16 P, BF16 out, MMA k 16, fp32 partials. */
+static lowp_certify_arith lowp_kernel_arith(void)
+{
+    lowp_certify_arith a = lowp_certify_arith_default();
+    a.q_dtype = LOWP_CERTIFY_BF16;
+    a.mma_k = 16;
+    a.split_tokens = 128;
+    return a;
+}
+
+static lowp_certify_cache cache_of(const paged *p, lowp_certify_layout l, const lowp_kvcache *src, float ks,
+                                   float vs, int use_block_table)
+{
+    lowp_certify_cache c = lowp_certify_cache_init(l, p->num_pages, 16, 2, 64, 64);
+    c.format = lowp_kvcache_config(src)->format;
+    c.k = lowp_kvcache_cbuffer(src, LOWP_KV_K, LOWP_KV_CODES, NULL);
+    c.v = lowp_kvcache_cbuffer(src, LOWP_KV_V, LOWP_KV_CODES, NULL);
+    c.k_sf = lowp_kvcache_cbuffer(src, LOWP_KV_K, LOWP_KV_SCALES, NULL);
+    c.v_sf = lowp_kvcache_cbuffer(src, LOWP_KV_V, LOWP_KV_SCALES, NULL);
+    c.k_scale = ks;
+    c.v_scale = vs;
+    c.batch = p->batch;
+    if (use_block_table) {
+        c.block_table = p->bt;
+        c.max_blocks = 16;
+        c.seq_lens = p->lens;
+    } else {
+        c.indptr = p->indptr;
+        c.indices = p->indices;
+        c.last_page_len = p->last;
+    }
+    return c;
+}
+
+static lowp_certify_result certify(const paged *p, const lowp_certify_cache *c, const float *out)
+{
+    lowp_certify_arith a = lowp_kernel_arith();
+    lowp_certify_args args = lowp_certify_args_init(c, &a, p->Hq, p->q, out);
+    args.threads = 2;
+    lowp_certify_result res;
+    char why[256];
+    ck_assert_msg(lowp_certify_run(&args, &res, why, sizeof why) == 0, "%s", why);
+    return res;
+}
+
+static void expect_clean(const lowp_certify_result *r, const char *what)
+{
+    ck_assert_msg(r->counts[LOWP_CERTIFY_OUTSIDE] == 0 && r->counts[LOWP_CERTIFY_NAN_MISMATCH] == 0,
+                  "%s: %zu outside, %zu NaN mismatches (worst ratio %g, first at seq %zu head %zu dim %zu got %.9g "
+                  "exact %.9g bound %.3g)",
+                  what, r->counts[LOWP_CERTIFY_OUTSIDE], r->counts[LOWP_CERTIFY_NAN_MISMATCH], r->worst_ratio,
+                  r->worst[0].batch, r->worst[0].head, r->worst[0].dim, r->worst[0].got, r->worst[0].exact,
+                  r->worst[0].bound);
+    ck_assert(r->outputs == r->counts[0] + r->counts[1]);
+}
+
+/* The certificate of a misdeclared cache fails and its diagnosis holds words. */
+static void expect_diagnosis(const paged *p, const lowp_certify_cache *c, const char *words)
+{
+    lowp_certify_result r = certify(p, c, p->out);
+    ck_assert_uint_gt(r.counts[LOWP_CERTIFY_OUTSIDE] + r.counts[LOWP_CERTIFY_NAN_MISMATCH], 0);
+    ck_assert_msg(strstr(r.diagnosis, words) != NULL, "diagnosis: '%s', expected '%s'", r.diagnosis, words);
+}
+
+START_TEST(test_vllm_fp8_lowp_kernel_within_and_perturbed_outside)
+{
+    paged p;
+    lowp_kv_config alt = alt_config(LOWP_FP8_E4M3, LOWP_KV_NHD, LOWP_KV_SF_LINEAR);
+    make_paged(&p, LOWP_FP8_E4M3, &alt, 0.25f, 0.5f, 1);
+    lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_VLLM_FP8, p.alt, 0.25f, 0.5f, 1);
+    lowp_certify_result r = certify(&p, &c, p.out);
+    expect_clean(&r, "vllm-fp8");
+    ck_assert_int_gt(r.counts[LOWP_CERTIFY_EXACT], 0);
+    printf("test_certify: vllm-fp8, lowp's kernel emulator: %zu exact, %zu within, worst ratio %.3f\n",
+           r.counts[0], r.counts[1], r.worst_ratio);
+    /* one output moved by 4% (the size of a P rounded to fp8 more than declared) */
+    size_t no = p.batch * p.Hq * 64, at = no / 3;
+    float *bad = lowp_test_xmalloc(no * sizeof *bad);
+    memcpy(bad, p.out, no * sizeof *bad);
+    bad[at] = bad[at] * 1.04f + 0.01f;
+    r = certify(&p, &c, bad);
+    ck_assert_uint_eq(r.counts[LOWP_CERTIFY_OUTSIDE], 1);
+    ck_assert_uint_eq(r.worst[0].batch, at / (p.Hq * 64));
+    ck_assert_uint_eq(r.worst[0].head, (at / 64) % p.Hq);
+    ck_assert_uint_eq(r.worst[0].dim, at % 64);
+    ck_assert_str_eq(r.diagnosis, "");
+    bad[at] = NAN;
+    r = certify(&p, &c, bad);
+    ck_assert_uint_eq(r.counts[LOWP_CERTIFY_NAN_MISMATCH], 1);
+    ck_assert_int_eq(r.worst[0].verdict, LOWP_CERTIFY_NAN_MISMATCH);
+    free(bad);
+    free_paged(&p);
+}
+END_TEST
+
+START_TEST(test_ignored_k_scale_is_named)
+{
+    paged p;
+    lowp_kv_config alt = alt_config(LOWP_FP8_E4M3, LOWP_KV_NHD, LOWP_KV_SF_LINEAR);
+    make_paged(&p, LOWP_FP8_E4M3, &alt, 1.0f, 0.5f, 2); /* the kernel ran with k_scale 1 */
+    lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_VLLM_FP8, p.alt, 0.125f, 0.5f, 1); /* declared 0.125 */
+    expect_diagnosis(&p, &c, "ignore k_scale");
+    free_paged(&p);
+}
+END_TEST
+
+START_TEST(test_flashinfer_hnd_and_swap_named)
+{
+    paged p;
+    lowp_kv_config alt = alt_config(LOWP_BF16_PASS, LOWP_KV_HND, LOWP_KV_SF_LINEAR);
+    make_paged(&p, LOWP_BF16_PASS, &alt, 1.0f, 1.0f, 3);
+    lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_FLASHINFER, p.alt, 1.0f, 1.0f, 0);
+    c.code_order = c.sf_order = LOWP_KV_HND;
+    lowp_certify_result r = certify(&p, &c, p.out);
+    expect_clean(&r, "flashinfer hnd bf16");
+    c.code_order = c.sf_order = LOWP_KV_NHD; /* the HND bytes declared NHD */
+    expect_diagnosis(&p, &c, "HND/NHD swapped: the pages look hnd, layout says nhd");
+    free_paged(&p);
+}
+END_TEST
+
+START_TEST(test_trtllm_nvfp4_and_v_scale_order_named)
+{
+    paged p;
+    lowp_kv_config alt = alt_config(LOWP_NVFP4, LOWP_KV_HND, LOWP_KV_SF_INTERLEAVE4);
+    make_paged(&p, LOWP_NVFP4, &alt, 0.02f, 0.03f, 4);
+    lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_TRTLLM, p.alt, 0.02f, 0.03f, 1);
+    lowp_certify_result r = certify(&p, &c, p.out);
+    expect_clean(&r, "trtllm nvfp4");
+    c.v_sf_order = LOWP_KV_SF_LINEAR; /* vLLM #50085: interleaved bytes read linearly */
+    expect_diagnosis(&p, &c, "V scales look 4-token interleaved, layout says linear");
+    free_paged(&p);
+}
+END_TEST
+
+/* SGLang: codes slot-major (NHD), native scales HND with V interleaved: the codes of the
+ * NHD cache with the scales of an HND interleaved cache holding the same tokens. */
+START_TEST(test_sglang_nvfp4_mixed_orders)
+{
+    paged p;
+    lowp_kv_config alt = alt_config(LOWP_NVFP4, LOWP_KV_HND, LOWP_KV_SF_INTERLEAVE4);
+    make_paged(&p, LOWP_NVFP4, &alt, 1.0f, 1.0f, 5);
+    lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_SGLANG_NVFP4, p.alt, 1.0f, 1.0f, 1);
+    c.k = lowp_kvcache_cbuffer(p.nhd, LOWP_KV_K, LOWP_KV_CODES, NULL);
+    c.v = lowp_kvcache_cbuffer(p.nhd, LOWP_KV_V, LOWP_KV_CODES, NULL);
+    ck_assert_int_eq(c.code_order, LOWP_KV_NHD);
+    ck_assert_int_eq(c.sf_order, LOWP_KV_HND);
+    lowp_certify_result r = certify(&p, &c, p.out);
+    expect_clean(&r, "sglang-nvfp4");
+    free_paged(&p);
+}
+END_TEST
+
+START_TEST(test_refusals_name_the_argument)
+{
+    paged p;
+    lowp_kv_config alt = alt_config(LOWP_FP8_E4M3, LOWP_KV_NHD, LOWP_KV_SF_LINEAR);
+    make_paged(&p, LOWP_FP8_E4M3, &alt, 1.0f, 1.0f, 6);
+    lowp_certify_cache c = cache_of(&p, LOWP_CERTIFY_VLLM_FP8, p.alt, 1.0f, 1.0f, 1);
+    lowp_certify_arith a = lowp_kernel_arith();
+    lowp_certify_result res;
+    char why[256];
+    lowp_certify_args args = lowp_certify_args_init(&c, &a, p.Hq, p.q, p.out);
+    args.cache.k_scale = 0.0f;
+    ck_assert_int_eq(lowp_certify_run(&args, &res, why, sizeof why), -1);
+    ck_assert_ptr_nonnull(strstr(why, "k_scale 0 must be finite and > 0"));
+    args = lowp_certify_args_init(&c, &a, p.Hq, p.q, p.out);
+    args.cache.seq_lens = (int32_t[4]){5, 0, 3, 3};
+    ck_assert_int_eq(lowp_certify_run(&args, &res, why, sizeof why), -1);
+    ck_assert_ptr_nonnull(strstr(why, "seq_lens[1] is 0"));
+    args = lowp_certify_args_init(&c, &a, 3, p.q, p.out);
+    ck_assert_int_eq(lowp_certify_run(&args, &res, why, sizeof why), -1);
+    ck_assert_ptr_nonnull(strstr(why, "num_q_heads 3"));
+    args = lowp_certify_args_init(&c, &a, p.Hq, p.q, p.out);
+    args.arith.out_dtype = LOWP_CERTIFY_E4M3;
+    ck_assert_int_eq(lowp_certify_run(&args, &res, why, sizeof why), -1);
+    ck_assert_ptr_nonnull(strstr(why, "out_dtype"));
+    lowp_certify_layout l;
+    ck_assert_int_eq(lowp_certify_layout_parse("sglang-nvfp4", &l), 0);
+    ck_assert_int_eq(l, LOWP_CERTIFY_SGLANG_NVFP4);
+    ck_assert_int_eq(lowp_certify_layout_parse("sglang", &l), -1);
+    free_paged(&p);
+}
+END_TEST
+
+static Suite *certify_suite(void)
+{
+    Suite *s = suite_create("certify");
+    lowp_test_tcase(s, "bound", 60,
+                    LOWP_TESTS(test_bound_holds_for_emulated_arithmetics, test_extra_rounding_is_caught));
+    lowp_test_tcase(s, "layouts", 60,
+                    LOWP_TESTS(test_vllm_fp8_lowp_kernel_within_and_perturbed_outside, test_ignored_k_scale_is_named,
+                               test_flashinfer_hnd_and_swap_named, test_trtllm_nvfp4_and_v_scale_order_named,
+                               test_sglang_nvfp4_mixed_orders, test_refusals_name_the_argument));
+    return s;
+}
+
+int main(void)
+{
+    g_seed = lowp_test_seed("test_certify", 0xCE27F1);
+    return lowp_test_main(certify_suite(), LOWP_TEST_NOFORK);
+}

@@ -1,0 +1,366 @@
+/* tools/cmd_certify.c: `lowp certify`: a third-party paged-decode kernel's output against the
+ * arithmetic it declares, per output element (lowp/certify.h).
+ *
+ *   lowp certify --layout L --k-cache K --v-cache V [--k-sf KS --v-sf VS] --k-scale S
+ *                --v-scale S (--block-table BT --seq-lens SL | --indptr I --indices X
+ *                --last-page-len LP) --q Q --out O [declared arithmetic] [--seq B]
+ *
+ * The cache tensors are the framework's own, as they sit in memory (.npy, or .safetensors
+ * holding one tensor); their shapes give the sizes:
+ *   vllm-fp8      K, V uint8 (or F8_E4M3) [num_blocks, block_size, num_kv_heads, head_size]
+ *   flashinfer    K, V [pages, page_size, H, D] (--page-order nhd, default) or [pages, H,
+ *                 page_size, D] (hnd); BF16 (a bf16 cache) or uint8 / F8_E4M3 (fp8_e4m3)
+ *   sglang-nvfp4  K, V uint8 [size, H, D/2]; KS, VS uint8 / F8_E4M3 [size/page_size, H,
+ *                 page_size, D/16] (V 4-token interleaved)
+ *   trtllm        K, V uint8 [pages, H, page_size, D/2]; KS, VS [pages, H, page_size, D/16]
+ * Page tables are int32 .npy (FlashInfer requires int32; so do vLLM's block tables). Q is
+ * [batch, num_q_heads, qk_dim] and O [batch, num_q_heads, vo_dim], any float dtype (O may
+ * hold NaN: that is a verdict, not bad input).
+ *
+ * Exit status: 0 when every output is exact or within bound, 1 when any is outside or a
+ * NaN mismatch, 2 on bad input (one line on stderr, nothing on stdout). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "lowp/certify.h"
+#include "lowp/tensor.h"
+
+LOWP_COMMAND_DEFINE(certify, "certify a paged-decode kernel's output in a production cache layout against its declared arithmetic");
+
+static void certify_usage(FILE *f)
+{
+    fputs("usage: lowp certify --layout L --k-cache K --v-cache V --k-scale S --v-scale S\n"
+          "         (--block-table BT --seq-lens SL | --indptr I --indices X --last-page-len LP)\n"
+          "         --q Q --out O [options]\n"
+          "  --layout L          vllm-fp8 flashinfer sglang-nvfp4 trtllm (lowp/certify.h: memory orders)\n"
+          "  --k-cache, --v-cache  the K / V pools as the framework holds them (.npy / .safetensors)\n"
+          "  --k-sf, --v-sf      NVFP4 block scales (sglang-nvfp4, trtllm)\n"
+          "  --k-scale, --v-scale  decode-side scales (x = code x scale); required, 1 for bf16\n"
+          "  --page-order O      flashinfer: nhd (default) or hnd\n"
+          "  --k-sf-order, --v-sf-order  linear interleave4 (default: the layout's own)\n"
+          "  --q Q, --out O      [batch, num_q_heads, qk_dim] queries (before the kernel's cast) and\n"
+          "                      [batch, num_q_heads, vo_dim] the kernel's output\n"
+          "declared arithmetic:\n"
+          "  --q-dtype T         f32 (default) bf16 f16 e4m3: Q rounded (RN) to T before Q.K\n"
+          "  --q-scale S         e4m3 Q: q8 = e4m3(q / S), scores use q8 x S (default 1)\n"
+          "  --p-dtype T         P rounded to T before P.V: f32 bf16 (default) f16 e4m3\n"
+          "  --out-dtype T       output rounding: f32 bf16 (default) f16\n"
+          "  --split-tokens N    split-K with N positions per split (default: none)\n"
+          "  --partial-dtype T   split-K partial outputs stored in f32 (default) bf16 f16\n"
+          "  --mma-k N           positions summed per fp32 accumulation step (default 1)\n"
+          "  --v-scale-after-output  out = RN(RN(o/l) x v_scale) (FlashInfer's out *= v_scale)\n"
+          "  --sm-scale S        softmax scale (default 1/sqrt(qk_dim))\n"
+          "  --seq B             certify sequence B only (the reproducer of a worst element)\n"
+          "  --worst N           worst elements printed (default 8, at most 16)\n"
+          "  --no-diagnose       do not re-read the cache under other layouts when it fails\n"
+          "  --threads N         OpenMP threads over (sequence, KV head) (default: all)\n"
+          "exit 0: every output exact or within bound; 1: any outside or NaN mismatch; 2: bad input\n",
+          f);
+}
+
+/* One tensor of a .npy or single-tensor .safetensors file, owned by tf. */
+static const lowp_tensor *load_one(const char *opt, const char *path, lowp_tensor_file *tf)
+{
+    char why[256];
+    lowp_tensor_file_init(tf);
+    if (lowp_tensor_file_read(path, tf, why, sizeof why))
+        lowp_cli_fail("%s %s: %s", opt, path, why);
+    if (tf->n_tensors != 1)
+        lowp_cli_fail("%s %s: holds %zu tensors, expected one", opt, path, tf->n_tensors);
+    return &tf->tensors[0];
+}
+
+/* q and out: rank 3, no zero dimension. */
+static void expect_rank(const char *opt, const lowp_tensor *t, int ndim, const char *what)
+{
+    if (t->ndim != ndim)
+        lowp_cli_fail("%s: rank %d, expected %s", opt, t->ndim, what);
+    for (int k = 0; k < ndim; k++)
+        if (t->shape[k] == 0)
+            lowp_cli_fail("%s: dimension %d is 0 (expected %s)", opt, k, what);
+}
+
+static const int32_t *load_i32(const char *opt, const char *path, lowp_tensor_file *tf, int ndim, size_t *shape)
+{
+    const lowp_tensor *t = load_one(opt, path, tf);
+    if (t->dtype != LOWP_DT_I32)
+        lowp_cli_fail("%s %s: dtype %s, expected I32 (FlashInfer and vLLM index with int32)", opt, path,
+                      lowp_dtype_name(t->dtype));
+    if (t->ndim != ndim)
+        lowp_cli_fail("%s %s: rank %d, expected %d", opt, path, t->ndim, ndim);
+    for (int k = 0; k < ndim; k++)
+        shape[k] = t->shape[k];
+    return (const int32_t *)(const void *)t->data;
+}
+
+static int byte_codes(lowp_dtype d)
+{
+    return d == LOWP_DT_U8 || d == LOWP_DT_F8_E4M3 || d == LOWP_DT_I8;
+}
+
+typedef struct {
+    const char *layout, *k, *v, *ksf, *vsf, *bt, *sl, *indptr, *indices, *lpl, *q, *out;
+    const char *page_order, *k_sf_order, *v_sf_order, *q_dtype, *p_dtype, *out_dtype, *partial_dtype;
+    double k_scale, v_scale, q_scale, sm_scale;
+    int k_scale_set, v_scale_set, v_after, no_diag;
+    size_t split, mma_k, worst, threads;
+    long seq;
+} certify_opts;
+
+static void parse(int argc, char **argv, certify_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->seq = -1;
+    o->worst = 8;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        const char **str = NULL;
+        if (strcmp(s, "--layout") == 0) str = &o->layout;
+        else if (strcmp(s, "--k-cache") == 0) str = &o->k;
+        else if (strcmp(s, "--v-cache") == 0) str = &o->v;
+        else if (strcmp(s, "--k-sf") == 0) str = &o->ksf;
+        else if (strcmp(s, "--v-sf") == 0) str = &o->vsf;
+        else if (strcmp(s, "--block-table") == 0) str = &o->bt;
+        else if (strcmp(s, "--seq-lens") == 0) str = &o->sl;
+        else if (strcmp(s, "--indptr") == 0) str = &o->indptr;
+        else if (strcmp(s, "--indices") == 0) str = &o->indices;
+        else if (strcmp(s, "--last-page-len") == 0) str = &o->lpl;
+        else if (strcmp(s, "--q") == 0) str = &o->q;
+        else if (strcmp(s, "--out") == 0) str = &o->out;
+        else if (strcmp(s, "--page-order") == 0) str = &o->page_order;
+        else if (strcmp(s, "--k-sf-order") == 0) str = &o->k_sf_order;
+        else if (strcmp(s, "--v-sf-order") == 0) str = &o->v_sf_order;
+        else if (strcmp(s, "--q-dtype") == 0) str = &o->q_dtype;
+        else if (strcmp(s, "--p-dtype") == 0) str = &o->p_dtype;
+        else if (strcmp(s, "--out-dtype") == 0) str = &o->out_dtype;
+        else if (strcmp(s, "--partial-dtype") == 0) str = &o->partial_dtype;
+        if (str != NULL) {
+            *str = lowp_cli_option_value(argc, argv, &i);
+            continue;
+        }
+        if (strcmp(s, "--k-scale") == 0) {
+            o->k_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
+            o->k_scale_set = 1;
+        } else if (strcmp(s, "--v-scale") == 0) {
+            o->v_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
+            o->v_scale_set = 1;
+        } else if (strcmp(s, "--q-scale") == 0)
+            o->q_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
+        else if (strcmp(s, "--sm-scale") == 0)
+            o->sm_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
+        else if (strcmp(s, "--split-tokens") == 0)
+            o->split = lowp_cli_parse_count(s, lowp_cli_option_value(argc, argv, &i), 0);
+        else if (strcmp(s, "--mma-k") == 0)
+            o->mma_k = (size_t)lowp_cli_parse_u64(s, lowp_cli_option_value(argc, argv, &i), 1, 4096);
+        else if (strcmp(s, "--worst") == 0)
+            o->worst = (size_t)lowp_cli_parse_u64(s, lowp_cli_option_value(argc, argv, &i), 0,
+                                                  LOWP_CERTIFY_WORST_MAX);
+        else if (strcmp(s, "--threads") == 0)
+            o->threads = (size_t)lowp_cli_parse_u64(s, lowp_cli_option_value(argc, argv, &i), 1, 4096);
+        else if (strcmp(s, "--seq") == 0)
+            o->seq = (long)lowp_cli_parse_i64(s, lowp_cli_option_value(argc, argv, &i), 0, INT32_MAX);
+        else if (strcmp(s, "--v-scale-after-output") == 0)
+            o->v_after = 1;
+        else if (strcmp(s, "--no-diagnose") == 0)
+            o->no_diag = 1;
+        else if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            certify_usage(stdout);
+            exit(LOWP_EXIT_OK);
+        } else
+            lowp_cli_fail("certify: unknown argument '%s' (see lowp certify --help)", s);
+    }
+    if (o->layout == NULL || o->k == NULL || o->v == NULL || o->q == NULL || o->out == NULL)
+        lowp_cli_fail("certify: --layout, --k-cache, --v-cache, --q and --out are required (see lowp certify --help)");
+    if (!o->k_scale_set || !o->v_scale_set)
+        lowp_cli_fail("certify: --k-scale and --v-scale are required (an unset scale is a bug, never 1.0 by default; "
+                      "give 1 for an unscaled cache)");
+    int bt = o->bt != NULL || o->sl != NULL, csr = o->indptr != NULL || o->indices != NULL || o->lpl != NULL;
+    if (bt == csr)
+        lowp_cli_fail("certify: give one page table: --block-table and --seq-lens, or --indptr, --indices and "
+                      "--last-page-len");
+    if ((bt && (o->bt == NULL || o->sl == NULL)) || (csr && (o->indptr == NULL || o->indices == NULL || o->lpl == NULL)))
+        lowp_cli_fail("certify: the page table is incomplete (--block-table needs --seq-lens; --indptr needs --indices "
+                      "and --last-page-len)");
+}
+
+static lowp_certify_dtype dtype_opt(const char *opt, const char *name, lowp_certify_dtype dflt)
+{
+    lowp_certify_dtype d = dflt;
+    if (name != NULL && lowp_certify_dtype_parse(name, &d))
+        lowp_cli_fail("%s: unknown dtype '%s' (f32 bf16 f16 e4m3)", opt, name);
+    return d;
+}
+
+int lowp_cmd_certify(int argc, char **argv)
+{
+    certify_opts o;
+    parse(argc, argv, &o);
+    lowp_certify_layout layout;
+    if (lowp_certify_layout_parse(o.layout, &layout))
+        lowp_cli_fail("--layout: unknown layout '%s' (vllm-fp8 flashinfer sglang-nvfp4 trtllm)", o.layout);
+    lowp_certify_arith ar = lowp_certify_arith_default();
+    ar.q_dtype = dtype_opt("--q-dtype", o.q_dtype, ar.q_dtype);
+    ar.p_dtype = dtype_opt("--p-dtype", o.p_dtype, ar.p_dtype);
+    ar.out_dtype = dtype_opt("--out-dtype", o.out_dtype, ar.out_dtype);
+    ar.partial_dtype = dtype_opt("--partial-dtype", o.partial_dtype, ar.partial_dtype);
+    ar.q_scale = (float)o.q_scale;
+    ar.sm_scale = o.sm_scale;
+    ar.split_tokens = o.split;
+    ar.mma_k = o.mma_k;
+    ar.v_scale_after_output = o.v_after;
+    lowp_kv_layout page_order = LOWP_KV_NHD;
+    if (o.page_order != NULL && lowp_kv_layout_parse(o.page_order, &page_order))
+        lowp_cli_fail("--page-order: '%s' is not nhd or hnd", o.page_order);
+    if (o.page_order != NULL && layout != LOWP_CERTIFY_FLASHINFER)
+        lowp_cli_fail("--page-order: layout %s fixes its page order (flashinfer only)", o.layout);
+
+    /* the pools: sizes from the shapes */
+    lowp_tensor_file fk, fv, fks, fvs, f1, f2, f3;
+    const lowp_tensor *tk = load_one("--k-cache", o.k, &fk), *tv = load_one("--v-cache", o.v, &fv);
+    const lowp_tensor *tks = NULL, *tvs = NULL;
+    int nvfp4 = layout == LOWP_CERTIFY_SGLANG_NVFP4 || layout == LOWP_CERTIFY_TRTLLM;
+    if (nvfp4 != (o.ksf != NULL && o.vsf != NULL) || (!nvfp4 && (o.ksf != NULL || o.vsf != NULL)))
+        lowp_cli_fail("--k-sf / --v-sf: layout %s %s block scales", o.layout, nvfp4 ? "needs both" : "has no");
+    if (nvfp4) {
+        tks = load_one("--k-sf", o.ksf, &fks);
+        tvs = load_one("--v-sf", o.vsf, &fvs);
+    }
+    lowp_certify_cache c = lowp_certify_cache_init(layout, 0, 0, 0, 0, 0);
+    if (layout == LOWP_CERTIFY_FLASHINFER)
+        c.code_order = c.sf_order = page_order;
+    if (tk->dtype != tv->dtype || (tks && tks->dtype != tvs->dtype))
+        lowp_cli_fail("--k-cache/--v-cache (--k-sf/--v-sf): K and V of one dtype (%s, %s)", lowp_dtype_name(tk->dtype),
+                      lowp_dtype_name(tv->dtype));
+    if ((byte_codes(tk->dtype) ? 0 : tk->dtype != LOWP_DT_BF16) || (tks && !byte_codes(tks->dtype)))
+        lowp_cli_fail("--k-cache: dtype %s is no cache dtype (uint8 / F8_E4M3 bytes, BF16)", lowp_dtype_name(tk->dtype));
+    char why[512];
+    if (lowp_certify_cache_shapes(&c, tk->ndim, tk->shape, tv->ndim, tv->shape, tks ? tks->ndim : 0,
+                                  tks ? tks->shape : NULL, tvs ? tvs->ndim : 0, tvs ? tvs->shape : NULL,
+                                  lowp_dtype_size(tk->dtype), why, sizeof why))
+        lowp_cli_fail("%s: %s", o.layout, why);
+    const lowp_block_format fmt = c.format;
+    const size_t pages = c.num_pages, P = c.page_size, H = c.num_kv_heads, Dk = c.qk_dim, Dv = c.vo_dim;
+
+    if (o.k_sf_order != NULL && lowp_kv_sf_order_parse(o.k_sf_order, &c.k_sf_order))
+        lowp_cli_fail("--k-sf-order: '%s' is not linear or interleave4", o.k_sf_order);
+    if (o.v_sf_order != NULL && lowp_kv_sf_order_parse(o.v_sf_order, &c.v_sf_order))
+        lowp_cli_fail("--v-sf-order: '%s' is not linear or interleave4", o.v_sf_order);
+    c.k = tk->data;
+    c.v = tv->data;
+    c.k_sf = tks ? tks->data : NULL;
+    c.v_sf = tvs ? tvs->data : NULL;
+    c.k_scale = (float)o.k_scale;
+    c.v_scale = (float)o.v_scale;
+
+    /* page table */
+    size_t sh[2], sh2[2], sh3[2];
+    if (o.bt != NULL) {
+        c.block_table = load_i32("--block-table", o.bt, &f1, 2, sh);
+        c.seq_lens = load_i32("--seq-lens", o.sl, &f2, 1, sh2);
+        c.batch = sh[0];
+        c.max_blocks = sh[1];
+        if (sh2[0] != sh[0])
+            lowp_cli_fail("--seq-lens: %zu entries, --block-table has %zu rows", sh2[0], sh[0]);
+        lowp_tensor_file_init(&f3);
+    } else {
+        c.indptr = load_i32("--indptr", o.indptr, &f1, 1, sh);
+        c.indices = load_i32("--indices", o.indices, &f2, 1, sh2);
+        c.last_page_len = load_i32("--last-page-len", o.lpl, &f3, 1, sh3);
+        if (sh[0] < 2 || sh3[0] != sh[0] - 1)
+            lowp_cli_fail("--indptr / --last-page-len: %zu and %zu entries, expected batch + 1 and batch", sh[0], sh3[0]);
+        c.batch = sh3[0];
+        if (c.indptr[c.batch] < 0 || (size_t)c.indptr[c.batch] > sh2[0])
+            lowp_cli_fail("--indices: %zu entries, --indptr ends at %d", sh2[0], (int)c.indptr[c.batch]);
+    }
+
+    /* queries and the kernel's output */
+    lowp_tensor tq, to;
+    if (lowp_tensor_load_float(o.q, NULL, &tq, NULL, NULL, why, sizeof why))
+        lowp_cli_fail("--q %s: %s", o.q, why);
+    if (lowp_tensor_load_float(o.out, NULL, &to, NULL, NULL, why, sizeof why))
+        lowp_cli_fail("--out %s: %s", o.out, why);
+    expect_rank("--q", &tq, 3, "[batch, num_q_heads, qk_dim]");
+    expect_rank("--out", &to, 3, "[batch, num_q_heads, vo_dim]");
+    size_t Hq = tq.shape[1];
+    if (tq.shape[0] != c.batch || tq.shape[2] != Dk)
+        lowp_cli_fail("--q: shape [%zu, %zu, %zu], expected [batch %zu, num_q_heads, qk_dim %zu]", tq.shape[0],
+                      tq.shape[1], tq.shape[2], c.batch, Dk);
+    if (to.shape[0] != c.batch || to.shape[1] != Hq || to.shape[2] != Dv)
+        lowp_cli_fail("--out: shape [%zu, %zu, %zu], expected [%zu, %zu, %zu]", to.shape[0], to.shape[1], to.shape[2],
+                      c.batch, Hq, Dv);
+    const float *qf = (const float *)(const void *)tq.data;
+    for (size_t i = 0; i < tq.count; i++)
+        if (!isfinite(qf[i]))
+            lowp_cli_fail("--q: element %zu is not finite", i);
+
+    lowp_certify_args args = lowp_certify_args_init(&c, &ar, Hq, qf, (const float *)(const void *)to.data);
+    args.only_seq = o.seq;
+    args.diagnose = !o.no_diag;
+    args.threads = (int)o.threads;
+    args.n_worst = o.worst;
+    lowp_certify_result r;
+    if (lowp_certify_run(&args, &r, why, sizeof why))
+        lowp_cli_fail("certify: %s", why);
+
+    /* report */
+    printf("# lowp certify: layout %s (%s, pages %s", o.layout, lowp_block_format_name(fmt),
+           lowp_kv_layout_name(c.code_order));
+    if (fmt == LOWP_NVFP4)
+        printf(", scales %s, K %s, V %s", lowp_kv_layout_name(c.sf_order), lowp_kv_sf_order_name(c.k_sf_order),
+               lowp_kv_sf_order_name(c.v_sf_order));
+    printf("), %zu pages of %zu, batch %zu, %zu query heads / %zu KV heads, qk_dim %zu vo_dim %zu; k_scale %.9g "
+           "v_scale %.9g\n",
+           pages, P, c.batch, Hq, H, Dk, Dv, o.k_scale, o.v_scale);
+    printf("# declared: Q %s", lowp_certify_dtype_name(ar.q_dtype));
+    if (ar.q_dtype == LOWP_CERTIFY_E4M3)
+        printf(" (q_scale %.9g)", ar.q_scale > 0 ? (double)ar.q_scale : 1.0);
+    printf(", P %s, out %s, fp32 accumulation in steps of %zu position%s", lowp_certify_dtype_name(ar.p_dtype),
+           lowp_certify_dtype_name(ar.out_dtype), ar.mma_k > 1 ? ar.mma_k : 1, ar.mma_k > 1 ? "s" : "");
+    if (ar.split_tokens)
+        printf(", split-K %zu (partials %s)", ar.split_tokens, lowp_certify_dtype_name(ar.partial_dtype));
+    printf(", v_scale %s; sm_scale %.9g\n", ar.v_scale_after_output ? "after the output rounding" : "inside",
+           ar.sm_scale != 0 ? ar.sm_scale : 1.0 / sqrt((double)Dk));
+    printf("# exact: softmax(sm_scale q^ K^T) V of the declared Q and the cache's values, binary64 reference with its "
+           "bound; %zu query rows by the MPFR oracle\n", r.oracle_rows);
+    if (o.seq >= 0)
+        printf("# sequence %ld only\n", o.seq);
+    printf("# verdicts of %zu outputs: exact %zu, within bound %zu, outside bound %zu, nan mismatch %zu; worst "
+           "|got - exact| / bound %.4g\n",
+           r.outputs, r.counts[0], r.counts[1], r.counts[2], r.counts[3], r.worst_ratio);
+    if (r.n_worst > 0) {
+        printf("%-6s %5s %5s %8s %16s %24s %11s %9s  %s\n", "batch", "head", "dim", "seq_len", "got", "exact", "bound",
+               "ratio", "verdict");
+        for (size_t i = 0; i < r.n_worst; i++) {
+            const lowp_certify_worst *w = &r.worst[i];
+            printf("%-6zu %5zu %5zu %8zu %16.9g %24.17g %11.4g %9.4g  %s\n", w->batch, w->head, w->dim, w->seq_len,
+                   w->got, w->exact, w->bound, w->ratio, lowp_certify_verdict_name((lowp_certify_verdict)w->verdict));
+        }
+        if (r.counts[2] + r.counts[3] > 0 && o.seq < 0) {
+            printf("# reproduce the first: lowp");
+            for (int i = 0; i < argc; i++)
+                printf(" %s", argv[i]);
+            printf(" --seq %zu\n", r.worst[0].batch);
+        }
+    }
+    if (r.diagnosis[0] != '\0')
+        printf("# diagnosis: %s\n", r.diagnosis);
+    if (fflush(stdout) != 0)
+        lowp_cli_fail("cannot write to standard output");
+    int bad = r.counts[2] + r.counts[3] > 0;
+    lowp_tensor_free(&tq);
+    lowp_tensor_free(&to);
+    lowp_tensor_file_free(&fk);
+    lowp_tensor_file_free(&fv);
+    if (nvfp4) {
+        lowp_tensor_file_free(&fks);
+        lowp_tensor_file_free(&fvs);
+    }
+    lowp_tensor_file_free(&f1);
+    lowp_tensor_file_free(&f2);
+    lowp_tensor_file_free(&f3);
+    return bad ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
+}
