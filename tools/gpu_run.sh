@@ -22,8 +22,13 @@
 #      lowp gpu bench         -> gpu-bench-h200.csv/.txt; tools/sdpa_bench.py -> sdpa-bench-h200.csv
 #      tools/gpu_tune.sh      -> gpu-tune.txt (step tune, not in "kernels": the decode's ring
 #                                size, which changes speed and never a bit of output)
+#      tools/certify_h200.py  -> certify-h200.md/.json (step certify, only when asked: torch SDPA
+#                                per backend on BF16 and FP8-dequantized caches, FlashInfer's FP8
+#                                batch decode if flashinfer imports, lowp gpu attn; each kernel's
+#                                output certified through `import lowp`; args in LOWP_CERTIFY_ARGS,
+#                                e.g. "--kernels sdpa-flash-bf16,lowp-gpu-fp8 --quick")
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify
 #   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
 #   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
 #   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
@@ -96,13 +101,14 @@ STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify; do want $k && KERNELS=1; done
 [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && KERNELS=1
 # the kernel targets the chosen steps run (lowp always)
 TARGETS=lowp_cli
 want mma && TARGETS="$TARGETS lowp_gpu_mma_probe"
 { want kvwrite || want sanitize-kv; } && TARGETS="$TARGETS lowp_gpu_kv_write_check"
 want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
+want certify && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
   P=${TMPDIR:-/tmp}/lowp-deps
   say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
@@ -337,6 +343,14 @@ PYEOF
     summ "gpu attn vs --emulate ($f)" "$st" $(($(date +%s) - t)) "attn-gpu-$f.npy"
   done
   rm -f "$OUT"/attn-[qkv].npy
+fi
+if want certify; then
+  if [ -x "$LOWP" ] && [ -f "$B/ref/liblowp.so" ]; then
+    # the budget leaves the script's own limit room for the summary
+    cb=$(($(left) - 40)); [ $cb -gt 420 ] && cb=420
+    run_step "certify_h200.py" $((cb + 30)) certify-h200.md env LOWP_LIBRARY="$B/ref/liblowp.so" python3 \
+      tools/certify_h200.py --out "$OUT" --lowp "$LOWP" --budget-s "$cb" ${LOWP_CERTIFY_ARGS:-}
+  else summ "certify_h200.py" "not built" 0 "lowp or liblowp.so missing; see build.log"; fi
 fi
 if want bench && [ -x "$LOWP" ]; then
   run_step "lowp gpu bench" 240 gpu-bench-h200.csv sh -c "'$LOWP' gpu bench --csv '$OUT/gpu-bench-h200.csv' ${LOWP_GPU_BENCH_ARGS:-} | tee '$OUT/gpu-bench-h200.txt'"

@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""tools/certify_h200.py: certificates of third-party paged-decode kernels (issue #20 item 5).
+
+On the H200 (tools/gpu_run.sh step `certify`), for each kernel: build decode inputs, run the
+kernel, and certify its output through `import lowp` (lowp/certify.h) against the arithmetic
+the kernel is declared to compute. Writes OUT/certify-h200.md (one section per kernel: cases,
+worst |got - exact| / bound, verdict counts, the outside-bound cases with their reproducer) and
+OUT/certify-h200.json. Fails soft per kernel: an import or run failure is reported in its
+section and the other kernels still run.
+
+    python3 tools/certify_h200.py --out OUT [--lowp build/tools/lowp] [--quick]
+                                  [--kernels k1,k2,...] [--budget-s S]
+
+Kernels (names for --kernels; default: all but the emulator ones):
+  sdpa-{flash,efficient,cudnn,math}-bf16   torch SDPA (one backend each) on a BF16 cache
+                                           (FlashInfer NHD layout, bf16);
+  sdpa-{flash,efficient,cudnn,math}-fp8dq  torch SDPA on an FP8 E4M3 cache dequantized to BF16
+                                           (vLLM layout; power-of-two scales, so the dequantized
+                                           values are exact in BF16 and the cache's values are
+                                           what the kernel reads);
+  flashinfer-fp8                           flashinfer.BatchDecodeWithPagedKVCacheWrapper, NHD,
+                                           FP8 E4M3 KV, k_scale != v_scale (needs the
+                                           flashinfer-python wheel and nvcc for its JIT);
+  lowp-gpu-fp8, lowp-gpu-bf16              lowp's own kernel, `lowp gpu attn` (one sequence a
+                                           call: the command is a batch-1 decode);
+  emulator, emulator-bf16                  `lowp gpu attn --emulate` (CPU; the fake kernels the
+                                           local test runs, no torch needed);
+  emulator-v-scale-ignored                 the same with v_scale taken back out of the output
+                                           (exact: a power of two): a broken fake kernel that must
+                                           fail its certificate.
+Shapes: batch 1..64, contexts 512..32K, 32 query / 8 KV heads, head dim 128 (64 and 256 in the
+last cases); --quick: two small shapes. Every input is drawn from one seed per case (--seed),
+so `--kernels K --case N` regenerates case N of kernel K (the reproducer).
+
+Declared arithmetic (what each kernel is held to; lowp certify's flags): Q as given (BF16), P
+rounded to BF16 before P.V, fp32 accumulation in MMA steps of 16 positions, split-K in 128-
+position splits with fp32 partials (a flash-decoding split, an envelope for kernels that do
+not split), BF16 output; FlashInfer's FP8 path also `out *= v_scale` after the output rounding
+(kernels.md 3.2); lowp's kernel its own chunk (--chunk 128). Exit 0 when every certified
+kernel is within bound everywhere, 1 when any is outside or a NaN mismatch, 2 on bad usage.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import lowp  # noqa: E402
+
+P = 16  # page size
+SPLIT = 128
+SHAPES = [  # batch, context, q heads, kv heads, head dim
+    (1, 512, 32, 8, 128), (64, 512, 32, 8, 128), (8, 4096, 32, 8, 128), (1, 32768, 32, 8, 128),
+    (8, 32768, 32, 8, 128), (16, 2048, 32, 8, 64), (4, 8192, 32, 8, 256),
+]
+QUICK = [(2, 512, 32, 8, 128), (3, 700, 8, 8, 64)]
+KS, VS = 2.0 ** -4, 2.0 ** -3  # FP8 scales: non-unit, k != v, powers of two
+
+
+def bf16(x):
+    """x rounded to BF16 (nearest even), as float32 (NaN-free inputs)."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def e4m3_values():
+    c = np.arange(256)
+    s, e, m = c >> 7, (c >> 3) & 15, c & 7
+    v = np.where(e == 0, m / 8.0 * 2.0 ** -6, (1 + m / 8.0) * 2.0 ** (e - 7.0))
+    v = np.where((e == 15) & (m == 7), np.nan, v)
+    return np.where(s == 1, -v, v).astype(np.float32)
+
+
+class Case:
+    """Decode inputs: q [B, Hq, D], per-sequence K/V [n, Hkv, D] (BF16 values), lengths
+    between n/2 and n (the first is n), pages shuffled."""
+
+    def __init__(self, seed, B, n, Hq, Hkv, D):
+        rng = np.random.default_rng(seed)
+        self.B, self.n, self.Hq, self.Hkv, self.D = B, n, Hq, Hkv, D
+        self.lens = np.array([n] + list(rng.integers(n // 2, n + 1, B - 1)), np.int32)
+        self.q = bf16(rng.standard_normal((B, Hq, D)))
+        self.k = [bf16(rng.standard_normal((int(L), Hkv, D)) * 1.5) for L in self.lens]
+        self.v = [bf16(rng.standard_normal((int(L), Hkv, D))) for L in self.lens]
+        for k in self.k:
+            k[:, :, 3] *= 8.0  # an outlier channel, as real keys have
+        self.npages = [(int(L) + P - 1) // P for L in self.lens]
+        total = sum(self.npages)
+        perm = rng.permutation(total).astype(np.int32)
+        self.indptr = np.concatenate([[0], np.cumsum(self.npages)]).astype(np.int32)
+        self.indices = perm
+        self.last = (self.lens - (np.array(self.npages) - 1) * P).astype(np.int32)
+        self.bt = np.zeros((B, max(self.npages)), np.int32)
+        for b in range(B):
+            self.bt[b, : self.npages[b]] = perm[self.indptr[b]: self.indptr[b + 1]]
+        self.total = total
+
+    def pool(self, rows, dtype):
+        """rows[b] [n_b, Hkv, D] -> a paged NHD pool [pages, P, Hkv, D] in this case's pages."""
+        pool = np.zeros((self.total, P, self.Hkv, self.D), dtype)
+        for b in range(self.B):
+            x = rows[b]
+            pad = np.zeros((self.npages[b] * P,) + x.shape[1:], dtype)
+            pad[: x.shape[0]] = x
+            pool[self.indices[self.indptr[b]: self.indptr[b + 1]]] = pad.reshape(-1, P, self.Hkv, self.D)
+        return pool
+
+    def bf16_pool(self):
+        k = self.pool([x.view(np.uint32) >> 16 for x in self.k], np.uint32).astype(np.uint16)
+        v = self.pool([x.view(np.uint32) >> 16 for x in self.v], np.uint32).astype(np.uint16)
+        return k, v
+
+    def fp8_pool(self):
+        """FP8 codes (lowp's quantize-on-write, sat RNE of x / scale) and their values."""
+        kc = [lowp.quantize(x, "fp8_e4m3", KS)[0] for x in self.k]
+        vc = [lowp.quantize(x, "fp8_e4m3", VS)[0] for x in self.v]
+        lut = e4m3_values()
+        kd = [lut[c] * np.float32(KS) for c in kc]  # exact in f32 and BF16 (power-of-two scale)
+        vd = [lut[c] * np.float32(VS) for c in vc]
+        return self.pool(kc, np.uint8), self.pool(vc, np.uint8), kd, vd
+
+
+DECLARED = dict(q_dtype="bf16", p_dtype="bf16", out_dtype="bf16", mma_k=16, split_tokens=SPLIT, partial_dtype="f32")
+
+
+def certify_bf16(c, out):
+    k, v = c.bf16_pool()
+    return lowp.certify("flashinfer", k, v, k_scale=1.0, v_scale=1.0, query=c.q, output=out, kv_indptr=c.indptr,
+                        kv_indices=c.indices, kv_last_page_len=c.last, kv_layout="NHD", **DECLARED)
+
+
+def certify_fp8(c, out, layout="vllm-fp8", **extra):
+    kc, vc, _, _ = c.fp8_pool()
+    decl = dict(DECLARED, **extra)
+    if layout == "vllm-fp8":
+        return lowp.certify("vllm-fp8", kc, vc, k_scale=KS, v_scale=VS, query=c.q, output=out, block_table=c.bt,
+                            seq_lens=c.lens, **decl)
+    return lowp.certify("flashinfer", kc, vc, k_scale=KS, v_scale=VS, query=c.q, output=out, kv_indptr=c.indptr,
+                        kv_indices=c.indices, kv_last_page_len=c.last, kv_layout="NHD", **decl)
+
+
+# ---- kernels: setup() -> state (raises when unavailable), run(state, case) -> certificate ----
+def torch_setup():
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("torch %s sees no CUDA device" % torch.__version__)
+    return torch
+
+
+def sdpa_run(backend, fp8):
+    def run(torch, c):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        be = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+              "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[backend]
+        if fp8:
+            _, _, ks, vs = c.fp8_pool()
+        else:
+            ks, vs = c.k, c.v
+        G = c.Hq // c.Hkv
+        out = np.empty((c.B, c.Hq, c.D), np.float32)
+        with sdpa_kernel([be]):
+            for b in range(c.B):  # ragged lengths: one call per sequence (no padding mask)
+                q = torch.from_numpy(c.q[b][None, :, None, :]).cuda().bfloat16()
+                k = torch.from_numpy(ks[b]).cuda().bfloat16().permute(1, 0, 2)[None].repeat_interleave(G, 1)
+                v = torch.from_numpy(vs[b]).cuda().bfloat16().permute(1, 0, 2)[None].repeat_interleave(G, 1)
+                o = torch.nn.functional.scaled_dot_product_attention(q, k.contiguous(), v.contiguous())
+                out[b] = o[0, :, 0, :].float().cpu().numpy()
+        return certify_fp8(c, out) if fp8 else certify_bf16(c, out)
+    return run
+
+
+def flashinfer_setup():
+    torch = torch_setup()
+    import flashinfer
+    return torch, flashinfer
+
+
+def flashinfer_run(state, c):
+    torch, flashinfer = state
+    kc, vc, _, _ = c.fp8_pool()
+    ws = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
+    dev = lambda a: torch.from_numpy(a).cuda()  # noqa: E731
+    w.plan(dev(c.indptr), dev(c.indices), dev(c.last), c.Hq, c.Hkv, c.D, P, q_data_type=torch.bfloat16,
+           kv_data_type=torch.float8_e4m3fn)
+    k = dev(kc).view(torch.float8_e4m3fn)
+    v = dev(vc).view(torch.float8_e4m3fn)
+    o = w.run(dev(c.q).bfloat16(), (k, v), k_scale=KS, v_scale=VS)
+    return certify_fp8(c, o.float().cpu().numpy(), layout="flashinfer", v_scale_after_output=True)
+
+
+def lowp_setup(lowp_bin):
+    def setup():
+        if not os.access(lowp_bin, os.X_OK):
+            raise RuntimeError("%s is not an executable (build lowp_cli, or pass --lowp)" % lowp_bin)
+        return lowp_bin
+    return setup
+
+
+def lowp_run(fmt, emulate, out_factor=1.0):
+    def run(lowp_bin, c):
+        out = np.empty((c.B, c.Hq, c.D), np.float32)
+        with tempfile.TemporaryDirectory() as d:
+            for b in range(c.B):
+                np.save(d + "/q.npy", c.q[b][None])
+                np.save(d + "/k.npy", c.k[b])
+                np.save(d + "/v.npy", c.v[b])
+                cmd = [lowp_bin, "gpu", "attn", "--q", d + "/q.npy", "--k", d + "/k.npy", "--v", d + "/v.npy",
+                       "--kv-format", fmt, "--out", d + "/o.npy", "--chunk", str(SPLIT)]
+                if fmt == "fp8_e4m3":
+                    cmd += ["--k-scale", repr(KS), "--v-scale", repr(VS)]
+                if emulate:
+                    cmd.append("--emulate")
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd[:3]), r.returncode, r.stderr.strip()[-300:]))
+                out[b] = np.load(d + "/o.npy").reshape(c.Hq, c.D) * np.float32(out_factor)
+        return certify_fp8(c, out) if fmt == "fp8_e4m3" else certify_bf16(c, out)
+    return run
+
+
+def kernels(lowp_bin):
+    ks = {}
+    for be in ("flash", "efficient", "cudnn", "math"):
+        ks["sdpa-%s-bf16" % be] = (torch_setup, sdpa_run(be, False), "torch SDPA (%s backend), BF16 cache" % be)
+        ks["sdpa-%s-fp8dq" % be] = (torch_setup, sdpa_run(be, True),
+                                    "torch SDPA (%s backend), FP8 E4M3 cache dequantized to BF16" % be)
+    ks["flashinfer-fp8"] = (flashinfer_setup, flashinfer_run,
+                            "flashinfer BatchDecodeWithPagedKVCacheWrapper, NHD, FP8 E4M3 KV")
+    ks["lowp-gpu-fp8"] = (lowp_setup(lowp_bin), lowp_run("fp8_e4m3", False), "lowp gpu attn, FP8 E4M3 cache")
+    ks["lowp-gpu-bf16"] = (lowp_setup(lowp_bin), lowp_run("bf16", False), "lowp gpu attn, BF16 cache")
+    ks["emulator"] = (lowp_setup(lowp_bin), lowp_run("fp8_e4m3", True), "lowp gpu attn --emulate (CPU), FP8")
+    ks["emulator-bf16"] = (lowp_setup(lowp_bin), lowp_run("bf16", True), "lowp gpu attn --emulate (CPU), BF16")
+    ks["emulator-v-scale-ignored"] = (lowp_setup(lowp_bin), lowp_run("fp8_e4m3", True, 1 / VS),
+                                      "lowp gpu attn --emulate, output not multiplied by v_scale (a broken fake)")
+    return ks
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--lowp", default=os.path.join(ROOT, "build", "tools", "lowp"))
+    ap.add_argument("--kernels", default="")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--case", type=int, default=-1, help="run case N only (a reproducer)")
+    ap.add_argument("--seed", type=int, default=20)
+    ap.add_argument("--budget-s", type=float, default=400.0, help="seconds for all kernels together")
+    a = ap.parse_args()
+    table = kernels(a.lowp)
+    names = [n for n in a.kernels.split(",") if n] or [n for n in table if not n.startswith("emulator")]
+    for n in names:
+        if n not in table:
+            print("certify_h200: unknown kernel %r (known: %s)" % (n, ", ".join(table)), file=sys.stderr)
+            return 2
+    os.makedirs(a.out, exist_ok=True)
+    shapes = QUICK if a.quick else SHAPES
+    t0 = time.time()
+    per_kernel = a.budget_s / len(names)
+    results = []
+    for name in names:
+        setup, run, what = table[name]
+        rec = {"kernel": name, "what": what, "cases": [], "status": "ok"}
+        results.append(rec)
+        try:
+            state = setup()
+        except Exception as e:  # fail soft: this kernel is reported, the others run
+            rec["status"] = "unavailable: %s: %s" % (type(e).__name__, e)
+            print("certify_h200: %s %s" % (name, rec["status"]), flush=True)
+            continue
+        tk = time.time()
+        for i, shp in enumerate(shapes):
+            if a.case >= 0 and i != a.case:
+                continue
+            if time.time() - tk > per_kernel or time.time() - t0 > a.budget_s:
+                rec["cases"].append({"case": i, "shape": shp, "status": "not run (time budget)"})
+                continue
+            ts = time.time()
+            try:
+                c = Case(a.seed * 1000 + i, *shp)
+                cert = run(state, c)
+            except Exception as e:
+                rec["cases"].append({"case": i, "shape": shp, "status": "error: %s: %s" % (type(e).__name__, e),
+                                     "trace": traceback.format_exc()[-800:]})
+                print("certify_h200: %s case %d: %s" % (name, i, rec["cases"][-1]["status"]), flush=True)
+                continue
+            cr = {"case": i, "shape": shp, "status": "ok" if cert.ok else "FAIL", "outputs": cert.outputs,
+                  "counts": cert.counts, "worst_ratio": cert.worst_ratio, "oracle_rows": cert.oracle_rows,
+                  "diagnosis": cert.diagnosis, "worst": cert.worst[:4], "seconds": round(time.time() - ts, 1)}
+            rec["cases"].append(cr)
+            print("certify_h200: %s case %d %s: %s, worst ratio %.4g (%.1f s)%s" %
+                  (name, i, shp, cert.counts, cert.worst_ratio, cr["seconds"],
+                   ": " + cert.diagnosis if cert.diagnosis else ""), flush=True)
+    with open(os.path.join(a.out, "certify-h200.json"), "w") as f:
+        json.dump(results, f, indent=1, default=str)
+    with open(os.path.join(a.out, "certify-h200.md"), "w") as f:
+        write_md(f, results, a)
+    bad = any(c.get("status") == "FAIL" for r in results for c in r["cases"])
+    return 1 if bad else 0
+
+
+def write_md(f, results, a):
+    f.write("# Certificates of third-party decode kernels (H200)\n\n")
+    f.write("Made by `python3 tools/certify_h200.py --out OUT%s` (tools/gpu_run.sh step `certify`), seed %d. "
+            "Declared arithmetic: Q BF16 as given, P BF16, fp32 accumulation in MMA steps of 16, split-K %d "
+            "with fp32 partials, BF16 out (FlashInfer FP8: `out *= v_scale` after it; lowp: its own chunk %d). "
+            "FP8 caches: k_scale %g, v_scale %g. Cases: batch x context (lengths n/2..n, the first n), "
+            "q heads / kv heads, head dim.\n\n" % (" --quick" if a.quick else "", a.seed, SPLIT, SPLIT, KS, VS))
+    for r in results:
+        f.write("## %s: %s\n\n" % (r["kernel"], r["what"]))
+        if r["status"] != "ok":
+            f.write("Not certified: %s\n\n" % r["status"])
+            continue
+        f.write("| case | batch x ctx | heads | d | outputs | exact | within | outside | nan mismatch | "
+                "worst err/bound | oracle rows | s | verdict |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+        tot = {"exact": 0, "within": 0, "outside": 0, "nan-mismatch": 0}
+        worst = 0.0
+        for c in r["cases"]:
+            B, n, hq, hk, d = c["shape"]
+            if "counts" not in c:
+                f.write("| %d | %d x %d | %d/%d | %d | | | | | | | | | %s |\n" % (c["case"], B, n, hq, hk, d,
+                                                                               c["status"]))
+                continue
+            k = c["counts"]
+            for key in tot:
+                tot[key] += k[key]
+            worst = max(worst, c["worst_ratio"])
+            f.write("| %d | %d x %d | %d/%d | %d | %d | %d | %d | %d | %d | %.4g | %d | %.1f | %s |\n" %
+                    (c["case"], B, n, hq, hk, d, c["outputs"], k["exact"], k["within"], k["outside"],
+                     k["nan-mismatch"], c["worst_ratio"], c["oracle_rows"], c["seconds"], c["status"]))
+        f.write("\nTotals: exact %d, within %d, outside %d, nan mismatch %d; worst err/bound %.4g.\n\n" %
+                (tot["exact"], tot["within"], tot["outside"], tot["nan-mismatch"], worst))
+        for c in r["cases"]:
+            if c.get("status") == "FAIL":
+                f.write("Outside bound, case %d%s. Reproduce: `python3 tools/certify_h200.py --out OUT --kernels %s "
+                        "--case %d --seed %d%s`. Worst elements:\n\n" %
+                        (c["case"], " (" + c["diagnosis"] + ")" if c["diagnosis"] else "", r["kernel"], c["case"],
+                         a.seed, " --quick" if a.quick else ""))
+                for w in c["worst"]:
+                    f.write("- seq %d head %d dim %d (len %d): got %.9g, exact %.17g, bound %.4g, ratio %.4g, %s\n" %
+                            (w["batch"], w["head"], w["dim"], w["seq_len"], w["got"], w["exact"], w["bound"],
+                             w["ratio"], w["verdict"]))
+                f.write("\n")
+            elif c.get("status", "").startswith("error"):
+                f.write("Case %d error:\n\n```\n%s\n```\n\n" % (c["case"], c.get("trace", c["status"])))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
