@@ -71,14 +71,6 @@ def bf16(x):
     return u.astype(np.uint32).view(np.float32)
 
 
-def e4m3_values():
-    c = np.arange(256)
-    s, e, m = c >> 7, (c >> 3) & 15, c & 7
-    v = np.where(e == 0, m / 8.0 * 2.0 ** -6, (1 + m / 8.0) * 2.0 ** (e - 7.0))
-    v = np.where((e == 15) & (m == 7), np.nan, v)
-    return np.where(s == 1, -v, v).astype(np.float32)
-
-
 class Case:
     """Decode inputs: q [B, Hq, D], per-sequence K/V [n, Hkv, D] (BF16 values), lengths
     between n/2 and n (the first is n), pages shuffled."""
@@ -118,14 +110,14 @@ class Case:
         v = self.pool([x.view(np.uint32) >> 16 for x in self.v], np.uint32).astype(np.uint16)
         return k, v
 
+    def fp8_codes(self):
+        """FP8 codes per sequence (lowp's quantize-on-write: sat RNE of x / scale)."""
+        return ([lowp.quantize(x, "fp8_e4m3", KS)[0] for x in self.k],
+                [lowp.quantize(x, "fp8_e4m3", VS)[0] for x in self.v])
+
     def fp8_pool(self):
-        """FP8 codes (lowp's quantize-on-write, sat RNE of x / scale) and their values."""
-        kc = [lowp.quantize(x, "fp8_e4m3", KS)[0] for x in self.k]
-        vc = [lowp.quantize(x, "fp8_e4m3", VS)[0] for x in self.v]
-        lut = e4m3_values()
-        kd = [lut[c] * np.float32(KS) for c in kc]  # exact in f32 and BF16 (power-of-two scale)
-        vd = [lut[c] * np.float32(VS) for c in vc]
-        return self.pool(kc, np.uint8), self.pool(vc, np.uint8), kd, vd
+        kc, vc = self.fp8_codes()
+        return self.pool(kc, np.uint8), self.pool(vc, np.uint8)
 
 
 DECLARED = dict(q_dtype="bf16", p_dtype="bf16", out_dtype="bf16", mma_k=16, split_tokens=SPLIT, partial_dtype="f32")
@@ -138,7 +130,7 @@ def certify_bf16(c, out):
 
 
 def certify_fp8(c, out, layout="vllm-fp8", **extra):
-    kc, vc, _, _ = c.fp8_pool()
+    kc, vc = c.fp8_pool()
     decl = dict(DECLARED, **extra)
     if layout == "vllm-fp8":
         return lowp.certify("vllm-fp8", kc, vc, k_scale=KS, v_scale=VS, query=c.q, output=out, block_table=c.bt,
@@ -160,8 +152,10 @@ def sdpa_run(backend, fp8):
         from torch.nn.attention import SDPBackend, sdpa_kernel
         be = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
               "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[backend]
-        if fp8:
-            _, _, ks, vs = c.fp8_pool()
+        if fp8:  # torch's E4M3 decode times the power-of-two scale: exact in f32 and BF16
+            kc, vc = c.fp8_codes()
+            deq = lambda x, s: (torch.from_numpy(x).view(torch.float8_e4m3fn).float() * s).numpy()  # noqa: E731
+            ks, vs = [deq(x, KS) for x in kc], [deq(x, VS) for x in vc]
         else:
             ks, vs = c.k, c.v
         G = c.Hq // c.Hkv
@@ -185,7 +179,7 @@ def flashinfer_setup():
 
 def flashinfer_run(state, c):
     torch, flashinfer = state
-    kc, vc, _, _ = c.fp8_pool()
+    kc, vc = c.fp8_pool()
     ws = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device="cuda")
     w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
     dev = lambda a: torch.from_numpy(a).cuda()  # noqa: E731

@@ -263,6 +263,14 @@ static lowp_kvcache *clone_as(const lowp_kvcache *src, const lowp_kv_config *cfg
     return c;
 }
 
+/* The kernel reading the declared cache's bytes as cfg says, with global scales ks, vs. */
+static void emulate_read_as(zoo *z, const lowp_kv_config *cfg, float ks, float vs)
+{
+    lowp_kvcache *k = clone_as(z->c, cfg, ks, vs);
+    emulate(z, k, z->qb, 0);
+    lowp_kvcache_destroy(k);
+}
+
 /* ---- the 12 mutants ------------------------------------------------------------------ */
 typedef struct zcase {
     const char *slug, *bug, *source, *mutant, *expect;
@@ -315,9 +323,7 @@ static void m_v_scale_order(zoo *z)
     zoo_build(z);
     lowp_kv_config rd = z->cfg;
     rd.v_sf_order = LOWP_KV_SF_LINEAR;
-    lowp_kvcache *k = clone_as(z->c, &rd, z->ks, z->vs);
-    emulate(z, k, z->qb, 0);
-    lowp_kvcache_destroy(k);
+    emulate_read_as(z, &rd, z->ks, z->vs);
 }
 
 /* 2. vLLM #53681: an HND pool read as NHD (num_heads = page_size = 8: every shape fits). */
@@ -330,9 +336,7 @@ static void m_hnd_as_nhd(zoo *z)
     zoo_build(z);
     lowp_kv_config rd = z->cfg;
     rd.layout = LOWP_KV_NHD;
-    lowp_kvcache *k = clone_as(z->c, &rd, z->ks, z->vs);
-    emulate(z, k, z->qb, 0);
-    lowp_kvcache_destroy(k);
+    emulate_read_as(z, &rd, z->ks, z->vs);
 }
 
 /* 3. vLLM #49011: the block-scale region carved at the wrong offset once K and V were folded
@@ -476,9 +480,7 @@ static void m_scales_ignored(zoo *z)
 {
     fp8_flashinfer(z);
     zoo_build(z);
-    lowp_kvcache *k = clone_as(z->c, &z->cfg, 1.0f, 1.0f);
-    emulate(z, k, z->qb, 0);
-    lowp_kvcache_destroy(k);
+    emulate_read_as(z, &z->cfg, 1.0f, 1.0f);
 }
 
 /* 8. FlashInfer #4976: fp8 prefill with head_dim_qk 192 / head_dim_vo 128 (DeepSeek): the
@@ -517,9 +519,7 @@ static void m_scale_not_delivered(zoo *z)
     z->H = 1, z->Hq = 16, z->Dqk = z->Dvo = 128;
     z->ks = z->vs = 0.3f;
     zoo_build(z);
-    lowp_kvcache *k = clone_as(z->c, &z->cfg, 1.0f, 1.0f);
-    emulate(z, k, z->qb, 0);
-    lowp_kvcache_destroy(k);
+    emulate_read_as(z, &z->cfg, 1.0f, 1.0f);
 }
 
 /* 10. sglang #20705 / vLLM #54705: k_scale never loaded (1.0), V with outliers > 448, written
