@@ -452,8 +452,10 @@ START_TEST(refusals)
     ck_assert_msg(strstr(why, "empty") != NULL, "%s", why);
     fixture_free(&fx);
     /* the split length rule */
-    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 131072), 128);
-    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(32, 8, 32768), 1024);
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 131072), 1024);
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 4096), 128);     /* the floor */
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(32, 8, 32768), 4096);  /* the cap */
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(3, 8, 100000), 2352);  /* 2343.75 -> 2352 */
     ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 1, 5), 16);
     ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 1, 100), 112);
 }

@@ -1154,29 +1154,76 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, (ctas_per_sm<FMT, KCH
 }
 
 
-/* step 5: one thread per (sequence, query head, output dim). */
-__global__ void decode_merge(const Params p)
+/* Step 5, the merge: one CTA per (sequence, query head), one thread per output dim (the
+ * CTA has vo_dim threads, 64..512). The arithmetic is the definition's, in its order:
+ *   M = fmaxf over the splits' m_c. fmaxf is exact and, over values that are never NaN
+ *     (m starts at -Inf and ignores NaN scores), gives the same value in any order up to
+ *     the sign of a zero M; the sign never matters, since M is only used in m_c - M
+ *     (x - (+0) = x - (-0) for x != 0, and +-0 - +-0 is a zero, exp2_sw of which is 1).
+ *     So the CTA reduces it as a tree.
+ *   w_c = exp2_sw(m_c - M); L = L + fl(l_c w_c); O_d = O_d + fl(o_c,d w_c), c in order.
+ *     The sums stay sequential in c, so each thread runs them itself; the w_c and the
+ *     products l_c w_c (the same roundings as computing them in the loop) are formed once
+ *     per CTA, a tile of splits at a time, in shared memory.
+ * Why not one thread per output with the whole loop (the first version): at batch 1 a
+ * 128K-token sequence has 1024 splits and the 4096 threads' loops each waited for one
+ * load an iteration; the merge then took most of the decode's time. Here the o_c,d of
+ * MERGE_PF splits are loaded before they are summed, so that many loads are in flight. */
+#define MERGE_TILE 512
+#define MERGE_PF 32
+__global__ void __launch_bounds__(512) decode_merge(const Params p)
 {
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t total = (size_t)p.B * p.NQ * p.Dv;
-    if (idx >= total)
-        return;
-    int d = (int)(idx % p.Dv), qh = (int)((idx / p.Dv) % p.NQ), b = (int)(idx / p.Dv / p.NQ);
-    int h = qh / p.G, r = qh % p.G;
-    int n = seq_len(p, b), nch = (n + p.chunk - 1) / p.chunk;
-    size_t item0 = ((size_t)b * p.H + h) * p.nch_max;
+    __shared__ float s_w[MERGE_TILE], s_lw[MERGE_TILE], s_max[16];
+    const int qh = (int)blockIdx.x, b = (int)blockIdx.y, d = (int)threadIdx.x;
+    const int nt = (int)blockDim.x; /* = Dv */
+    const int h = qh / p.G, r = qh % p.G;
+    const int n = seq_len(p, b), nch = (n + p.chunk - 1) / p.chunk;
+    const size_t item0 = ((size_t)b * p.H + h) * p.nch_max;
+    const float *m_of = p.ws_m + item0 * p.G + r; /* split c at [c * G] */
+    const float *l_of = p.ws_l + item0 * p.G + r;
+    const size_t o_stride = (size_t)p.G * p.Dv;
+    const float *o_of = p.ws_o + (item0 * p.G + r) * p.Dv + d; /* split c at [c * o_stride] */
+
     float M = -INFINITY;
-    for (int c = 0; c < nch; c++)
-        M = fmaxf(M, p.ws_m[(item0 + c) * p.G + r]);
+    for (int c = d; c < nch; c += nt)
+        M = fmaxf(M, m_of[(size_t)c * p.G]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    if ((d & 31) == 0)
+        s_max[d >> 5] = M;
+    __syncthreads();
+    M = -INFINITY;
+    for (int i = 0; i < nt / 32; i++)
+        M = fmaxf(M, s_max[i]);
+
     float L = 0.0f, Ov = 0.0f;
-    for (int c = 0; c < nch; c++) {
-        float w = lowp_exp2_sw(p.ws_m[(item0 + c) * p.G + r] - M);
-        L = L + p.ws_l[(item0 + c) * p.G + r] * w;
-        Ov = Ov + p.ws_o[((item0 + c) * p.G + r) * p.Dv + d] * w;
+    for (int c0 = 0; c0 < nch; c0 += MERGE_TILE) {
+        const int tn = min(MERGE_TILE, nch - c0);
+        __syncthreads(); /* the previous tile's w are read */
+        for (int i = d; i < tn; i += nt) {
+            const float w = lowp_exp2_sw(m_of[(size_t)(c0 + i) * p.G] - M);
+            s_w[i] = w;
+            s_lw[i] = l_of[(size_t)(c0 + i) * p.G] * w;
+        }
+        __syncthreads();
+        const float *oc = o_of + (size_t)c0 * o_stride;
+        for (int i0 = 0; i0 < tn; i0 += MERGE_PF) {
+            float ov[MERGE_PF];
+#pragma unroll
+            for (int j = 0; j < MERGE_PF; j++)
+                ov[j] = i0 + j < tn ? oc[(size_t)(i0 + j) * o_stride] : 0.0f;
+#pragma unroll
+            for (int j = 0; j < MERGE_PF; j++)
+                if (i0 + j < tn) {
+                    L = L + s_lw[i0 + j];
+                    Ov = Ov + ov[j] * s_w[i0 + j];
+                }
+        }
     }
     float vs = p.v_global[p.n_v_global > 1 ? h : 0] * p.unscale;
     __nv_bfloat16 o = __float2bfloat16_rn((Ov / L) * vs);
-    p.out[idx] = *reinterpret_cast<uint16_t *>(&o);
+    p.out[((size_t)b * p.NQ + qh) * p.Dv + d] = *reinterpret_cast<uint16_t *>(&o);
 }
 
 /* Shapes and workspace layout shared by the size query and the launch. */
@@ -1436,8 +1483,7 @@ extern "C" cudaError_t lowp_gpu_decode_enqueue(const Params *pp, cudaStream_t st
     }
     if (e != cudaSuccess)
         return e;
-    size_t total = (size_t)p.B * p.NQ * p.Dv;
-    decode_merge<<<(unsigned)((total + 255) / 256), 256, 0, st>>>(p);
+    decode_merge<<<dim3((unsigned)p.NQ, (unsigned)p.B), (unsigned)p.Dv, 0, st>>>(p);
     return cudaGetLastError();
 }
 

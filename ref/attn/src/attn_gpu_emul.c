@@ -67,12 +67,14 @@ int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *w
 
 size_t lowp_gpu_decode_chunk_tokens(size_t batch, size_t num_kv_heads, size_t max_len)
 {
-    const size_t items = 8192;
+    const size_t items = 1024;
     size_t work = batch * num_kv_heads * max_len;
     size_t c = (work + items - 1) / items;
     c = (c + 15) / 16 * 16;
     if (c < 128)
         c = 128;
+    if (c > 4096)
+        c = 4096;
     size_t cap = (max_len + 15) / 16 * 16;
     if (cap < 16)
         cap = 16;

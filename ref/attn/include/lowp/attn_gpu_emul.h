@@ -81,10 +81,15 @@ int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *w
                           size_t why_len);
 
 /* Split length: the smallest multiple of 16 >= ceil(batch * num_kv_heads * max_len /
- * 8192), at least 128 and at most max_len rounded up to 16. About 8192 work items for
- * large decodes: the H200 holds about 1,600 of them at once (132 SMs, 12 warps each), so
- * the last, partly filled round of warps costs little; 128 keeps a split several tiles
- * long so that its copies overlap its arithmetic. */
+ * 1024), at least 128, at most 4096 and at most max_len rounded up to 16: about 1024 work
+ * items (warps) while splits stay between 128 and 4096 positions. Chosen from a sweep on
+ * the H200 (tools/gpu_run.sh with `lowp gpu bench --chunk C`, C = 128 .. 16384, batch
+ * 1..64 x context 4K..1M, BF16 / FP8 / NVFP4; reports/gpu-bench-h200.md, "Split length"):
+ * over the 105 shapes this rule's time is within 1.06x of the best tested split length on
+ * geometric mean, 1.28x at worst; the previous rule (8192 items) was 1.15x and 2.7x (batch
+ * 1 x 128K NVFP4 with splits of 128: 291.6 us against 106.3 us with 1024). A warp streams
+ * one split through its ring, so short splits pay the ring's start-up latency each time,
+ * and more than about 1024 warps buys no more bandwidth. */
 size_t lowp_gpu_decode_chunk_tokens(size_t batch, size_t num_kv_heads, size_t max_len);
 
 /* qk_scale of step 2: fl32(sm_scale * log2(e) * k_global), computed in binary64 and
