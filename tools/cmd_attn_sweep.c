@@ -124,7 +124,7 @@ static void row_put(json_t *list, const lowp_sweep_row *w)
 #undef PUT_D
     lowp_json_set_f64(o, "k_scale", (double)w->k_scale);
     lowp_json_set_f64(o, "v_scale", (double)w->v_scale);
-    lowp_json_set_u64(o, "bound_held", (uint64_t)w->bound_held);
+    lowp_json_set_i64(o, "bound_held", w->bound_held); /* -1: not evaluated */
     counts_put(o, "k", &w->k_counts);
     counts_put(o, "v", &w->v_counts);
 }
@@ -143,7 +143,7 @@ static void row_get(const json_t *o, lowp_sweep_row *w)
 #undef GET_D
     w->k_scale = (float)lowp_json_f64(o, "k_scale");
     w->v_scale = (float)lowp_json_f64(o, "v_scale");
-    w->bound_held = lowp_json_u64(o, "bound_held") != 0;
+    w->bound_held = (int)lowp_json_i64(o, "bound_held");
     counts_get(o, "k", &w->k_counts);
     counts_get(o, "v", &w->v_counts);
     w->seconds = NAN; /* not part of a result */
