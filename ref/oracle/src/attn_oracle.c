@@ -718,6 +718,59 @@ static int oracle_row(const lowp_attn_shape *s, const double *q, const double *k
     return 0;
 }
 
+/* The oracle on rows (row indices; NULL: rows 0..n-1), OpenMP over them; cols, if not
+ * NULL, is a [row][vo_dim] mask of the columns to compute. Every thread has its own
+ * workspace and MPFR variables, sets its MPFR exponent range to the widest and restores
+ * it, and frees its MPFR caches. Statistics are added to *tot. Returns 0, or -1 with a
+ * reason (out of memory, no convergence). */
+static int oracle_rows(const lowp_attn_shape *s, const double *q, const double *k, const double *v,
+                       mpfr_prec_t prec, const size_t *rows, size_t n, const unsigned char *cols,
+                       float *out32, double *out64, const double *cmp, double *cmp_err, ostats *tot,
+                       char *why, size_t why_len)
+{
+    int nomem = 0, diverged = 0;
+#pragma omp parallel if (n > 1) reduction(| : nomem, diverged)
+    {
+        mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+        mpfr_set_emin(mpfr_get_emin_min());
+        mpfr_set_emax(mpfr_get_emax_max());
+        ostats st = {0, 0, 0, 0};
+        ows w;
+        if (!ows_init(&w, s->ctx)) {
+            nomem = 1;
+        } else {
+#pragma omp for schedule(dynamic, 1)
+            for (long x = 0; x < (long)n; x++) {
+                if (diverged)
+                    continue;
+                size_t r = rows != NULL ? rows[x] : (size_t)x;
+                size_t i = r / s->num_q_heads, h = r % s->num_q_heads;
+                if (oracle_row(s, q, k, v, i, h, prec, cols != NULL ? cols + r * s->vo_dim : NULL, out32,
+                               out64, cmp, cmp_err, &w, &st))
+                    diverged = 1;
+            }
+            ows_free(&w);
+        }
+#pragma omp critical(lowp_attn_oracle_stats)
+        {
+            tot->outputs += st.outputs;
+            tot->retries += st.retries;
+            tot->rational += st.rational;
+            if (st.max_prec > tot->max_prec)
+                tot->max_prec = st.max_prec;
+        }
+        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+        mpfr_set_emin(emin);
+        mpfr_set_emax(emax);
+    }
+    if (nomem)
+        return lowp_why_set(why, why_len, "out of memory for the attention oracle");
+    if (diverged)
+        return lowp_why_set(why, why_len,
+                            "the attention oracle did not converge below 131072 bits");
+    return 0;
+}
+
 static int oracle_run(const lowp_attn_shape *s_in, const double *q, const double *k,
                       const double *v, unsigned prec, float *out32, double *out64,
                       const double *cmp, double *cmp_err, lowp_attn_oracle_stats *stats,
@@ -734,47 +787,10 @@ static int oracle_run(const lowp_attn_shape *s_in, const double *q, const double
         prec = PREC_DEFAULT;
     if (prec < 32 || (mpfr_prec_t)prec > PREC_MAX / 2)
         return lowp_why_set(why, why_len, "prec must be 0 (128) or between 32 and 65536 bits");
-    const long rows = (long)(s.q_len * s.num_q_heads);
-    int nomem = 0, diverged = 0;
     ostats tot = {0, 0, 0, 0};
-#pragma omp parallel if (rows > 1) reduction(| : nomem, diverged)
-    {
-        mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
-        mpfr_set_emin(mpfr_get_emin_min());
-        mpfr_set_emax(mpfr_get_emax_max());
-        ostats st = {0, 0, 0, 0};
-        ows w;
-        if (!ows_init(&w, s.ctx)) {
-            nomem = 1;
-        } else {
-#pragma omp for schedule(dynamic, 1)
-            for (long r = 0; r < rows; r++) {
-                if (diverged)
-                    continue;
-                size_t i = (size_t)r / s.num_q_heads, h = (size_t)r % s.num_q_heads;
-                if (oracle_row(&s, q, k, v, i, h, (mpfr_prec_t)prec, NULL, out32, out64, cmp,
-                               cmp_err, &w, &st))
-                    diverged = 1;
-            }
-            ows_free(&w);
-        }
-#pragma omp critical(lowp_attn_oracle_stats)
-        {
-            tot.outputs += st.outputs;
-            tot.retries += st.retries;
-            tot.rational += st.rational;
-            if (st.max_prec > tot.max_prec)
-                tot.max_prec = st.max_prec;
-        }
-        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
-        mpfr_set_emin(emin);
-        mpfr_set_emax(emax);
-    }
-    if (nomem)
-        return lowp_why_set(why, why_len, "out of memory for the attention oracle");
-    if (diverged)
-        return lowp_why_set(why, why_len,
-                            "the attention oracle did not converge below 131072 bits");
+    if (oracle_rows(&s, q, k, v, (mpfr_prec_t)prec, NULL, s.q_len * s.num_q_heads, NULL, out32, out64, cmp,
+                    cmp_err, &tot, why, why_len))
+        return -1;
     if (stats != NULL) {
         stats->outputs += tot.outputs;
         stats->retries += tot.retries;
@@ -863,49 +879,14 @@ int lowp_attn_rounded(const lowp_attn_shape *s_in, const double *q, const double
     }
     free(ref);
     free(bnd);
-    int nomem = 0, diverged = 0;
     ostats tot = {0, 0, 0, 0};
-    if (rc == 0 && n_rows > 0) {
-        /* the open rows in parallel, each with only its open columns */
-#pragma omp parallel if (n_rows > 1) reduction(| : nomem, diverged)
-        {
-            mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
-            mpfr_set_emin(mpfr_get_emin_min());
-            mpfr_set_emax(mpfr_get_emax_max());
-            ostats st = {0, 0, 0, 0};
-            ows w;
-            if (!ows_init(&w, s.ctx)) {
-                nomem = 1;
-            } else {
-#pragma omp for schedule(dynamic, 1)
-                for (long x = 0; x < (long)n_rows; x++) {
-                    size_t r = orow[x];
-                    if (!diverged && oracle_row(&s, q, k, v, r / s.num_q_heads, r % s.num_q_heads,
-                                                PREC_DEFAULT, open + r * E, out32, NULL, NULL,
-                                                NULL, &w, &st))
-                        diverged = 1;
-                }
-                ows_free(&w);
-            }
-#pragma omp critical(lowp_attn_oracle_stats)
-            {
-                tot.outputs += st.outputs;
-                tot.retries += st.retries;
-            }
-            mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
-            mpfr_set_emin(emin);
-            mpfr_set_emax(emax);
-        }
-    }
+    if (rc == 0 && n_rows > 0) /* the open rows, each with only its open columns */
+        rc = oracle_rows(&s, q, k, v, PREC_DEFAULT, orow, n_rows, open, out32, NULL, NULL, NULL, &tot, why,
+                         why_len);
     free(open);
     free(orow);
     if (rc != 0)
         return -1;
-    if (nomem)
-        return lowp_why_set(why, why_len, "out of memory for the attention oracle");
-    if (diverged)
-        return lowp_why_set(why, why_len,
-                            "the attention oracle did not converge below 131072 bits");
     if (stats != NULL) {
         stats->outputs += rows * E;
         stats->by_f64 += rows * E - n_open;
