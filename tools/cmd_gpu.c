@@ -6,7 +6,9 @@
  *       attention within the derived bound (lowp/gpu_conform.h); --emulator-only runs the
  *       emulator against the bound on any machine. --cases N: exactly N cases per format
  *       (the --long configurations' included), the same ones on any thread count. Exit 0
- *       all pass, 1 a failure.
+ *       all pass, 1 a failure. --shard K/N [--result F.json] runs configurations u with
+ *       u mod N = K (tools/shard.h); --merge A.json ... [--report R] [--result F] writes
+ *       the report and result of the whole run from the shards' results.
  *   lowp gpu attn --q Q --k K --v V --kv-format F --out O.npy [--emulate] [options]
  *       `lowp attn`'s decode on the GPU: K and V (rounded to BF16, the kernel's input type)
  *       are written into a paged cache by the quantize-on-write kernel, the query (rounded
