@@ -250,6 +250,35 @@ uint64_t lowp_cli_parse_u64(const char *opt, const char *s, uint64_t lo, uint64_
     return v;
 }
 
+#define SHARD_MAX ((uint64_t)1 << 20)
+
+void lowp_cli_parse_shard(const char *opt, const char *s, size_t *k, size_t *n)
+{
+    if (strcmp(s, "auto") == 0) {
+        static const char *const env[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                             {"PMI_RANK", "PMI_SIZE"},
+                                             {"SLURM_PROCID", "SLURM_NTASKS"}};
+        for (size_t e = 0; e < sizeof env / sizeof env[0]; e++) {
+            const char *r = getenv(env[e][0]), *z = getenv(env[e][1]);
+            if (r == NULL || z == NULL)
+                continue;
+            *n = (size_t)lowp_cli_parse_u64(env[e][1], z, 1, SHARD_MAX);
+            *k = (size_t)lowp_cli_parse_u64(env[e][0], r, 0, *n - 1);
+            return;
+        }
+        lowp_cli_fail("%s auto: no MPI rank in the environment (OMPI_COMM_WORLD_RANK/SIZE, "
+                      "PMI_RANK/SIZE or SLURM_PROCID/NTASKS)", opt);
+    }
+    const char *slash = strchr(s, '/');
+    char kbuf[64];
+    if (slash == NULL || (size_t)(slash - s) >= sizeof kbuf)
+        lowp_cli_fail("%s: '%.40s' is not K/N (shard K of N, 0-based) or auto", opt, s);
+    memcpy(kbuf, s, (size_t)(slash - s));
+    kbuf[slash - s] = '\0';
+    *n = (size_t)lowp_cli_parse_u64(opt, slash + 1, 1, SHARD_MAX);
+    *k = (size_t)lowp_cli_parse_u64(opt, kbuf, 0, *n - 1);
+}
+
 int64_t lowp_cli_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi)
 {
     int neg = s[0] == '-';

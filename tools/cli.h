@@ -80,6 +80,13 @@ double lowp_cli_parse_nonnegative(const char *opt, const char *s);
 size_t lowp_cli_parse_list(const char *opt, const char *s, size_t min_n, size_t max_n, uint64_t lo, uint64_t hi,
                            uint64_t *out);
 
+/* "K/N": shard K of N, 0-based (0 <= K < N <= 2^20), both parsed by lowp_cli_parse_u64
+ * (so "0x1/4" is shard 1 of 4). "auto": K and N from the MPI launcher's environment,
+ * OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE (Open MPI), else PMI_RANK / PMI_SIZE (MPICH,
+ * Intel MPI), else SLURM_PROCID / SLURM_NTASKS (srun), each parsed the same way; none set
+ * is an error naming them. */
+void lowp_cli_parse_shard(const char *opt, const char *s, size_t *k, size_t *n);
+
 /* Read a whole file (or stdin for NULL / "-") into memory; fails with a clear line. */
 unsigned char *lowp_read_all(const char *path, size_t *len);
 

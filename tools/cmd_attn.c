@@ -90,22 +90,6 @@ static void attn_usage(FILE *f)
 /* ---------------------------------------------------------------------------------- */
 /* correctly rounded output                                                            */
 
-/* 1 if every real number within b of x rounds (RN) to the same binary32, which is then
- * *out. The interval is widened by two binary64 ulps so that computing x - b and x + b in
- * binary64 cannot shrink it. */
-static int rounding_decided(double x, double b, float *out)
-{
-    if (!isfinite(x) || !(b >= 0) || !isfinite(b))
-        return 0;
-    double lo = nextafter(nextafter(x - b, -INFINITY), -INFINITY);
-    double hi = nextafter(nextafter(x + b, INFINITY), INFINITY);
-    float flo = (float)lo, fhi = (float)hi;
-    if (flo != fhi || signbit(flo) != signbit(fhi))
-        return 0;
-    *out = flo;
-    return 1;
-}
-
 /* The oracle on the query group of KV head g at query token i: a sub-problem with that
  * token, the group's G query heads (contiguous), its KV head and the visible positions
  * only. The oracle runs the G rows in parallel (OpenMP). out32 gets [G][vo_dim]. With one
@@ -147,7 +131,8 @@ static void oracle_group(const lowp_attn_shape *s, const double *q, const double
  * recomputed whole. Returns the number of rows the oracle computed. what names the
  * problem on the progress line. */
 static size_t round_outputs(const lowp_attn_shape *s, const double *q, const double *k, const double *v,
-                            const double *ref, int all_mpfr, float *out32, lowp_progress *pr, const char *what)
+                            const double *ref, int all_mpfr, float *out32, lowp_progress *pr, const char *what,
+                            size_t *decided)
 {
     size_t rows = s->q_len * s->num_q_heads, Dv = s->vo_dim, G = s->num_q_heads / s->num_kv_heads;
     char why[256];
@@ -163,7 +148,7 @@ static size_t round_outputs(const lowp_attn_shape *s, const double *q, const dou
     double *bound = malloc(rows * Dv * sizeof *bound);
     if (bound == NULL)
         lowp_cli_fail("out of memory for the bounds");
-    if (lowp_attn_ref_bounds(s, q, k, v, bound, why, sizeof why))
+    if (lowp_attn_ref_f64_bounded(s, q, k, v, NULL, bound, why, sizeof why))
         lowp_cli_fail("attention bound: %s", why);
     size_t groups = s->q_len * s->num_kv_heads, n_oracle = 0, done = 0;
     unsigned char *open = calloc(groups, 1);
@@ -172,11 +157,14 @@ static size_t round_outputs(const lowp_attn_shape *s, const double *q, const dou
     size_t n_open = 0;
     for (size_t r = 0; r < rows; r++) {
         size_t grp = (r / s->num_q_heads) * s->num_kv_heads + (r % s->num_q_heads) / G;
-        for (size_t d = 0; d < Dv && !open[grp]; d++)
-            if (!rounding_decided(ref[r * Dv + d], bound[r * Dv + d], &out32[r * Dv + d])) {
+        for (size_t d = 0; d < Dv; d++) {
+            if (lowp_attn_f32_decided(ref[r * Dv + d], bound[r * Dv + d], &out32[r * Dv + d]))
+                ++*decided;
+            else if (!open[grp]) {
                 open[grp] = 1;
                 n_open++;
             }
+        }
     }
     lowp_progress_show(pr, rows, rows, "rows", "%s: bounds", what);
     if (n_open > 0)
@@ -510,7 +498,7 @@ int lowp_cmd_attn(int argc, char **argv)
     lowp_kv_view view = lowp_kv_view_of(&cfg);
     lowp_kv_path_result pres;
     memset(&pres, 0, sizeof pres);
-    size_t oracle_rows = 0, oracle_rows_b = 0, k_changed = 0, v_changed = 0;
+    size_t oracle_rows = 0, oracle_rows_b = 0, k_changed = 0, v_changed = 0, decided = 0, decided_b = 0;
     for (size_t g = 0; g < H; g++) {
         char what[64];
         snprintf(what, sizeof what, "KV head %zu/%zu", g + 1, H);
@@ -606,11 +594,11 @@ int lowp_cmd_attn(int argc, char **argv)
             if (lowp_attn_ref_f64(&sub, qse, ke, ve, ose, pq, why, sizeof why) ||
                 lowp_attn_ref_f64(&sub, qsb, kb, vb, osb, pb, why, sizeof why))
                 lowp_cli_fail("attention: %s", why);
-            oracle_rows += round_outputs(&sub, qse, ke, ve, ose, a.mpfr_all, oe32, &pr, what);
+            oracle_rows += round_outputs(&sub, qse, ke, ve, ose, a.mpfr_all, oe32, &pr, what, &decided);
             if (a.baseline != NULL) {
                 char wb[80];
                 snprintf(wb, sizeof wb, "%s, baseline", what);
-                oracle_rows_b += round_outputs(&sub, qsb, kb, vb, osb, a.mpfr_all, ob32, &pr, wb);
+                oracle_rows_b += round_outputs(&sub, qsb, kb, vb, osb, a.mpfr_all, ob32, &pr, wb, &decided_b);
             }
             for (size_t x = 0; x < sr; x++) {
                 size_t row = (i0 + x / G) * s.num_q_heads + g * G + x % G;
@@ -668,8 +656,11 @@ int lowp_cmd_attn(int argc, char **argv)
     printf("# output: binary32, correctly rounded; %zu of %zu rows by the MPFR oracle, the rest by the binary64 "
            "reference and its bound; nan %zu inf %zu\n",
            oracle_rows, s.q_len * s.num_q_heads, nan_out, inf_out);
+    printf("# binary64 reference: its bound (lowp_attn_ref_f64_bounded) decides %zu of %zu outputs (%.2f%%)\n",
+           decided, s.q_len * s.num_q_heads * Dv, 100.0 * (double)decided / (double)(s.q_len * s.num_q_heads * Dv));
     if (a.baseline != NULL)
-        printf("# baseline: %zu of %zu rows by the MPFR oracle\n", oracle_rows_b, s.q_len * s.num_q_heads);
+        printf("# baseline: %zu of %zu rows by the MPFR oracle; the bound decides %zu outputs\n", oracle_rows_b,
+               s.q_len * s.num_q_heads, decided_b);
     printf("# statistics compare: attention over the %s path's K/V (read from the quantized cache) against attention "
            "over the K/V and Q of the input files as given (not quantized), both exact math (binary64 reference); "
            "the cache changed %zu of %zu K and %zu of %zu V input elements%s\n",

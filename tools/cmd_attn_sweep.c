@@ -10,11 +10,13 @@
  * (tools/lowp.c) shows and accepts it as `attn-sweep`. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "shard.h"
 #include "lowp/attn_sweep.h"
 
 LOWP_COMMAND_DEFINE(attn_sweep, "attention error of every KV format across workloads and contexts (reports/)");
@@ -35,7 +37,12 @@ static void sweep_usage(FILE *f)
           "  --oracle-ctx N run the MPFR oracle on contexts up to N (0: never; default 1024)\n"
           "  --oracle-heads N  KV heads whose query groups the oracle covers (default 1)\n"
           "  --quick        contexts 256 and 1024, 8 query / 2 KV heads, q_len 2, dim 64 (seconds)\n"
-          "  --csv FILE, --md FILE  outputs ('-' for stdout replaces the table)\n",
+          "  --csv FILE, --md FILE  outputs ('-' for stdout replaces the table)\n"
+          "  --shard K/N    run the (size, workload) cases i with i mod N = K, in the order above\n"
+          "                 (0-based; auto: the MPI rank and size); needs --result, writes no CSV/MD\n"
+          "  --result FILE  the run's deterministic result (JSON: every row, no times)\n"
+          "  --merge A.json B.json ...  the shards' results: checked to be shards 0..N-1 of one run,\n"
+          "                 then the CSV, MD and --result written as for one unsharded run (no times)\n",
           f);
 }
 
@@ -60,6 +67,161 @@ static void progress(void *arg, size_t done, size_t total, const char *what)
     if (strcmp(what, "done") == 0)
         fputc('\n', stderr);
     fflush(stderr);
+}
+
+/* ---- results (tools/shard.h): a unit is one (size, workload) case, in lowp_sweep_run's
+ * order; its rows are all of lowp_sweep_row but the time ---------------------------------- */
+
+#define COUNT_FIELDS(X)                                                                            \
+    X(elements) X(blocks) X(nan_in) X(inf_in) X(saturated) X(flushed) X(nan_out) X(scale_zero)     \
+        X(scale_subnormal) X(scale_nan)
+
+static void counts_put(json_t *o, const char *pre, const lowp_quant_counts *c)
+{
+    char key[64];
+#define PUT(f)                                                                                     \
+    snprintf(key, sizeof key, "%s_%s", pre, #f);                                                   \
+    lowp_json_set_u64(o, key, c->f);
+    COUNT_FIELDS(PUT)
+#undef PUT
+}
+
+static void counts_get(const json_t *o, const char *pre, lowp_quant_counts *c)
+{
+    char key[64];
+#define GET(f)                                                                                     \
+    snprintf(key, sizeof key, "%s_%s", pre, #f);                                                   \
+    c->f = (size_t)lowp_json_u64(o, key);
+    COUNT_FIELDS(GET)
+#undef GET
+}
+
+/* (json key, lowp_sweep_row member): sizes, then doubles */
+#define ROW_SIZES(X)                                                                               \
+    X(q_len, shape.q_len) X(num_q_heads, shape.num_q_heads) X(num_kv_heads, shape.num_kv_heads)     \
+        X(qk_dim, shape.qk_dim) X(vo_dim, shape.vo_dim) X(ctx, shape.ctx)                          \
+            X(q_offset, shape.q_offset) X(config, config) X(err_rows, err.rows)                    \
+                X(err_elements, err.elements) X(err_nonfinite, err.nonfinite)                      \
+                    X(arith_outputs, arith_outputs) X(bound_outputs, bound_outputs)
+#define ROW_DOUBLES(X)                                                                             \
+    X(sm_scale, shape.sm_scale) X(rel_l2, err.rel_l2) X(max_abs, err.max_abs) X(cosine, err.cosine) \
+        X(tv_mean, err.tv_mean) X(tv_max, err.tv_max) X(needle_p_ref, needle_p_ref)                \
+            X(needle_p, needle_p) X(arith_max_abs, arith_max_abs) X(arith_rel, arith_rel)          \
+                X(bound_max, bound_max)
+
+static void row_put(json_t *list, const lowp_sweep_row *w)
+{
+    json_t *o = json_object();
+    if (o == NULL || json_array_append_new(list, o) != 0)
+        lowp_cli_fail("out of memory");
+    lowp_json_set_str(o, "workload", lowp_workload_name(w->workload));
+    lowp_json_set_i64(o, "head", w->head);
+#define PUT_Z(k, m) lowp_json_set_u64(o, #k, w->m);
+#define PUT_D(k, m) lowp_json_set_f64(o, #k, w->m);
+    ROW_SIZES(PUT_Z)
+    ROW_DOUBLES(PUT_D)
+#undef PUT_Z
+#undef PUT_D
+    lowp_json_set_f64(o, "k_scale", (double)w->k_scale);
+    lowp_json_set_f64(o, "v_scale", (double)w->v_scale);
+    lowp_json_set_i64(o, "bound_held", w->bound_held); /* -1: not evaluated */
+    counts_put(o, "k", &w->k_counts);
+    counts_put(o, "v", &w->v_counts);
+}
+
+static void row_get(const json_t *o, lowp_sweep_row *w)
+{
+    memset(w, 0, sizeof *w);
+    if (lowp_workload_parse(lowp_json_str(o, "workload"), &w->workload))
+        lowp_cli_fail("merge: unknown workload '%s'", lowp_json_str(o, "workload"));
+    w->head = (long)lowp_json_i64(o, "head");
+#define GET_Z(k, m) w->m = (size_t)lowp_json_u64(o, #k);
+#define GET_D(k, m) w->m = lowp_json_f64(o, #k);
+    ROW_SIZES(GET_Z)
+    ROW_DOUBLES(GET_D)
+#undef GET_Z
+#undef GET_D
+    w->k_scale = (float)lowp_json_f64(o, "k_scale");
+    w->v_scale = (float)lowp_json_f64(o, "v_scale");
+    w->bound_held = (int)lowp_json_i64(o, "bound_held");
+    counts_get(o, "k", &w->k_counts);
+    counts_get(o, "v", &w->v_counts);
+    w->seconds = NAN; /* not part of a result */
+}
+
+/* The options that choose the cases and their inputs. */
+static json_t *sweep_args(const lowp_sweep_options *o)
+{
+    json_t *a = json_object();
+    if (a == NULL)
+        lowp_cli_fail("out of memory");
+    char b[96], sizes[LOWP_SWEEP_MAX_SIZES * 96] = "";
+    snprintf(b, sizeof b, "0x%llx", (unsigned long long)o->seed);
+    lowp_json_set_str(a, "seed", b);
+    lowp_json_set_u64(a, "qk_dim", o->qk_dim);
+    lowp_json_set_u64(a, "vo_dim", o->vo_dim);
+    for (size_t z = 0; z < o->n_sizes; z++) {
+        const lowp_sweep_size *s = &o->sizes[z];
+        snprintf(b, sizeof b, "%s%zu:%zu:%zu:%zu", z ? "," : "", s->ctx, s->q_len, s->num_q_heads, s->num_kv_heads);
+        strcat(sizes, b);
+    }
+    lowp_json_set_str(a, "sizes", sizes);
+    lowp_json_set_u64(a, "workloads", o->workloads);
+    lowp_json_set_u64(a, "configs", o->n_configs);
+    lowp_json_set_u64(a, "oracle_ctx", o->oracle_max_ctx);
+    lowp_json_set_u64(a, "oracle_heads", o->oracle_kv_heads);
+    return a;
+}
+
+/* Back from sweep_args (the configs are the defaults, as on the command line). */
+static void sweep_from_args(const json_t *a, lowp_sweep_options *o)
+{
+    lowp_sweep_default_options(o);
+    o->seed = lowp_cli_parse_seed("merge: seed", lowp_json_str(a, "seed"));
+    o->qk_dim = (size_t)lowp_json_u64(a, "qk_dim");
+    o->vo_dim = (size_t)lowp_json_u64(a, "vo_dim");
+    o->workloads = (unsigned)lowp_json_u64(a, "workloads");
+    o->oracle_max_ctx = (size_t)lowp_json_u64(a, "oracle_ctx");
+    o->oracle_kv_heads = (size_t)lowp_json_u64(a, "oracle_heads");
+    if (lowp_json_u64(a, "configs") != o->n_configs)
+        lowp_cli_fail("merge: the results have %llu configs, this lowp %zu",
+                      (unsigned long long)lowp_json_u64(a, "configs"), o->n_configs);
+    const char *s = lowp_json_str(a, "sizes");
+    o->n_sizes = 0;
+    while (*s && o->n_sizes < LOWP_SWEEP_MAX_SIZES) {
+        lowp_sweep_size *z = &o->sizes[o->n_sizes++];
+        int used = 0;
+        if (sscanf(s, "%zu:%zu:%zu:%zu%n", &z->ctx, &z->q_len, &z->num_q_heads, &z->num_kv_heads, &used) != 4)
+            lowp_cli_fail("merge: bad sizes '%s'", lowp_json_str(a, "sizes"));
+        s += used;
+        s += *s == ',';
+    }
+}
+
+/* The units of o in lowp_sweep_run's order: unit u is (size zs[u], workload ks[u]). */
+static size_t sweep_units(const lowp_sweep_options *o, size_t *zs, int *ks)
+{
+    size_t n = 0;
+    for (size_t z = 0; z < o->n_sizes; z++)
+        for (int k = 0; k < LOWP_WORKLOAD_KIND_COUNT; k++)
+            if ((o->workloads >> k) & 1u) {
+                zs[n] = z;
+                ks[n++] = k;
+            }
+    return n;
+}
+
+/* Append w to r's rows. */
+static void push_row(lowp_sweep_result *r, const lowp_sweep_row *w)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 256;
+        lowp_sweep_row *nr = realloc(r->rows, r->cap * sizeof *nr);
+        if (nr == NULL)
+            lowp_cli_fail("out of memory");
+        r->rows = nr;
+    }
+    r->rows[r->n++] = *w;
 }
 
 /* An output path is writable: checked before the sweep, so that minutes are not spent
@@ -97,15 +259,31 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
     lowp_sweep_options o;
     lowp_sweep_default_options(&o);
     const char *csv = "reports/attn-sweep.csv", *md = "reports/attn-sweep.md";
-    int sizes_given = 0, contexts_given = 0, quick = 0, dim_given = 0;
+    int sizes_given = 0, contexts_given = 0, quick = 0, dim_given = 0, merge = 0, case_opts = 0, outs_given = 0;
+    const char *result = NULL;
+    lowp_shard shard = {0, 1};
+    char **files = calloc((size_t)argc + 1, sizeof *files);
+    size_t n_files = 0;
+    if (files == NULL)
+        lowp_cli_fail("out of memory");
     char buf[1024];
     char *items[MAX_LIST];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--csv") == 0)
+        if (strcmp(a, "--csv") == 0) {
             csv = lowp_cli_option_value(argc, argv, &i);
-        else if (strcmp(a, "--md") == 0)
+            outs_given = 1;
+        } else if (strcmp(a, "--md") == 0) {
             md = lowp_cli_option_value(argc, argv, &i);
+            outs_given = 1;
+        } else if (strcmp(a, "--shard") == 0)
+            lowp_cli_parse_shard("--shard", lowp_cli_option_value(argc, argv, &i), &shard.k, &shard.n);
+        else if (strcmp(a, "--result") == 0)
+            result = lowp_cli_option_value(argc, argv, &i);
+        else if (strcmp(a, "--merge") == 0)
+            merge = 1;
+        else if (merge && a[0] != '-')
+            files[n_files++] = argv[i];
         else if (strcmp(a, "--quick") == 0)
             quick = 1;
         else if (strcmp(a, "--contexts") == 0) {
@@ -165,6 +343,7 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
                                   items[k]);
                 o.workloads |= 1u << w;
             }
+            case_opts = 1;
         } else if (strcmp(a, "--dim") == 0) {
             o.qk_dim = o.vo_dim = parse_size_t(a, lowp_cli_option_value(argc, argv, &i), 32, 1024);
             if (o.qk_dim % 32 != 0)
@@ -172,16 +351,22 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
             dim_given = 1;
         } else if (strcmp(a, "--seed") == 0) {
             o.seed = lowp_cli_parse_seed("--seed", lowp_cli_option_value(argc, argv, &i));
-        } else if (strcmp(a, "--oracle-ctx") == 0)
+            case_opts = 1;
+        } else if (strcmp(a, "--oracle-ctx") == 0) {
             o.oracle_max_ctx = parse_size_t(a, lowp_cli_option_value(argc, argv, &i), 0, (size_t)1 << 24);
-        else if (strcmp(a, "--oracle-heads") == 0)
+            case_opts = 1;
+        } else if (strcmp(a, "--oracle-heads") == 0) {
             o.oracle_kv_heads = parse_size_t(a, lowp_cli_option_value(argc, argv, &i), 1, 1024);
+            case_opts = 1;
+        }
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             sweep_usage(stdout);
+            free(files);
             return LOWP_EXIT_OK;
         } else
             lowp_cli_fail("attn-sweep: unknown argument '%s' (see lowp attn-sweep --help)", a);
     }
+    case_opts |= quick | sizes_given | contexts_given | dim_given;
     if (sizes_given && contexts_given)
         lowp_cli_fail("--contexts and --size are alternatives: give one");
     if (quick) {
@@ -198,8 +383,25 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
     if (strcmp(csv, md) == 0)
         lowp_cli_fail("--csv and --md name the same file '%s'", csv);
 
-    check_writable("--csv", csv);
-    check_writable("--md", md);
+    if (merge && (n_files == 0 || case_opts || shard.n > 1))
+        lowp_cli_fail(n_files == 0 ? "attn-sweep --merge: no result files given"
+                                   : "attn-sweep --merge: the cases come from the results; case options and "
+                                     "--shard do not apply");
+    if (shard.n > 1 && result == NULL)
+        lowp_cli_fail("attn-sweep --shard %zu/%zu: a shard writes only its result: give --result FILE", shard.k,
+                      shard.n);
+    if (shard.n > 1 && outs_given)
+        lowp_cli_fail("attn-sweep --shard: a shard writes no CSV or Markdown (attn-sweep --merge writes them)");
+    int tables = shard.n == 1;
+    if (tables) {
+        check_writable("--csv", csv);
+        check_writable("--md", md);
+    }
+    if (result != NULL) {
+        check_writable("--result", result);
+        if (tables && (strcmp(result, csv) == 0 || strcmp(result, md) == 0))
+            lowp_cli_fail("--result names the same file as --csv or --md");
+    }
 
     char command[2048];
     size_t used = (size_t)snprintf(command, sizeof command, "lowp attn-sweep");
@@ -213,8 +415,64 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
         o.progress = progress;
     lowp_sweep_result r;
     char why[512];
-    if (lowp_sweep_run(&o, &r, why, sizeof why))
-        lowp_cli_fail("attn-sweep: %s", why);
+    json_t *res = NULL;
+    memset(&r, 0, sizeof r);
+    if (merge) {
+        res = lowp_result_merge("attn-sweep", files, n_files);
+        sweep_from_args(lowp_result_args(res), &o);
+        r.opt = o;
+        r.seconds = NAN; /* results record no times */
+        for (size_t u = 0; u < lowp_result_count(res); u++) {
+            const json_t *rows = json_object_get(lowp_result_at(res, u), "rows");
+            for (size_t x = 0; x < json_array_size(rows); x++) {
+                lowp_sweep_row w;
+                row_get(json_array_get(rows, x), &w);
+                push_row(&r, &w);
+            }
+        }
+        /* what a merged report can say the same whatever the shards ran on */
+        snprintf(command, sizeof command, "lowp attn-sweep --merge (shard results)");
+        snprintf(machine, sizeof machine, "not recorded (merged shard results)");
+        snprintf(commit, sizeof commit, "not recorded");
+    } else {
+        /* every unit this shard owns is a sweep of its own: the same rows as in one sweep
+         * (a case's inputs depend on the seed, workload and size only) */
+        size_t zs[LOWP_SWEEP_MAX_SIZES * LOWP_WORKLOAD_KIND_COUNT];
+        int ks[LOWP_SWEEP_MAX_SIZES * LOWP_WORKLOAD_KIND_COUNT];
+        size_t units = sweep_units(&o, zs, ks);
+        res = lowp_result_new("attn-sweep", sweep_args(&o), &shard, units);
+        r.opt = o;
+        for (size_t u = 0; u < units; u++) {
+            if (!lowp_shard_mine(&shard, u))
+                continue;
+            lowp_sweep_options ou = o;
+            ou.n_sizes = 1;
+            ou.sizes[0] = o.sizes[zs[u]];
+            ou.workloads = 1u << ks[u];
+            lowp_sweep_result ru;
+            if (lowp_sweep_run(&ou, &ru, why, sizeof why))
+                lowp_cli_fail("attn-sweep: %s", why);
+            json_t *rows = json_array();
+            if (rows == NULL || json_object_set_new(lowp_result_unit(res, u), "rows", rows) != 0)
+                lowp_cli_fail("out of memory");
+            for (size_t x = 0; x < ru.n; x++) {
+                row_put(rows, &ru.rows[x]);
+                push_row(&r, &ru.rows[x]);
+            }
+            r.seconds += ru.seconds;
+            lowp_sweep_result_free(&ru);
+        }
+    }
+    if (result != NULL)
+        lowp_result_write(res, result);
+    json_decref(res);
+    free(files);
+    if (!tables) {
+        printf("attn-sweep: shard %zu/%zu: %zu rows in %.1f s; result %s\n", shard.k, shard.n, r.n, r.seconds,
+               result);
+        lowp_sweep_result_free(&r);
+        return LOWP_EXIT_OK;
+    }
 
     if (strcmp(csv, "-") != 0 && strcmp(md, "-") != 0) {
         printf("# lowp attn-sweep: %.1f s on %s; format cost = quantized vs unquantized attention (binary64 "

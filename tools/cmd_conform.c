@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "shard.h"
 #include "lowp/bits.h"
 #include "lowp/cases.h"
 #include "lowp/format.h"
@@ -45,13 +46,28 @@ typedef struct {
     double seconds;
     int skipped;
     char note[160];
+    size_t unit;       /* its index in an unsharded run's order (tools/shard.h) */
+    long fail_at;      /* where its failure lines start in the run's fail_log */
+    char *fail;        /* its failure lines (after the run), "" if none */
+    char *appendix;    /* the GPU check's own report (gpu set only), else NULL */
 } case_set;
 
 typedef struct {
     case_set *sets;
     size_t n, cap;
     FILE *fail_log; /* failure lines for the report */
+    lowp_shard shard;
+    size_t next_unit; /* units declared so far (owned or not) */
+    size_t cur_unit;  /* the unit the next new_set is */
 } conform_run;
+
+/* Declares the next unit (a case set, in the unsharded order) as the one the next new_set
+ * makes; 1 if this shard runs it. */
+static int unit_mine(conform_run *run)
+{
+    run->cur_unit = run->next_unit++;
+    return lowp_shard_mine(&run->shard, run->cur_unit);
+}
 
 static double now_s(void)
 {
@@ -71,6 +87,11 @@ static case_set *new_set(conform_run *run, const char *oracle, const char *name,
     }
     case_set *s = &run->sets[run->n++];
     memset(s, 0, sizeof *s);
+    s->unit = run->cur_unit; /* unit_mine declared it */
+    if (run->fail_log != NULL) {
+        fflush(run->fail_log);
+        s->fail_at = ftell(run->fail_log);
+    }
     snprintf(s->oracle, sizeof s->oracle, "%s", oracle);
     snprintf(s->name, sizeof s->name, "%s", name);
     snprintf(s->input, sizeof s->input, "%s", input);
@@ -198,6 +219,8 @@ static size_t f64_inputs(lowp_format f, uint64_t seed, uint64_t **out)
 
 static void run_decode(conform_run *run)
 {
+    if (!unit_mine(run))
+        return;
     case_set *s = new_set(run, "decode", "every code, every format", "codes");
     double t0 = now_s();
     for (int f = 0; f < LOWP_FORMAT_COUNT; f++) {
@@ -224,8 +247,8 @@ static void run_mpfr(conform_run *run, uint64_t seed)
     lowp_codec codecs[128];
     size_t nc = all_codecs(codecs, 128, -1);
     /* The oracle and lowp_codec_init must agree on what exists. */
-    case_set *sup = new_set(run, "mpfr", "supported combinations", "(f,p,r,sat)");
-    for (int f = 0; f < LOWP_FORMAT_COUNT; f++)
+    case_set *sup = unit_mine(run) ? new_set(run, "mpfr", "supported combinations", "(f,p,r,sat)") : NULL;
+    for (int f = 0; f < LOWP_FORMAT_COUNT && sup != NULL; f++)
         for (int p = 0; p < LOWP_PROFILE_COUNT; p++)
             for (int r = 0; r < LOWP_ROUND_COUNT; r++)
                 for (int sat = 0; sat < 2; sat++) {
@@ -257,6 +280,8 @@ static void run_mpfr(conform_run *run, uint64_t seed)
         if (progress)
             fprintf(stderr, "\rmpfr %zu/%zu %-28s", k + 1, nc, label);
         for (int width = 32; width <= 64; width += 32) {
+            if (!unit_mine(run))
+                continue;
             case_set *s = new_set(run, "mpfr", label, width == 32 ? "binary32" : "binary64");
             double t0 = now_s();
             size_t n = width == 32 ? n32[c->format] : n64[c->format];
@@ -309,14 +334,24 @@ static void run_cuda_host(conform_run *run, uint64_t seed, int full)
         char label[96];
         codec_label(c, label, sizeof label);
         if (!lowp_cuda_host_has_f32(c->format, c->round, c->saturate)) {
+            if (!unit_mine(run))
+                continue;
             case_set *s = new_set(run, "cuda-host", label, "binary32");
             s->mismatches = 1;
             fail_line(run, s, "lowp has this cuda combination but CUDA has no such host function");
             continue;
         }
-        case_set *s = new_set(run, "cuda-host", label, full ? "all binary32" : "binary32");
+        int mine32 = unit_mine(run);
+        size_t u32 = run->cur_unit;
+        int has64 = lowp_cuda_host_has_f64(c->format, c->round, c->saturate);
+        int mine64 = has64 && unit_mine(run);
+        size_t u64 = run->cur_unit;
+        run->cur_unit = u32;
+        case_set *s = mine32 ? new_set(run, "cuda-host", label, full ? "all binary32" : "binary32") : NULL;
         double t0 = now_s();
-        if (full) {
+        if (s == NULL) {
+            /* the binary32 set is another shard's */
+        } else if (full) {
             const size_t chunk = (size_t)1 << 24;
             uint32_t *in = malloc(chunk * sizeof *in);
             uint16_t *got = malloc(chunk * sizeof *got), *want = malloc(chunk * sizeof *want);
@@ -348,8 +383,10 @@ static void run_cuda_host(conform_run *run, uint64_t seed, int full)
             free(got);
             free(want);
         }
-        s->seconds = now_s() - t0;
-        if (lowp_cuda_host_has_f64(c->format, c->round, c->saturate)) {
+        if (s != NULL)
+            s->seconds = now_s() - t0;
+        if (mine64) {
+            run->cur_unit = u64;
             case_set *s64 = new_set(run, "cuda-host", label, "binary64");
             t0 = now_s();
             uint64_t *in;
@@ -469,6 +506,8 @@ static void run_mldtypes(conform_run *run, int full)
                                 "../share/lowp/interop_mldtypes.py");
     int no_lib = helper_path(lib, sizeof lib, LOWP_INSTALLED_LIB "/liblowp.so", "../ref/liblowp.so");
     lowp_cli_python(python, sizeof python);
+    if (!unit_mine(run))
+        return;
     case_set *s = new_set(run, "ml_dtypes", "ml_dtypes profile, every format", full ? "all binary32" : "binary32+64");
     if (no_script || no_lib) {
         s->skipped = 1;
@@ -561,6 +600,8 @@ static char *run_gpu(conform_run *run)
         snprintf(exe, sizeof exe, "%s", env_exe);
     else
         helper_path(exe, sizeof exe, LOWP_INSTALLED_LIBEXEC "/lowp_gpu_cvt_check", "../gpu/lowp_gpu_cvt_check");
+    if (!unit_mine(run))
+        return NULL;
     case_set *s = new_set(run, "gpu", "hardware cvt (E4M3/E5M2/BF16/F16)", "all binary32");
     if (!file_exists(exe)) {
         s->skipped = 1;
@@ -594,14 +635,12 @@ static char *run_gpu(conform_run *run)
     return text;
 }
 
+/* The Markdown report. timed: a run (its machine, date, thread count and seconds are
+ * known); 0 for a merged result, which holds none of them (tools/shard.h), so that the
+ * report of a merge is the same bytes whatever the shards ran on. */
 static void write_report(const conform_run *run, const char *path, int full, uint64_t seed, double seconds,
-                         const char *fail_text, const char *gpu_text)
+                         int timed)
 {
-    char machine[512], commit[64], date[64];
-    lowp_machine_description(machine, sizeof machine);
-    lowp_source_commit(commit, sizeof commit);
-    time_t t = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
     FILE *f = lowp_out_open(path, 0);
     size_t sets = 0, failed = 0, skipped = 0, cases = 0;
     for (size_t i = 0; i < run->n; i++) {
@@ -612,23 +651,115 @@ static void write_report(const conform_run *run, const char *path, int full, uin
     }
     fprintf(f, "# lowp conform%s\n\n", full ? " --full" : "");
     fprintf(f, "- command: `lowp conform%s --seed 0x%llx`\n", full ? " --full" : "", (unsigned long long)seed);
-    fprintf(f, "- machine: %s\n- lowp %s, commit %s, %s\n- %d OpenMP threads, %.1f s\n\n", machine, LOWP_VERSION,
-            commit, date, omp_get_max_threads(), seconds);
+    if (timed) {
+        char machine[512], commit[64], date[64];
+        lowp_machine_description(machine, sizeof machine);
+        lowp_source_commit(commit, sizeof commit);
+        time_t t = time(NULL);
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+        fprintf(f, "- machine: %s\n- lowp %s, commit %s, %s\n- %d OpenMP threads, %.1f s\n\n", machine,
+                LOWP_VERSION, commit, date, omp_get_max_threads(), seconds);
+    } else {
+        fprintf(f, "- merged from shard results (`lowp conform --merge`), which record no machine, date or "
+                "times\n\n");
+    }
     fprintf(f, "**%zu case sets: %zu passed, %zu failed, %zu skipped; %zu inputs compared.**\n\n", sets,
             sets - failed - skipped, failed, skipped, cases);
     fprintf(f, "| oracle | combination | inputs | cases | mismatches | seconds | note |\n|---|---|---|---:|---:|---:|---|\n");
     for (size_t i = 0; i < run->n; i++) {
         const case_set *s = &run->sets[i];
-        char mism[32];
+        char mism[32], secs[32];
         snprintf(mism, sizeof mism, s->mismatches ? "**%zu**" : "%zu", s->mismatches);
-        fprintf(f, "| %s | %s | %s | %zu | %s | %.2f | %s |\n", s->oracle, s->name, s->input, s->cases,
-                s->skipped ? "skipped" : mism, s->seconds, s->note);
+        snprintf(secs, sizeof secs, timed ? "%.2f" : "-", s->seconds);
+        fprintf(f, "| %s | %s | %s | %zu | %s | %s | %s |\n", s->oracle, s->name, s->input, s->cases,
+                s->skipped ? "skipped" : mism, secs, s->note);
     }
-    if (failed > 0)
-        fprintf(f, "\n## Failures (at most %d lines per case set)\n\n```\n%s```\n", MAX_FAIL_LINES, fail_text);
-    if (gpu_text != NULL)
-        fprintf(f, "\n## The GPU cvt check's report (lowp_gpu_cvt_check)\n\n%s", gpu_text);
+    if (failed > 0) {
+        fprintf(f, "\n## Failures (at most %d lines per case set)\n\n```\n", MAX_FAIL_LINES);
+        for (size_t i = 0; i < run->n; i++)
+            fputs(run->sets[i].fail ? run->sets[i].fail : "", f);
+        fputs("```\n", f);
+    }
+    for (size_t i = 0; i < run->n; i++)
+        if (run->sets[i].appendix != NULL)
+            fprintf(f, "\n## The GPU cvt check's report (lowp_gpu_cvt_check)\n\n%s", run->sets[i].appendix);
     lowp_out_commit(f);
+}
+
+/* ---- results (tools/shard.h) ----------------------------------------------------------- */
+
+static json_t *result_args(int full, uint64_t seed, const char *only)
+{
+    json_t *a = json_object();
+    if (a == NULL)
+        lowp_cli_fail("out of memory");
+    char b[32];
+    snprintf(b, sizeof b, "0x%llx", (unsigned long long)seed);
+    lowp_json_set_u64(a, "full", (uint64_t)full);
+    lowp_json_set_str(a, "seed", b);
+    lowp_json_set_str(a, "only", only != NULL ? only : "");
+#ifdef LOWP_HAVE_CUDA_HOST
+    lowp_json_set_u64(a, "cuda_host_built", 1);
+#else
+    lowp_json_set_u64(a, "cuda_host_built", 0);
+#endif
+    return a;
+}
+
+static void write_result(const conform_run *run, const char *path, int full, uint64_t seed, const char *only)
+{
+    json_t *res = lowp_result_new("conform", result_args(full, seed, only), &run->shard, run->next_unit);
+    for (size_t i = 0; i < run->n; i++) {
+        const case_set *s = &run->sets[i];
+        json_t *o = lowp_result_unit(res, s->unit);
+        lowp_json_set_str(o, "oracle", s->oracle);
+        lowp_json_set_str(o, "name", s->name);
+        lowp_json_set_str(o, "input", s->input);
+        lowp_json_set_u64(o, "cases", s->cases);
+        lowp_json_set_u64(o, "mismatches", s->mismatches);
+        lowp_json_set_u64(o, "skipped", (uint64_t)s->skipped);
+        lowp_json_set_str(o, "note", s->note);
+        lowp_json_set_str(o, "failures", s->fail ? s->fail : "");
+        lowp_json_set_str(o, "appendix", s->appendix ? s->appendix : "");
+    }
+    lowp_result_write(res, path);
+    json_decref(res);
+}
+
+static char *dup_or_fail(const char *s)
+{
+    char *d = strdup(s);
+    if (d == NULL)
+        lowp_cli_fail("out of memory");
+    return d;
+}
+
+/* The case sets of a merged result into run; *full and *seed from its args. */
+static void load_merged(conform_run *run, const json_t *res, int *full, uint64_t *seed)
+{
+    const json_t *args = lowp_result_args(res);
+    *full = lowp_json_u64(args, "full") != 0;
+    *seed = lowp_cli_parse_seed("merge: seed", lowp_json_str(args, "seed"));
+    size_t n = lowp_result_count(res);
+    run->sets = calloc(n ? n : 1, sizeof *run->sets);
+    if (run->sets == NULL)
+        lowp_cli_fail("out of memory");
+    for (size_t u = 0; u < n; u++) {
+        const json_t *o = lowp_result_at(res, u);
+        case_set *s = &run->sets[run->n++];
+        s->unit = u;
+        snprintf(s->oracle, sizeof s->oracle, "%s", lowp_json_str(o, "oracle"));
+        snprintf(s->name, sizeof s->name, "%s", lowp_json_str(o, "name"));
+        snprintf(s->input, sizeof s->input, "%s", lowp_json_str(o, "input"));
+        snprintf(s->note, sizeof s->note, "%s", lowp_json_str(o, "note"));
+        s->cases = (size_t)lowp_json_u64(o, "cases");
+        s->mismatches = (size_t)lowp_json_u64(o, "mismatches");
+        s->skipped = lowp_json_u64(o, "skipped") != 0;
+        s->fail = dup_or_fail(lowp_json_str(o, "failures"));
+        const char *ap = lowp_json_str(o, "appendix");
+        s->appendix = ap[0] ? dup_or_fail(ap) : NULL;
+    }
+    run->next_unit = n;
 }
 
 /* --only: a comma-separated list of oracle names, each one of ORACLES; returned as given
@@ -665,22 +796,47 @@ static int oracle_wanted(const char *only, const char *name)
     return 0;
 }
 
+static void usage(void)
+{
+    puts("usage: lowp conform [--full] [--seed S] [--report FILE | --no-report] [--only ORACLES]\n"
+         "                    [--shard K/N | --shard auto] [--result FILE.json]\n"
+         "       lowp conform --merge A.json B.json ... [--result FILE.json] [--report FILE | --no-report]\n"
+         "checks the CPU model against every oracle on this machine (MPFR, CUDA's host\n"
+         "functions, ml_dtypes, the GPU's cvt instructions); --full sweeps all 2^32 binary32\n"
+         "inputs against CUDA's host functions and ml_dtypes. Report: reports/conform.md (the GPU\n"
+         "check's own report is its last section; nothing else is written). --only runs the\n"
+         "named oracles (decode,mpfr,cuda-host,ml_dtypes,gpu). Helpers: LOWP_PYTHON (ml_dtypes),\n"
+         "LOWP_GPU_CVT_CHECK (the GPU cvt check program).\n"
+         "--shard K/N runs case sets i with i mod N = K (0-based; auto: the MPI rank and size) and\n"
+         "needs --result (no report: --merge writes it); --result writes the run's deterministic\n"
+         "result (JSON, no times); --merge checks that the files are shards 0..N-1 of one run and\n"
+         "writes the report and --result exactly as one unsharded run's --merge would.");
+}
+
 int lowp_cmd_conform(int argc, char **argv)
 {
-    int full = 0, want_report = 1;
-    const char *only = NULL;
+    int full = 0, want_report = 1, merge = 0, case_opts = 0;
+    const char *only = NULL, *result = NULL;
     uint64_t seed = LOWP_DEFAULT_SEED;
     const char *report = "reports/conform.md";
     const char *env_seed = getenv("LOWP_SEED");
     const char *report_flag = NULL; /* --report or --no-report, whichever was given */
+    lowp_shard shard = {0, 1};
+    int shard_given = 0;
+    char **files = calloc((size_t)argc + 1, sizeof *files);
+    size_t n_files = 0;
+    if (files == NULL)
+        lowp_cli_fail("out of memory");
     if (env_seed != NULL)
         seed = lowp_cli_parse_seed("LOWP_SEED", env_seed);
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--full") == 0)
+        if (strcmp(argv[i], "--full") == 0) {
             full = 1;
-        else if (strcmp(argv[i], "--seed") == 0)
+            case_opts = 1;
+        } else if (strcmp(argv[i], "--seed") == 0) {
             seed = lowp_cli_parse_seed("--seed", lowp_cli_option_value(argc, argv, &i));
-        else if (strcmp(argv[i], "--report") == 0) {
+            case_opts = 1;
+        } else if (strcmp(argv[i], "--report") == 0) {
             lowp_cli_flag_once("--report", &report_flag);
             report = lowp_cli_option_value(argc, argv, &i);
             lowp_out_check("--report", report);
@@ -691,19 +847,38 @@ int lowp_cmd_conform(int argc, char **argv)
             if (only != NULL)
                 lowp_cli_fail("conform: --only given twice");
             only = oracle_list(lowp_cli_option_value(argc, argv, &i));
-        }
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            puts("usage: lowp conform [--full] [--seed S] [--report FILE | --no-report] [--only ORACLES]\n"
-                 "checks the CPU model against every oracle on this machine (MPFR, CUDA's host\n"
-                 "functions, ml_dtypes, the GPU's cvt instructions); --full sweeps all 2^32 binary32\n"
-                 "inputs against CUDA's host functions and ml_dtypes. Report: reports/conform.md (the GPU\n"
-                 "check's own report is its last section; nothing else is written). --only runs the\n"
-                 "named oracles (decode,mpfr,cuda-host,ml_dtypes,gpu). Helpers: LOWP_PYTHON (ml_dtypes),\n"
-                 "LOWP_GPU_CVT_CHECK (the GPU cvt check program).");
+            case_opts = 1;
+        } else if (strcmp(argv[i], "--shard") == 0) {
+            lowp_cli_parse_shard("--shard", lowp_cli_option_value(argc, argv, &i), &shard.k, &shard.n);
+            shard_given = 1;
+        } else if (strcmp(argv[i], "--result") == 0) {
+            result = lowp_cli_option_value(argc, argv, &i);
+            lowp_out_check("--result", result);
+        } else if (strcmp(argv[i], "--merge") == 0) {
+            merge = 1;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage();
+            free(files);
             return LOWP_EXIT_OK;
+        } else if (merge && argv[i][0] != '-') {
+            files[n_files++] = argv[i];
         } else
             lowp_cli_fail("conform: unknown argument '%s' (see lowp conform --help)", argv[i]);
     }
+    if (merge && (case_opts || shard_given))
+        lowp_cli_fail("conform --merge: the cases come from the results; --full, --seed, --only and --shard do "
+                      "not apply (LOWP_SEED is ignored)");
+    if (merge && n_files == 0)
+        lowp_cli_fail("conform --merge: no result files given");
+    if (shard.n > 1 && result == NULL)
+        lowp_cli_fail("conform --shard %zu/%zu: a shard writes only its result: give --result FILE", shard.k,
+                      shard.n);
+    if (shard.n > 1 && report_flag != NULL && want_report)
+        lowp_cli_fail("conform --shard: a shard writes no report (conform --merge writes it)");
+    if (shard.n > 1)
+        want_report = 0;
+    if (result != NULL && want_report)
+        lowp_cli_check_distinct_outputs("--report", report, "--result", result);
     char report_dir[4096];
     snprintf(report_dir, sizeof report_dir, "%s", report);
     char *slash = strrchr(report_dir, '/');
@@ -711,38 +886,68 @@ int lowp_cmd_conform(int argc, char **argv)
         *slash = '\0';
     else
         snprintf(report_dir, sizeof report_dir, ".");
-    if (want_report && !file_exists(report_dir) && mkdir(report_dir, 0777) != 0)
-        lowp_cli_fail("cannot create the report folder '%s'", report_dir);
 
     conform_run run = {0};
-    char *fail_text = NULL;
-    size_t fail_len = 0;
-    run.fail_log = open_memstream(&fail_text, &fail_len);
-    printf("lowp conform%s: seed 0x%llx (override with --seed or LOWP_SEED), %d threads\n", full ? " --full" : "",
-           (unsigned long long)seed, omp_get_max_threads());
-    fflush(stdout);
-    double t0 = now_s();
-    if (oracle_wanted(only, "decode"))
-        run_decode(&run);
-    if (oracle_wanted(only, "mpfr"))
-        run_mpfr(&run, seed);
-    if (oracle_wanted(only, "cuda-host")) {
+    run.shard = shard;
+    double seconds = 0.0;
+    json_t *merged = NULL;
+    if (merge) {
+        merged = lowp_result_merge("conform", files, n_files);
+        load_merged(&run, merged, &full, &seed);
+        printf("lowp conform --merge: %zu shard results, %zu case sets, seed 0x%llx\n", n_files, run.n,
+               (unsigned long long)seed);
+    } else {
+        char *fail_text = NULL;
+        size_t fail_len = 0;
+        run.fail_log = open_memstream(&fail_text, &fail_len);
+        if (run.fail_log == NULL)
+            lowp_cli_fail("out of memory");
+        printf("lowp conform%s: seed 0x%llx (override with --seed or LOWP_SEED), %d threads", full ? " --full" : "",
+               (unsigned long long)seed, omp_get_max_threads());
+        if (shard.n > 1)
+            printf(", shard %zu/%zu", shard.k, shard.n);
+        printf("\n");
+        fflush(stdout);
+        double t0 = now_s();
+        if (oracle_wanted(only, "decode"))
+            run_decode(&run);
+        if (oracle_wanted(only, "mpfr"))
+            run_mpfr(&run, seed);
+        if (oracle_wanted(only, "cuda-host")) {
 #ifdef LOWP_HAVE_CUDA_HOST
-        run_cuda_host(&run, seed, full);
+            run_cuda_host(&run, seed, full);
 #else
-        case_set *s = new_set(&run, "cuda-host", "CUDA host functions", "-");
-        s->skipped = 1;
-        snprintf(s->note, sizeof s->note, "not built: no nvcc at build time");
+            if (unit_mine(&run)) {
+                case_set *s = new_set(&run, "cuda-host", "CUDA host functions", "-");
+                s->skipped = 1;
+                snprintf(s->note, sizeof s->note, "not built: no nvcc at build time");
+            }
 #endif
+        }
+        char *gpu_text = NULL;
+        if (oracle_wanted(only, "ml_dtypes"))
+            run_mldtypes(&run, full);
+        if (oracle_wanted(only, "gpu"))
+            gpu_text = run_gpu(&run);
+        seconds = now_s() - t0;
+        fclose(run.fail_log);
+        run.fail_log = NULL;
+        /* each set's failure lines: from its start to the next set's */
+        for (size_t i = 0; i < run.n; i++) {
+            long a = run.sets[i].fail_at, b = i + 1 < run.n ? run.sets[i + 1].fail_at : (long)fail_len;
+            run.sets[i].fail = malloc((size_t)(b - a) + 1);
+            if (run.sets[i].fail == NULL)
+                lowp_cli_fail("out of memory");
+            memcpy(run.sets[i].fail, fail_text ? fail_text + a : "", (size_t)(b - a));
+            run.sets[i].fail[b - a] = '\0';
+            if (strcmp(run.sets[i].oracle, "gpu") == 0 && gpu_text != NULL) {
+                run.sets[i].appendix = gpu_text;
+                gpu_text = NULL;
+            }
+        }
+        free(gpu_text);
+        free(fail_text);
     }
-    char *gpu_text = NULL;
-    if (oracle_wanted(only, "ml_dtypes"))
-        run_mldtypes(&run, full);
-    if (oracle_wanted(only, "gpu"))
-        gpu_text = run_gpu(&run);
-    double seconds = now_s() - t0;
-    fclose(run.fail_log);
-    run.fail_log = NULL;
 
     size_t passed = 0, failed = 0, skipped = 0, cases = 0;
     for (size_t i = 0; i < run.n; i++) {
@@ -757,13 +962,29 @@ int lowp_cmd_conform(int argc, char **argv)
         } else
             passed++;
     }
+    if (want_report && !file_exists(report_dir) && mkdir(report_dir, 0777) != 0)
+        lowp_cli_fail("cannot create the report folder '%s'", report_dir);
+    if (result != NULL) {
+        if (merged != NULL)
+            lowp_result_write(merged, result);
+        else
+            write_result(&run, result, full, seed, only);
+    }
     if (want_report)
-        write_report(&run, report, full, seed, seconds, fail_text ? fail_text : "", gpu_text);
-    printf("conform: %zu inputs compared in %.1f s%s%s\n", cases, seconds, want_report ? "; report " : "",
-           want_report ? report : "");
+        write_report(&run, report, full, seed, seconds, !merge);
+    if (merge)
+        printf("conform: %zu inputs compared%s%s\n", cases, want_report ? "; report " : "",
+               want_report ? report : "");
+    else
+        printf("conform: %zu inputs compared in %.1f s%s%s\n", cases, seconds, want_report ? "; report " : "",
+               want_report ? report : "");
     printf("conform: %zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
-    free(fail_text);
-    free(gpu_text);
+    for (size_t i = 0; i < run.n; i++) {
+        free(run.sets[i].fail);
+        free(run.sets[i].appendix);
+    }
     free(run.sets);
+    free(files);
+    json_decref(merged);
     return failed ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
 }

@@ -6,7 +6,9 @@
  *       attention within the derived bound (lowp/gpu_conform.h); --emulator-only runs the
  *       emulator against the bound on any machine. --cases N: exactly N cases per format
  *       (the --long configurations' included), the same ones on any thread count. Exit 0
- *       all pass, 1 a failure.
+ *       all pass, 1 a failure. --shard K/N [--result F.json] runs configurations u with
+ *       u mod N = K (tools/shard.h); --merge A.json ... [--report R] [--result F] writes
+ *       the report and result of the whole run from the shards' results.
  *   lowp gpu attn --q Q --k K --v V --kv-format F --out O.npy [--emulate] [options]
  *       `lowp attn`'s decode on the GPU: K and V (rounded to BF16, the kernel's input type)
  *       are written into a paged cache by the quantize-on-write kernel, the query (rounded
@@ -29,6 +31,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "shard.h"
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/attn_sweep.h"
 #include "lowp/block.h"
@@ -49,6 +52,8 @@ static void gpu_usage(FILE *f)
 {
     fputs("usage: lowp gpu conform [--quick] [--cases N] [--broad N] [--long N] [--max-ctx N] [--formats a,b]\n"
           "                        [--seed S] [--report FILE] [--emulator-only]\n"
+          "                        [--shard K/N | --shard auto] [--result FILE.json]\n"
+          "       lowp gpu conform --merge A.json B.json ... [--result FILE.json] [--report FILE]\n"
           "       lowp gpu attn --q Q --k K --v V --kv-format F --out O.npy [--emulate]\n"
           "                     [--recipe R] [--k-scale G] [--v-scale G] [--sm-scale S]\n"
           "                     [--page-size N] [--layout nhd|hnd] [--k-sf-order O] [--v-sf-order O]\n"
@@ -72,13 +77,85 @@ static void no_cuda(const char *what)
 #endif
 
 /* ---- conform ------------------------------------------------------------------------ */
+#ifdef LOWP_HAVE_GPU
+/* Results (tools/shard.h): a unit is one configuration (lowp_gpu_conform_unit). */
+static json_t *conform_args(const lowp_gpu_conform_opts *o)
+{
+    json_t *a = json_object();
+    if (a == NULL)
+        lowp_cli_fail("out of memory");
+    char b[32];
+    snprintf(b, sizeof b, "0x%llx", (unsigned long long)o->seed);
+    lowp_json_set_u64(a, "cases", o->cases_per_format);
+    lowp_json_set_u64(a, "broad", o->broad_cases);
+    lowp_json_set_u64(a, "long", o->long_configs);
+    lowp_json_set_u64(a, "max_ctx", o->max_ctx);
+    lowp_json_set_str(a, "seed", b);
+    lowp_json_set_str(a, "formats", o->formats ? o->formats : "");
+    lowp_json_set_u64(a, "emulator_only", (uint64_t)o->emulator_only);
+    return a;
+}
+
+#define UNIT_COUNTS(X)                                                                             \
+    X(planned) X(cases) X(configs) X(outputs) X(mism_cases) X(mism_out) X(nonfinite_cases)         \
+        X(ref_cases) X(ref_outside)
+
+static void unit_put(void *arg, const lowp_gpu_conform_unit *u)
+{
+    json_t *o = lowp_result_unit(arg, u->unit);
+    lowp_json_set_u64(o, "format", (uint64_t)u->format);
+    lowp_json_set_u64(o, "broad", (uint64_t)u->broad);
+#define PUT(f) lowp_json_set_u64(o, #f, u->f);
+    UNIT_COUNTS(PUT)
+#undef PUT
+    lowp_json_set_f64(o, "ref_worst", u->ref_worst);
+    lowp_json_set_str(o, "first", u->first);
+    lowp_json_set_str(o, "ref_first", u->ref_first);
+}
+
+static void unit_get(const json_t *o, size_t index, lowp_gpu_conform_unit *u)
+{
+    memset(u, 0, sizeof *u);
+    u->unit = index;
+    u->format = (int)lowp_json_u64(o, "format");
+    u->broad = lowp_json_u64(o, "broad") != 0;
+#define GET(f) u->f = (size_t)lowp_json_u64(o, #f);
+    UNIT_COUNTS(GET)
+#undef GET
+    u->ref_worst = lowp_json_f64(o, "ref_worst");
+    snprintf(u->first, sizeof u->first, "%s", lowp_json_str(o, "first"));
+    snprintf(u->ref_first, sizeof u->ref_first, "%s", lowp_json_str(o, "ref_first"));
+}
+#endif
+
 static int gpu_conform(int argc, char **argv)
 {
 #ifdef LOWP_HAVE_GPU
     lowp_gpu_conform_opts o = lowp_gpu_conform_defaults();
-    const char *report = NULL;
+    const char *report = NULL, *result = NULL;
+    int merge = 0, case_opts = 0;
+    lowp_shard shard = {0, 1};
+    char **files = calloc((size_t)argc + 1, sizeof *files);
+    size_t n_files = 0;
+    if (files == NULL)
+        lowp_cli_fail("out of memory");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "--shard")) {
+            lowp_cli_parse_shard(a, lowp_cli_option_value(argc, argv, &i), &shard.k, &shard.n);
+            continue;
+        } else if (!strcmp(a, "--result")) {
+            result = lowp_cli_option_value(argc, argv, &i);
+            lowp_out_check("--result", result);
+            continue;
+        } else if (!strcmp(a, "--merge")) {
+            merge = 1;
+            continue;
+        } else if (merge && a[0] != '-') {
+            files[n_files++] = argv[i];
+            continue;
+        }
+        case_opts |= strcmp(a, "--report") != 0;
         if (!strcmp(a, "--quick")) {
             o.cases_per_format = 2000;
             o.broad_cases = 1000;
@@ -104,6 +181,49 @@ static int gpu_conform(int argc, char **argv)
             lowp_cli_fail("lowp gpu conform: unknown option '%s' (see lowp gpu --help)", a);
         }
     }
+    if (merge) {
+        if (case_opts || shard.n > 1 || n_files == 0)
+            lowp_cli_fail(n_files == 0 ? "lowp gpu conform --merge: no result files given"
+                                       : "lowp gpu conform --merge: the cases come from the results; only "
+                                         "--report and --result apply");
+        json_t *res = lowp_result_merge("gpu conform", files, n_files);
+        const json_t *args = lowp_result_args(res);
+        o.cases_per_format = (size_t)lowp_json_u64(args, "cases");
+        o.broad_cases = (size_t)lowp_json_u64(args, "broad");
+        o.long_configs = (size_t)lowp_json_u64(args, "long");
+        o.max_ctx = (size_t)lowp_json_u64(args, "max_ctx");
+        o.seed = lowp_cli_parse_seed("merge: seed", lowp_json_str(args, "seed"));
+        size_t n = lowp_result_count(res);
+        lowp_gpu_conform_unit *us = calloc(n ? n : 1, sizeof *us);
+        if (us == NULL)
+            lowp_cli_fail("out of memory");
+        for (size_t u = 0; u < n; u++)
+            unit_get(lowp_result_at(res, u), u, &us[u]);
+        if (result != NULL)
+            lowp_result_write(res, result);
+        FILE *rep = report ? lowp_out_open(report, 0) : NULL;
+        lowp_gpu_conform_result r;
+        char why[512] = "";
+        if (lowp_gpu_conform_report(rep, &o, us, n, &r, why, sizeof why))
+            lowp_cli_fail("lowp gpu conform --merge: %s", why);
+        if (rep)
+            lowp_out_commit(rep);
+        printf("lowp gpu conform --merge: %zu shard results, %zu configurations: %zu cases, %zu not "
+               "bit-exact, %zu of %zu finite cases outside the bound (worst ratio %.3g)\n", n_files, n, r.cases,
+               r.mismatched_cases, r.ref_outside, r.ref_cases, r.worst_ratio);
+        free(us);
+        free(files);
+        json_decref(res);
+        return r.mismatched_cases || r.ref_outside ? 1 : 0;
+    }
+    free(files);
+    if (shard.n > 1 && result == NULL)
+        lowp_cli_fail("lowp gpu conform --shard %zu/%zu: a shard writes only its result: give --result FILE",
+                      shard.k, shard.n);
+    if (shard.n > 1 && report != NULL)
+        lowp_cli_fail("lowp gpu conform --shard: a shard writes no report (--merge writes it)");
+    if (result != NULL && report != NULL)
+        lowp_cli_check_distinct_outputs("--report", report, "--result", result);
     if (o.max_ctx < 16)
         lowp_cli_fail("--max-ctx must be at least 16");
     if (o.formats) {
@@ -124,6 +244,14 @@ static int gpu_conform(int argc, char **argv)
             lowp_cli_fail("--formats '%s': no format named (bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4)",
                           o.formats);
     }
+    json_t *res = NULL;
+    if (result != NULL) {
+        res = lowp_result_new("gpu conform", conform_args(&o), &shard, 0);
+        o.on_unit = unit_put;
+        o.unit_arg = res;
+    }
+    o.shard_k = shard.k;
+    o.shard_n = shard.n;
     FILE *rep = report ? lowp_out_open(report, 0) : NULL;
     lowp_gpu_conform_result r;
     char why[512] = "";
@@ -137,6 +265,11 @@ static int gpu_conform(int argc, char **argv)
         lowp_cli_fail("lowp gpu conform: %s", why);
     if (rep)
         lowp_out_commit(rep);
+    if (res != NULL) {
+        json_object_set_new(res, "units", json_integer((json_int_t)r.units));
+        lowp_result_write(res, result);
+        json_decref(res);
+    }
     printf("lowp gpu conform: %zu cases, %zu not bit-exact, %zu of %zu finite cases outside the "
            "bound (worst ratio %.3g), %.1f s\n", r.cases, r.mismatched_cases, r.ref_outside,
            r.ref_cases, r.worst_ratio, r.seconds);

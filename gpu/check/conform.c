@@ -614,11 +614,158 @@ out:
     return rc;
 }
 
+/* Unit u of a run split into n shards belongs to shard k (lowp/gpu_conform.h). */
+static int lowp_shard_unit_mine(size_t u, size_t k, size_t n)
+{
+    return u % n == k;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- units (sharded runs) and the report --------------------------------------------- */
+
+static const lowp_block_format ALL_FORMATS[5] = {LOWP_BF16_PASS, LOWP_FP8_E4M3, LOWP_FP8_E5M2,
+                                                 LOWP_NVFP4, LOWP_MXFP4};
+
+static void unit_from(lowp_gpu_conform_unit *u, const fmt_stat *ls)
+{
+    u->cases = ls->cases;
+    u->configs = ls->configs;
+    u->outputs = ls->outputs;
+    u->mism_cases = ls->mism_cases;
+    u->mism_out = ls->mism_out;
+    u->nonfinite_cases = ls->nonfinite_cases;
+    u->ref_cases = ls->ref.cases;
+    u->ref_outside = ls->ref.outside;
+    u->ref_worst = ls->ref.worst;
+    snprintf(u->first, sizeof u->first, "%s", ls->mism_cases ? ls->first : "");
+    snprintf(u->ref_first, sizeof u->ref_first, "%s", ls->ref.outside ? ls->ref.first : "");
+}
+
+/* Per-format statistics from units in increasing unit order (the first mismatch of a
+ * format is its lowest unit's: long configurations, then the plan, as one run meets them). */
+static void aggregate(const lowp_gpu_conform_unit *us, size_t n, fmt_stat fs[5])
+{
+    for (size_t x = 0; x < n; x++) {
+        const lowp_gpu_conform_unit *u = &us[x];
+        fmt_stat *g = &fs[u->format];
+        if (u->mism_cases && g->mism_cases == 0)
+            snprintf(g->first, sizeof g->first, "%s", u->first);
+        if (u->ref_outside && g->ref.outside == 0)
+            snprintf(g->ref.first, sizeof g->ref.first, "%s", u->ref_first);
+        g->cases += u->cases;
+        g->configs += u->configs;
+        g->outputs += u->outputs;
+        g->mism_cases += u->mism_cases;
+        g->mism_out += u->mism_out;
+        g->nonfinite_cases += u->nonfinite_cases;
+        g->ref.cases += u->ref_cases;
+        g->ref.outside += u->ref_outside;
+        if (u->ref_worst > g->ref.worst || u->ref_worst != u->ref_worst)
+            g->ref.worst = u->ref_worst;
+        if (u->broad) {
+            g->broad_cases += u->planned;
+            g->broad_configs++;
+        }
+    }
+}
+
+static void result_from(const fmt_stat fs[5], lowp_gpu_conform_result *res)
+{
+    for (size_t fi = 0; fi < 5; fi++) {
+        res->cases += fs[fi].cases;
+        res->configs += fs[fi].configs;
+        res->outputs += fs[fi].outputs;
+        res->mismatched_cases += fs[fi].mism_cases;
+        res->mismatched_outputs += fs[fi].mism_out;
+        res->ref_cases += fs[fi].ref.cases;
+        res->ref_outside += fs[fi].ref.outside;
+        if (fs[fi].ref.worst > res->worst_ratio || fs[fi].ref.worst != fs[fi].ref.worst)
+            res->worst_ratio = fs[fi].ref.worst;
+    }
+}
+
+/* The Markdown report; timed: a run (device and seconds known), else a merge. */
+static void write_report(FILE *rep, const lowp_gpu_conform_opts *o, const fmt_stat fs[5],
+                         const lowp_gpu_conform_result *res, const char *devname, int timed)
+{
+    fprintf(rep, "# GPU decode kernel conformance (`lowp gpu conform`)\n\n");
+    fprintf(rep, "Device: %s. Seed 0x%llx; %zu cases per format requested, %zu "
+            "long-context configurations per format (up to %zu tokens). A case is one "
+            "sequence's decode; cases sharing a configuration run as one batched launch.\n\n",
+            devname, (unsigned long long)o->seed,
+            o->cases_per_format, o->long_configs, o->max_ctx);
+    fprintf(rep, "Configurations: the long ones, then broad ones (heads 1..20 x group 1..16, "
+            "dims 64..512, lengths up to 1024) until %zu cases, then small ones (heads <= 4 x "
+            "6, dims 64/128, lengths up to 128) to the total; both with every layout, page "
+            "size, scale order, recipe and content kind.\n\n", o->broad_cases);
+    fprintf(rep, "| format | cases | (long + broad) | configurations | (long + broad) | "
+            "outputs | cases not bit-exact vs emulator | outputs differing | cases vs "
+            "binary64 | outside bound | worst err/bound | non-finite cases | seconds |\n");
+    fprintf(rep, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+            "---: | ---: | ---: |\n");
+    for (size_t fi = 0; fi < 5; fi++) {
+        if (fs[fi].configs == 0)
+            continue;
+        char secs[32];
+        snprintf(secs, sizeof secs, timed ? "%.1f" : "-", fs[fi].seconds);
+        fprintf(rep, "| %s | %zu | %zu | %zu | %zu | %zu | %zu | %zu | %zu | %zu | %.3g | "
+                "%zu | %s |\n",
+                lowp_block_format_name(ALL_FORMATS[fi]), fs[fi].cases, fs[fi].broad_cases,
+                fs[fi].configs, fs[fi].broad_configs,
+                fs[fi].outputs, fs[fi].mism_cases, fs[fi].mism_out, fs[fi].ref.cases,
+                fs[fi].ref.outside, fs[fi].ref.worst, fs[fi].nonfinite_cases, secs);
+    }
+    fprintf(rep, "\n");
+    for (size_t fi = 0; fi < 5; fi++) {
+        if (fs[fi].mism_cases)
+            fprintf(rep, "- first mismatch (%s): %s\n", lowp_block_format_name(ALL_FORMATS[fi]),
+                    fs[fi].first);
+        if (fs[fi].ref.outside)
+            fprintf(rep, "- first output outside the bound (%s): %s\n",
+                    lowp_block_format_name(ALL_FORMATS[fi]), fs[fi].ref.first);
+    }
+    if (timed)
+        fprintf(rep, "\nTotal: %zu cases, %zu outputs, %zu not bit-exact; %zu of %zu "
+                "finite cases outside the bound; %.1f s.\n", res->cases, res->outputs,
+                res->mismatched_cases, res->ref_outside, res->ref_cases, res->seconds);
+    else
+        fprintf(rep, "\nTotal: %zu cases, %zu outputs, %zu not bit-exact; %zu of %zu "
+                "finite cases outside the bound (merged from shard results, which record no "
+                "times).\n", res->cases, res->outputs, res->mismatched_cases, res->ref_outside,
+                res->ref_cases);
+}
+
+static int unit_cmp(const void *a, const void *b)
+{
+    const lowp_gpu_conform_unit *x = a, *y = b;
+    return (x->unit > y->unit) - (x->unit < y->unit);
+}
+
+int lowp_gpu_conform_report(FILE *rep, const lowp_gpu_conform_opts *o,
+                            const lowp_gpu_conform_unit *units, size_t n,
+                            lowp_gpu_conform_result *res, char *why, size_t wl)
+{
+    if (o == NULL || res == NULL || (units == NULL && n > 0))
+        return lowp_why_set(why, wl, "options, units and result must not be NULL");
+    memset(res, 0, sizeof *res);
+    for (size_t x = 0; x < n; x++)
+        if (units[x].format < 0 || units[x].format > 4 || (x > 0 && units[x].unit <= units[x - 1].unit))
+            return lowp_why_set(why, wl, "unit %zu: bad format or not in increasing order", x);
+    fmt_stat fs[5];
+    memset(fs, 0, sizeof fs);
+    aggregate(units, n, fs);
+    result_from(fs, res);
+    res->seconds = NAN;
+    res->units = n;
+    if (rep != NULL)
+        write_report(rep, o, fs, res, "not recorded (merged shard results)", 0);
+    return 0;
 }
 
 int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
@@ -627,13 +774,15 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
     if (o == NULL || res == NULL)
         return lowp_why_set(why, wl, "options and result must not be NULL");
     memset(res, 0, sizeof *res);
+    const size_t shard_n = o->shard_n > 1 ? o->shard_n : 1, shard_k = o->shard_k;
+    if (shard_k >= shard_n)
+        return lowp_why_set(why, wl, "shard %zu/%zu: K must be below N", shard_k, shard_n);
     int ndev = 0;
     if (!o->emulator_only && (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)) {
         lowp_why_set(why, wl, "no CUDA device");
         return 77;
     }
-    static const lowp_block_format all[] = {LOWP_BF16_PASS, LOWP_FP8_E4M3, LOWP_FP8_E5M2,
-                                            LOWP_NVFP4, LOWP_MXFP4};
+    const lowp_block_format *all = ALL_FORMATS;
     size_t nsel = 0;
     for (size_t fi = 0; fi < 5; fi++)
         nsel += o->formats == NULL || strstr(o->formats, lowp_block_format_name(all[fi])) != NULL;
@@ -641,6 +790,7 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
         return lowp_why_set(why, wl, "formats '%s' names none of bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4", o->formats);
     fmt_stat fs[5];
     memset(fs, 0, sizeof fs);
+    double fsec[5] = {0, 0, 0, 0, 0};
     int nt = o->threads > 0 ? o->threads : omp_get_max_threads();
     worker *wks = calloc((size_t)nt, sizeof *wks);
     if (wks == NULL)
@@ -649,6 +799,9 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
     for (int i = 0; i < nt && !o->emulator_only; i++)
         if (cudaStreamCreateWithFlags(&wks[i].st, cudaStreamNonBlocking) != cudaSuccess)
             rc = lowp_why_set(why, wl, "cudaStreamCreate failed");
+    /* the units this shard ran, in any order until sorted at the end */
+    lowp_gpu_conform_unit *us = NULL;
+    size_t n_us = 0, cap_us = 0, unit_base = 0;
     double t_all = now_s();
     for (size_t fi = 0; fi < 5 && rc == 0; fi++) {
         lowp_block_format f = all[fi];
@@ -656,25 +809,29 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
             continue;
         uint64_t fseed = o->seed ^ (UINT64_C(0x100000001B3) * (fi + 1));
         double t0 = now_s();
-        /* The plan, drawn in order and so independent of the thread count: the long
-         * configurations first, then short ones, until exactly cases_per_format cases
-         * (the last configuration's batch is cut to what is still wanted). A short
-         * configuration is broad until broad_cases cases are planned, small (bulk)
-         * after. Configuration i is drawn from its own seed, so the cases depend on the
-         * seed and the counts only. */
-        size_t planned = 0, nplan = 0, cap_plan = 0;
-        size_t *plan_batch = NULL;
+        /* The plan, drawn in order and so independent of the thread count and of the
+         * shard: the long configurations first, then short ones, until exactly
+         * cases_per_format cases (the last configuration's batch is cut to what is still
+         * wanted). A short configuration is broad until broad_cases cases are planned,
+         * small (bulk) after. Configuration i is drawn from its own seed and its planned
+         * batch limit, so the cases depend on the seed and the counts only. Units: the
+         * long configurations, then the plan, numbered on from the previous format's. */
+        size_t planned = 0, nplan = 0, cap_plan = 0, n_long = 0, want = 0;
+        size_t *plan_batch = NULL, *long_max = calloc(o->long_configs + 1, sizeof *long_max);
         unsigned char *plan_bulk = NULL;
+        if (long_max == NULL)
+            rc = lowp_why_set(why, wl, "out of memory");
         for (size_t li = 0; li < o->long_configs && planned < o->cases_per_format && rc == 0; li++) {
             rng r = {fseed ^ (UINT64_C(0xA0761D6478BD642F) * (li + 1))};
             config c;
-            rc = config_draw(&c, f, &r, o->max_ctx, 0, o->cases_per_format - planned, why, wl);
+            long_max[li] = o->cases_per_format - planned;
+            rc = config_draw(&c, f, &r, o->max_ctx, 0, long_max[li], why, wl);
             planned += c.batch;
-            fs[fi].broad_cases += c.batch;
-            fs[fi].broad_configs++;
+            n_long++;
+            if (lowp_shard_unit_mine(unit_base + li, shard_k, shard_n))
+                want += c.batch;
             config_free(&c);
         }
-        size_t n_long = fs[fi].broad_configs;
         for (size_t i = 0; planned < o->cases_per_format && rc == 0; i++) {
             if (nplan == cap_plan) {
                 cap_plan = cap_plan ? 2 * cap_plan : 256;
@@ -696,26 +853,49 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
             plan_batch[nplan] = c.batch;
             plan_bulk[nplan++] = (unsigned char)bulk;
             planned += c.batch;
-            if (!bulk) {
-                fs[fi].broad_cases += c.batch;
-                fs[fi].broad_configs++;
-            }
+            if (lowp_shard_unit_mine(unit_base + n_long + i, shard_k, shard_n))
+                want += c.batch;
             config_free(&c);
+        }
+        if (rc == 0 && n_us + n_long + nplan > cap_us) {
+            size_t nc = 2 * (n_us + n_long + nplan) + 16;
+            lowp_gpu_conform_unit *nu = realloc(us, nc * sizeof *nu);
+            if (nu == NULL)
+                rc = lowp_why_set(why, wl, "out of memory");
+            else {
+                us = nu;
+                cap_us = nc;
+            }
         }
         /* long contexts, one at a time, the emulator on every thread */
         for (size_t li = 0; li < n_long && rc == 0; li++) {
+            if (!lowp_shard_unit_mine(unit_base + li, shard_k, shard_n))
+                continue;
             rng r = {fseed ^ (UINT64_C(0xA0761D6478BD642F) * (li + 1))};
             config c;
-            rc = config_draw(&c, f, &r, o->max_ctx, 0, o->cases_per_format - fs[fi].cases, why,
-                             wl);
+            fmt_stat ls;
+            memset(&ls, 0, sizeof ls);
+            rc = config_draw(&c, f, &r, o->max_ctx, 0, long_max[li], why, wl);
+            lowp_gpu_conform_unit *u = &us[n_us];
+            memset(u, 0, sizeof *u);
+            u->unit = unit_base + li;
+            u->format = (int)fi;
+            u->broad = 1;
+            u->planned = c.batch;
             if (rc == 0)
-                rc = run_config(&c, &r, o, &fs[fi], &wks[0], nt, why, wl);
+                rc = run_config(&c, &r, o, &ls, &wks[0], nt, why, wl);
             config_free(&c);
+            if (rc == 0) {
+                unit_from(u, &ls);
+                n_us++;
+            }
         }
         /* then the short configurations of the plan, one per thread at a time */
         if (rc == 0) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
             for (size_t i = 0; i < nplan; i++) {
+                if (!lowp_shard_unit_mine(unit_base + n_long + i, shard_k, shard_n))
+                    continue;
                 int me = omp_get_thread_num(), lrc;
                 char lwhy[512] = "";
                 fmt_stat ls;
@@ -728,56 +908,43 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
                 config_free(&c);
 #pragma omp critical(lowp_conform_merge)
                 {
-                    fmt_stat *g = &fs[fi];
                     if (lrc && rc == 0) {
                         rc = lrc;
                         snprintf(why, wl, "configuration %zu: %s", i, lwhy);
                     }
-                    if (ls.mism_cases && (g->mism_cases == 0 || i < g->first_at)) {
-                        memcpy(g->first, ls.first, sizeof g->first);
-                        g->first_at = i;
+                    if (lrc == 0) {
+                        lowp_gpu_conform_unit *u = &us[n_us++];
+                        memset(u, 0, sizeof *u);
+                        u->unit = unit_base + n_long + i;
+                        u->format = (int)fi;
+                        u->broad = !plan_bulk[i];
+                        u->planned = plan_batch[i];
+                        unit_from(u, &ls);
                     }
-                    if (ls.ref.outside && (g->ref.outside == 0 || i < g->ref_first_at)) {
-                        memcpy(g->ref.first, ls.ref.first, sizeof g->ref.first);
-                        g->ref_first_at = i;
-                    }
-                    g->cases += ls.cases;
-                    g->configs += ls.configs;
-                    g->outputs += ls.outputs;
-                    g->mism_cases += ls.mism_cases;
-                    g->mism_out += ls.mism_out;
-                    g->nonfinite_cases += ls.nonfinite_cases;
-                    g->ref.cases += ls.ref.cases;
-                    g->ref.outside += ls.ref.outside;
-                    if (ls.ref.worst > g->ref.worst || ls.ref.worst != ls.ref.worst)
-                        g->ref.worst = ls.ref.worst;
                 }
             }
         }
         free(plan_batch);
         free(plan_bulk);
-        if (rc == 0 && fs[fi].cases != o->cases_per_format)
-            rc = lowp_why_set(why, wl, "internal error: %zu cases of %s ran, %zu were planned", fs[fi].cases,
-                      lowp_block_format_name(f), o->cases_per_format);
-        fs[fi].seconds = now_s() - t0;
+        free(long_max);
+        unit_base += n_long + nplan;
+        fsec[fi] = now_s() - t0;
+        /* this format's units, for its log line and the check of the count */
+        fmt_stat one[5];
+        memset(one, 0, sizeof one);
+        qsort(us, n_us, sizeof *us, unit_cmp);
+        aggregate(us, n_us, one);
+        if (rc == 0 && one[fi].cases != want)
+            rc = lowp_why_set(why, wl, "internal error: %zu cases of %s ran, %zu were planned", one[fi].cases,
+                              lowp_block_format_name(f), want);
         if (log)
             fprintf(log, "gpu conform %-9s %7zu cases %5zu configs: %zu mismatched cases, "
                     "reference %zu cases %zu outside bound (worst ratio %.3g), %.1f s\n",
-                    lowp_block_format_name(f), fs[fi].cases, fs[fi].configs, fs[fi].mism_cases,
-                    fs[fi].ref.cases, fs[fi].ref.outside, fs[fi].ref.worst, fs[fi].seconds);
+                    lowp_block_format_name(f), one[fi].cases, one[fi].configs, one[fi].mism_cases,
+                    one[fi].ref.cases, one[fi].ref.outside, one[fi].ref.worst, fsec[fi]);
         if (log)
             fflush(log);
-        res->cases += fs[fi].cases;
-        res->configs += fs[fi].configs;
-        res->outputs += fs[fi].outputs;
-        res->mismatched_cases += fs[fi].mism_cases;
-        res->mismatched_outputs += fs[fi].mism_out;
-        res->ref_cases += fs[fi].ref.cases;
-        res->ref_outside += fs[fi].ref.outside;
-        if (fs[fi].ref.worst > res->worst_ratio || fs[fi].ref.worst != fs[fi].ref.worst)
-            res->worst_ratio = fs[fi].ref.worst;
     }
-    res->seconds = now_s() - t_all;
     for (int i = 0; i < nt; i++) {
         cudaFree(wks[i].dq.p);
         cudaFree(wks[i].dpt.p);
@@ -787,51 +954,25 @@ int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *rep, FILE *log,
             cudaStreamDestroy(wks[i].st);
     }
     free(wks);
-    if (rep) {
+    if (rc == 0) {
+        aggregate(us, n_us, fs);
+        for (size_t fi = 0; fi < 5; fi++)
+            fs[fi].seconds = fsec[fi];
+        result_from(fs, res);
+    }
+    res->seconds = now_s() - t_all;
+    res->units = unit_base;
+    for (size_t x = 0; x < n_us && rc == 0 && o->on_unit != NULL; x++)
+        o->on_unit(o->unit_arg, &us[x]);
+    free(us);
+    if (rep && rc == 0) {
         struct cudaDeviceProp prop;
         int dev = 0;
         char devname[300] = "none: the CPU emulator against the binary64 reference only";
         if (!o->emulator_only && cudaGetDevice(&dev) == cudaSuccess &&
             cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
             snprintf(devname, sizeof devname, "%s (sm_%d%d)", prop.name, prop.major, prop.minor);
-        fprintf(rep, "# GPU decode kernel conformance (`lowp gpu conform`)\n\n");
-        fprintf(rep, "Device: %s. Seed 0x%llx; %zu cases per format requested, %zu "
-                "long-context configurations per format (up to %zu tokens). A case is one "
-                "sequence's decode; cases sharing a configuration run as one batched launch.\n\n",
-                devname, (unsigned long long)o->seed,
-                o->cases_per_format, o->long_configs, o->max_ctx);
-        fprintf(rep, "Configurations: the long ones, then broad ones (heads 1..20 x group 1..16, "
-                "dims 64..512, lengths up to 1024) until %zu cases, then small ones (heads <= 4 x "
-                "6, dims 64/128, lengths up to 128) to the total; both with every layout, page "
-                "size, scale order, recipe and content kind.\n\n", o->broad_cases);
-        fprintf(rep, "| format | cases | (long + broad) | configurations | (long + broad) | "
-                "outputs | cases not bit-exact vs emulator | outputs differing | cases vs "
-                "binary64 | outside bound | worst err/bound | non-finite cases | seconds |\n");
-        fprintf(rep, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-                "---: | ---: | ---: |\n");
-        for (size_t fi = 0; fi < 5; fi++) {
-            if (fs[fi].configs == 0)
-                continue;
-            fprintf(rep, "| %s | %zu | %zu | %zu | %zu | %zu | %zu | %zu | %zu | %zu | %.3g | "
-                    "%zu | %.1f |\n",
-                    lowp_block_format_name(all[fi]), fs[fi].cases, fs[fi].broad_cases,
-                    fs[fi].configs, fs[fi].broad_configs,
-                    fs[fi].outputs, fs[fi].mism_cases, fs[fi].mism_out, fs[fi].ref.cases,
-                    fs[fi].ref.outside, fs[fi].ref.worst, fs[fi].nonfinite_cases,
-                    fs[fi].seconds);
-        }
-        fprintf(rep, "\n");
-        for (size_t fi = 0; fi < 5; fi++) {
-            if (fs[fi].mism_cases)
-                fprintf(rep, "- first mismatch (%s): %s\n", lowp_block_format_name(all[fi]),
-                        fs[fi].first);
-            if (fs[fi].ref.outside)
-                fprintf(rep, "- first output outside the bound (%s): %s\n",
-                        lowp_block_format_name(all[fi]), fs[fi].ref.first);
-        }
-        fprintf(rep, "\nTotal: %zu cases, %zu outputs, %zu not bit-exact; %zu of %zu "
-                "finite cases outside the bound; %.1f s.\n", res->cases, res->outputs,
-                res->mismatched_cases, res->ref_outside, res->ref_cases, res->seconds);
+        write_report(rep, o, fs, res, devname, 1);
     }
     return rc;
 }

@@ -246,6 +246,7 @@ typedef struct {
     size_t *set;        /* [cap] */
     mpfr_t t, Dlo, Dhi, Nlo, Nhi, olo, ohi, a, b;
     int ok;
+    int encl;          /* column(): olo, ohi enclose the exact output (not after resolve_underflow) */
 } ows;
 
 static void ows_free(ows *w)
@@ -559,6 +560,7 @@ static int column(ows *w, mpfr_prec_t p0, double *o64, float *o32, ostats *st)
         double dlo = mpfr_get_d(w->olo, MPFR_RNDN), dhi = mpfr_get_d(w->ohi, MPFR_RNDN);
         float flo = mpfr_get_flt(w->olo, MPFR_RNDN), fhi = mpfr_get_flt(w->ohi, MPFR_RNDN);
         int done = dlo == dhi && flo == fhi;
+        w->encl = 1;
         if (done) {
             *o64 = dlo;
             *o32 = flo;
@@ -567,6 +569,7 @@ static int column(ows *w, mpfr_prec_t p0, double *o64, float *o32, ostats *st)
             for (size_t g = 0; g < w->G && !under; g++)
                 under = mpfr_zero_p(w->Elo[g]);
             done = under && resolve_underflow(w, o64, o32) == 0;
+            w->encl = !done;
         }
         if (done) {
             st->outputs++;
@@ -580,9 +583,26 @@ static int column(ows *w, mpfr_prec_t p0, double *o64, float *o32, ostats *st)
     return -1;
 }
 
-/* One row (i, h). Returns 0, or -1 if some output did not converge. */
+/* max |x - o| over o in the enclosure [olo, ohi] of the last column(), rounded up. */
+static double enclosure_dist(ows *w, double x)
+{
+    mpfr_prec_t p = mpfr_get_prec(w->olo) > mpfr_get_prec(w->ohi) ? mpfr_get_prec(w->olo)
+                                                                    : mpfr_get_prec(w->ohi);
+    mpfr_set_prec(w->a, p + 64);
+    mpfr_set_prec(w->b, p + 64);
+    mpfr_d_sub(w->a, x, w->ohi, MPFR_RNDD); /* x - o >= a */
+    mpfr_d_sub(w->b, x, w->olo, MPFR_RNDU); /* x - o <= b */
+    mpfr_abs(w->a, w->a, MPFR_RNDN);
+    mpfr_abs(w->b, w->b, MPFR_RNDN);
+    double da = mpfr_get_d(w->a, MPFR_RNDU), db = mpfr_get_d(w->b, MPFR_RNDU);
+    return da > db ? da : db;
+}
+
+/* One row (i, h), the columns e with cols[e] != 0 (every column when cols is NULL; the
+ * others are not written). Returns 0, or -1 if some output did not converge. */
 static int oracle_row(const lowp_attn_shape *s, const double *q, const double *k, const double *v,
-                      size_t i, size_t h, mpfr_prec_t p0, float *out32, double *out64, ows *w,
+                      size_t i, size_t h, mpfr_prec_t p0, const unsigned char *cols,
+                      float *out32, double *out64, const double *cmp, double *cmp_err, ows *w,
                       ostats *st)
 {
     const size_t D = s->qk_dim, E = s->vo_dim, nkv = s->num_kv_heads;
@@ -618,10 +638,14 @@ static int oracle_row(const lowp_attn_shape *s, const double *q, const double *k
     }
     if (row_nan || nf == 0) {
         for (size_t e = 0; e < E; e++) {
+            if (cols != NULL && !cols[e])
+                continue;
             if (out64)
                 out64[row * E + e] = NAN;
             if (out32)
                 out32[row * E + e] = NAN;
+            if (cmp_err)
+                cmp_err[row * E + e] = NAN;
         }
         return 0;
     }
@@ -644,6 +668,8 @@ static int oracle_row(const lowp_attn_shape *s, const double *q, const double *k
     w->Ep = 0;
 
     for (size_t e = 0; e < E; e++) {
+        if (cols != NULL && !cols[e])
+            continue;
         /* special values of V */
         int vnan = 0, pinf = 0, ninf = 0;
         for (size_t j = 0; j < n; j++) {
@@ -657,7 +683,7 @@ static int oracle_row(const lowp_attn_shape *s, const double *q, const double *k
                     ninf = 1;
             }
         }
-        double r64;
+        double r64, err = NAN;
         float r32;
         if (vnan || (pinf && ninf)) {
             r64 = NAN;
@@ -679,7 +705,11 @@ static int oracle_row(const lowp_attn_shape *s, const double *q, const double *k
             }
             if (column(w, p0, &r64, &r32, st))
                 return -1;
+            if (cmp != NULL && w->encl && isfinite(cmp[row * E + e]))
+                err = enclosure_dist(w, cmp[row * E + e]);
         }
+        if (cmp_err)
+            cmp_err[row * E + e] = err;
         if (out64)
             out64[row * E + e] = r64;
         if (out32)
@@ -688,9 +718,63 @@ static int oracle_row(const lowp_attn_shape *s, const double *q, const double *k
     return 0;
 }
 
-int lowp_attn_oracle_mpfr_ex(const lowp_attn_shape *s_in, const double *q, const double *k,
-                             const double *v, unsigned prec, float *out32, double *out64,
-                             lowp_attn_oracle_stats *stats, char *why, size_t why_len)
+/* The oracle on rows (row indices; NULL: rows 0..n-1), OpenMP over them; cols, if not
+ * NULL, is a [row][vo_dim] mask of the columns to compute. Every thread has its own
+ * workspace and MPFR variables, sets its MPFR exponent range to the widest and restores
+ * it, and frees its MPFR caches. Statistics are added to *tot. Returns 0, or -1 with a
+ * reason (out of memory, no convergence). */
+static int oracle_rows(const lowp_attn_shape *s, const double *q, const double *k, const double *v,
+                       mpfr_prec_t prec, const size_t *rows, size_t n, const unsigned char *cols,
+                       float *out32, double *out64, const double *cmp, double *cmp_err, ostats *tot,
+                       char *why, size_t why_len)
+{
+    int nomem = 0, diverged = 0;
+#pragma omp parallel if (n > 1) reduction(| : nomem, diverged)
+    {
+        mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+        mpfr_set_emin(mpfr_get_emin_min());
+        mpfr_set_emax(mpfr_get_emax_max());
+        ostats st = {0, 0, 0, 0};
+        ows w;
+        if (!ows_init(&w, s->ctx)) {
+            nomem = 1;
+        } else {
+#pragma omp for schedule(dynamic, 1)
+            for (long x = 0; x < (long)n; x++) {
+                if (diverged)
+                    continue;
+                size_t r = rows != NULL ? rows[x] : (size_t)x;
+                size_t i = r / s->num_q_heads, h = r % s->num_q_heads;
+                if (oracle_row(s, q, k, v, i, h, prec, cols != NULL ? cols + r * s->vo_dim : NULL, out32,
+                               out64, cmp, cmp_err, &w, &st))
+                    diverged = 1;
+            }
+            ows_free(&w);
+        }
+#pragma omp critical(lowp_attn_oracle_stats)
+        {
+            tot->outputs += st.outputs;
+            tot->retries += st.retries;
+            tot->rational += st.rational;
+            if (st.max_prec > tot->max_prec)
+                tot->max_prec = st.max_prec;
+        }
+        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+        mpfr_set_emin(emin);
+        mpfr_set_emax(emax);
+    }
+    if (nomem)
+        return lowp_why_set(why, why_len, "out of memory for the attention oracle");
+    if (diverged)
+        return lowp_why_set(why, why_len,
+                            "the attention oracle did not converge below 131072 bits");
+    return 0;
+}
+
+static int oracle_run(const lowp_attn_shape *s_in, const double *q, const double *k,
+                      const double *v, unsigned prec, float *out32, double *out64,
+                      const double *cmp, double *cmp_err, lowp_attn_oracle_stats *stats,
+                      char *why, size_t why_len)
 {
     if (s_in == NULL)
         return lowp_why_set(why, why_len, "shape is NULL");
@@ -703,46 +787,10 @@ int lowp_attn_oracle_mpfr_ex(const lowp_attn_shape *s_in, const double *q, const
         prec = PREC_DEFAULT;
     if (prec < 32 || (mpfr_prec_t)prec > PREC_MAX / 2)
         return lowp_why_set(why, why_len, "prec must be 0 (128) or between 32 and 65536 bits");
-    const long rows = (long)(s.q_len * s.num_q_heads);
-    int nomem = 0, diverged = 0;
     ostats tot = {0, 0, 0, 0};
-#pragma omp parallel if (rows > 1) reduction(| : nomem, diverged)
-    {
-        mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
-        mpfr_set_emin(mpfr_get_emin_min());
-        mpfr_set_emax(mpfr_get_emax_max());
-        ostats st = {0, 0, 0, 0};
-        ows w;
-        if (!ows_init(&w, s.ctx)) {
-            nomem = 1;
-        } else {
-#pragma omp for schedule(dynamic, 1)
-            for (long r = 0; r < rows; r++) {
-                if (diverged)
-                    continue;
-                size_t i = (size_t)r / s.num_q_heads, h = (size_t)r % s.num_q_heads;
-                if (oracle_row(&s, q, k, v, i, h, (mpfr_prec_t)prec, out32, out64, &w, &st))
-                    diverged = 1;
-            }
-            ows_free(&w);
-        }
-#pragma omp critical(lowp_attn_oracle_stats)
-        {
-            tot.outputs += st.outputs;
-            tot.retries += st.retries;
-            tot.rational += st.rational;
-            if (st.max_prec > tot.max_prec)
-                tot.max_prec = st.max_prec;
-        }
-        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
-        mpfr_set_emin(emin);
-        mpfr_set_emax(emax);
-    }
-    if (nomem)
-        return lowp_why_set(why, why_len, "out of memory for the attention oracle");
-    if (diverged)
-        return lowp_why_set(why, why_len,
-                            "the attention oracle did not converge below 131072 bits");
+    if (oracle_rows(&s, q, k, v, (mpfr_prec_t)prec, NULL, s.q_len * s.num_q_heads, NULL, out32, out64, cmp,
+                    cmp_err, &tot, why, why_len))
+        return -1;
     if (stats != NULL) {
         stats->outputs += tot.outputs;
         stats->retries += tot.retries;
@@ -753,9 +801,97 @@ int lowp_attn_oracle_mpfr_ex(const lowp_attn_shape *s_in, const double *q, const
     return 0;
 }
 
+int lowp_attn_oracle_mpfr_ex(const lowp_attn_shape *s, const double *q, const double *k,
+                             const double *v, unsigned prec, float *out32, double *out64,
+                             lowp_attn_oracle_stats *stats, char *why, size_t why_len)
+{
+    return oracle_run(s, q, k, v, prec, out32, out64, NULL, NULL, stats, why, why_len);
+}
+
+int lowp_attn_oracle_dist(const lowp_attn_shape *s, const double *q, const double *k,
+                          const double *v, const double *x, double *dist, float *out32,
+                          double *out64, char *why, size_t why_len)
+{
+    if (x == NULL || dist == NULL)
+        return lowp_why_set(why, why_len, "x and dist must not be NULL");
+    return oracle_run(s, q, k, v, 0, out32, out64, x, dist, NULL, why, why_len);
+}
+
 int lowp_attn_oracle_mpfr(const lowp_attn_shape *s, const double *q, const double *k,
                           const double *v, unsigned prec, float *out32, double *out64, char *why,
                           size_t why_len)
 {
     return lowp_attn_oracle_mpfr_ex(s, q, k, v, prec, out32, out64, NULL, why, why_len);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Correctly rounded binary32 output, fast: the binary64 reference decides what its
+ * a-posteriori bound decides, the oracle the rest, output by output.
+ * ------------------------------------------------------------------------------------- */
+
+int lowp_attn_f32_decided(double x, double bound, float *out)
+{
+    if (!isfinite(x) || !(bound >= 0) || !isfinite(bound))
+        return 0;
+    /* two binary64 ulps outward, so that forming x - b and x + b cannot shrink the interval */
+    double lo = nextafter(nextafter(x - bound, -INFINITY), -INFINITY);
+    double hi = nextafter(nextafter(x + bound, INFINITY), INFINITY);
+    float flo = (float)lo, fhi = (float)hi;
+    if (flo != fhi || signbit(flo) != signbit(fhi))
+        return 0;
+    *out = flo;
+    return 1;
+}
+
+int lowp_attn_rounded(const lowp_attn_shape *s_in, const double *q, const double *k,
+                      const double *v, float *out32, lowp_attn_rounded_stats *stats, char *why,
+                      size_t why_len)
+{
+    if (s_in == NULL)
+        return lowp_why_set(why, why_len, "shape is NULL");
+    lowp_attn_shape s = *s_in;
+    if (lowp_attn_check_shape(&s, why, why_len))
+        return -1;
+    if (q == NULL || k == NULL || v == NULL || out32 == NULL)
+        return lowp_why_set(why, why_len, "q, k, v and out32 must not be NULL");
+    const size_t rows = s.q_len * s.num_q_heads, E = s.vo_dim;
+    double *ref = malloc(rows * E * sizeof *ref), *bnd = malloc(rows * E * sizeof *bnd);
+    unsigned char *open = malloc(rows * E);
+    size_t *orow = malloc(rows * sizeof *orow);
+    if (ref == NULL || bnd == NULL || open == NULL || orow == NULL) {
+        free(ref);
+        free(bnd);
+        free(open);
+        free(orow);
+        return lowp_why_set(why, why_len, "out of memory for the attention reference");
+    }
+    int rc = lowp_attn_ref_f64_bounded(&s, q, k, v, ref, bnd, why, why_len);
+    size_t n_open = 0, n_rows = 0;
+    for (size_t r = 0; r < rows && rc == 0; r++) {
+        size_t before = n_open;
+        for (size_t e = 0; e < E; e++) {
+            size_t x = r * E + e;
+            open[x] = !lowp_attn_f32_decided(ref[x], bnd[x], &out32[x]);
+            n_open += open[x];
+        }
+        if (n_open > before)
+            orow[n_rows++] = r;
+    }
+    free(ref);
+    free(bnd);
+    ostats tot = {0, 0, 0, 0};
+    if (rc == 0 && n_rows > 0) /* the open rows, each with only its open columns */
+        rc = oracle_rows(&s, q, k, v, PREC_DEFAULT, orow, n_rows, open, out32, NULL, NULL, NULL, &tot, why,
+                         why_len);
+    free(open);
+    free(orow);
+    if (rc != 0)
+        return -1;
+    if (stats != NULL) {
+        stats->outputs += rows * E;
+        stats->by_f64 += rows * E - n_open;
+        stats->by_oracle += n_open;
+        stats->oracle_rows += n_rows;
+    }
+    return 0;
 }

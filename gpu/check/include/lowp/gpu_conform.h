@@ -34,6 +34,8 @@
 extern "C" {
 #endif
 
+struct lowp_gpu_conform_unit;
+
 typedef struct lowp_gpu_conform_opts {
     size_t cases_per_format; /* exactly this many cases for each format, the long
                               * configurations' included; the same cases on any
@@ -45,7 +47,28 @@ typedef struct lowp_gpu_conform_opts {
     int threads;             /* emulator threads, 0 = OpenMP default */
     const char *formats;     /* comma list, NULL = all five */
     int emulator_only;       /* no GPU: check the emulator against the bound (self-test) */
+    /* Sharding (tools/shard.h): with shard_n > 1 only the units u with u mod shard_n ==
+     * shard_k run (0-based). A unit is one configuration, numbered over the formats in run
+     * order (per format: its long configurations, then the plan); the plan is drawn whole
+     * in every shard, so a unit's cases are the same in any shard. on_unit (may be NULL)
+     * receives every unit that ran, in increasing order, after the run. */
+    size_t shard_k, shard_n;
+    void (*on_unit)(void *arg, const struct lowp_gpu_conform_unit *u);
+    void *unit_arg;
 } lowp_gpu_conform_opts;
+
+/* What one unit (configuration) gave: its format (0..4: bf16 fp8_e4m3 fp8_e5m2 nvfp4
+ * mxfp4), whether it is a long or broad configuration and its planned cases, and its
+ * counts; first / ref_first describe its first mismatch / output outside the bound ("" if
+ * none). Deterministic: no times. */
+typedef struct lowp_gpu_conform_unit {
+    size_t unit;
+    int format, broad;
+    size_t planned;
+    size_t cases, configs, outputs, mism_cases, mism_out, nonfinite_cases, ref_cases, ref_outside;
+    double ref_worst;
+    char first[512], ref_first[256];
+} lowp_gpu_conform_unit;
 
 /* 10^5 cases per format (6000 from broad configurations), 2 long configurations of up
  * to 128K tokens, LOWP_DEFAULT_SEED. */
@@ -57,6 +80,7 @@ typedef struct lowp_gpu_conform_result {
     size_t ref_cases, ref_outside;               /* check 2 */
     double worst_ratio;                          /* max |gpu - exact| / bound */
     double seconds;
+    size_t units;                                /* configurations of the whole run, all shards */
 } lowp_gpu_conform_result;
 
 /* Runs the conformance cases; writes a markdown report to report (may be NULL) and a
@@ -64,6 +88,13 @@ typedef struct lowp_gpu_conform_result {
  * result for mismatches), 77 when there is no CUDA device, -1 with a reason otherwise. */
 int lowp_gpu_conform_run(const lowp_gpu_conform_opts *o, FILE *report, FILE *log,
                          lowp_gpu_conform_result *res, char *why, size_t why_len);
+
+/* The report and result of a whole run from its units (all of them, in increasing unit
+ * order: a merge of the shards' on_unit records), with no device or times: the same
+ * bytes whatever the shards ran on. rep may be NULL. Returns 0, or -1 with a reason. */
+int lowp_gpu_conform_report(FILE *rep, const lowp_gpu_conform_opts *o,
+                            const lowp_gpu_conform_unit *units, size_t n,
+                            lowp_gpu_conform_result *res, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

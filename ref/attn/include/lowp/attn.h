@@ -113,6 +113,50 @@ typedef struct lowp_attn_bound_terms {
 } lowp_attn_bound_terms;
 double lowp_attn_bound_eval(const lowp_attn_bound_terms *t);
 
+/* lowp_attn_ref_f64 with an a-posteriori bound: out (may be NULL) receives lowp_attn_ref_f64's
+ * output bit for bit, bound (may be NULL, not both) a bound on |out - exact| per output,
+ * [q_len][num_q_heads][vo_dim]. The reference's operations are re-run and each rounding is
+ * charged what it can have cost on the values met (running error bounds of the sums, the
+ * score error of each key weighted by its probability and |v|, the exact error terms of
+ * exp); attn_ref.c derives it. On O(1) data it is some 10^3 times tighter than
+ * lowp_attn_ref_bounds at 32K tokens (about 1e-14 against 1e-11), so that it decides the
+ * binary32 rounding of nearly every output. +Inf where the exact output is not finite or
+ * the analysis does not apply (overflow, scores beyond about 1e8). About twice the
+ * reference's time. Returns 0, or -1 with a reason. */
+int lowp_attn_ref_f64_bounded(const lowp_attn_shape *s, const double *q, const double *k,
+                              const double *v, double *out, double *bound, char *why,
+                              size_t why_len);
+
+/* lowp_attn_oracle_mpfr (out32, out64 may be NULL) and dist[x] >= |x[x] - exact output|,
+ * rounded up from the oracle's final enclosure of the exact value (at 128 bits or more:
+ * within about 2^-120 |exact| of the true distance), for holding an approximation to a
+ * bound far below an ulp of binary64. dist is NaN where the exact output or x is not
+ * finite, or where the oracle decided the rounding without an enclosure (scores some 1e18
+ * apart). Returns 0, or -1 with a reason. */
+int lowp_attn_oracle_dist(const lowp_attn_shape *s, const double *q, const double *k,
+                          const double *v, const double *x, double *dist, float *out32,
+                          double *out64, char *why, size_t why_len);
+
+/* 1 if every real number within bound of x rounds (RN) to the same binary32, which is then
+ * *out (the interval is widened by two binary64 ulps each way, so that forming x - bound
+ * and x + bound cannot shrink it); 0 otherwise (also for a non-finite x or bound). */
+int lowp_attn_f32_decided(double x, double bound, float *out);
+
+/* What lowp_attn_rounded did: outputs, decided by the binary64 reference and its bound,
+ * computed by the MPFR oracle, and the rows the oracle visited. Added to (not cleared). */
+typedef struct lowp_attn_rounded_stats {
+    unsigned long long outputs, by_f64, by_oracle, oracle_rows;
+} lowp_attn_rounded_stats;
+
+/* The exact attention correctly rounded to binary32 (out32 [q_len][num_q_heads][vo_dim]),
+ * the same bits as lowp_attn_oracle_mpfr's out32, fast: lowp_attn_ref_f64_bounded decides
+ * every output whose bound interval rounds one way (lowp_attn_f32_decided), and the oracle
+ * computes only the other outputs (in ref/oracle: it needs MPFR). OpenMP over the rows of
+ * each stage. stats may be NULL. Returns 0, or -1 with a reason. */
+int lowp_attn_rounded(const lowp_attn_shape *s, const double *q, const double *k,
+                      const double *v, float *out32, lowp_attn_rounded_stats *stats, char *why,
+                      size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif
