@@ -84,7 +84,7 @@ int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *w
  * 1024), at least 128, at most 4096 and at most max_len rounded up to 16: about 1024 work
  * items (warps) while splits stay between 128 and 4096 positions. Chosen from a sweep on
  * the H200 (tools/gpu_run.sh with `lowp gpu bench --chunk C`, C = 128 .. 16384, batch
- * 1..64 x context 4K..1M, BF16 / FP8 / NVFP4; reports/gpu-bench-h200.md, "Split length"):
+ * 1..64 x context 4K..1M, BF16 / FP8 / NVFP4; reports/gpu-decode-splits-h200.md):
  * over the 105 shapes this rule's time is within 1.06x of the best tested split length on
  * geometric mean, 1.28x at worst; the previous rule (8192 items) was 1.15x and 2.7x (batch
  * 1 x 128K NVFP4 with splits of 128: 291.6 us against 106.3 us with 1024). A warp streams

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""tools/report_decode_splits.py: writes reports/gpu-decode-splits-h200.md from the device
+calls' CSVs (the split-length sweep, the grid, SDPA, the previous grid), so that every
+number in the report comes from those files. Standard library only.
+
+  python3 tools/report_decode_splits.py --sweep reports/gpu-decode-splits-h200.csv \
+      --grid reports/gpu-decode-splits-h200-grid.csv \
+      --sdpa reports/sdpa-bench-h200-2026-12-01.csv --old reports/gpu-bench-h200.csv \
+      --out reports/gpu-decode-splits-h200.md
+
+--sweep-dirs DIR... instead of --sweep first combines a device call's chunk-C.csv files
+into the --sweep path (adding a chunk column).
+"""
+import argparse
+import collections
+import csv
+import glob
+import math
+import os
+import sys
+
+HEAD = """# Decode split length and merge on the H200 (2026-12-01)
+
+Machine: the device machine, one NVIDIA H200 (sm_90, 132 SMs), CUDA 13.0, torch 2.11.0+cu130.
+32 query heads, 8 KV heads, head dim 128, page size 16 (NHD); `lowp gpu bench`, median of 20 calls
+(10 in the sweep). Written by `tools/report_decode_splits.py` (its docstring has the command) from
+the CSVs of three device calls of one session, all of the kernel with the new merge (commit 16c5b0a):
+
+1. `LOWP_GPU_RUN_STEPS="decode sanitize attn bench" LOWP_GPU_RUN_ARCHS=90 LOWP_GPU_BENCH_ARGS="--formats bf16,fp8_e4m3,nvfp4 --batch 1,4,16,64 --ctx 4096,32768,131072,1048576 --reps 20" bash tools/gpu_run.sh`,
+   with the old split rule and `LOWP_GPU_RUN_EXTRA` re-running shapes alone and with `--chunk 256/512/1024`.
+   Its `tools/sdpa_bench.py` output is [sdpa-bench-h200-2026-12-01.csv](sdpa-bench-h200-2026-12-01.csv).
+2. `LOWP_GPU_RUN_STEPS=none LOWP_GPU_RUN_ARCHS=90 LOWP_GPU_RUN_EXTRA='for c in 128 256 512 1024 2048 4096 8192 16384; do $LOWP gpu bench --formats bf16,fp8_e4m3,nvfp4 --batch 1,2,4,8,16,32,64 --ctx 4096,16384,32768,131072,1048576 --chunk $c --reps 10 --csv $OUT/chunk-$c.csv; done' bash tools/gpu_run.sh`
+   -> [gpu-decode-splits-h200.csv](gpu-decode-splits-h200.csv) (a `chunk` column added).
+3. `LOWP_GPU_RUN_STEPS="decode sanitize attn bench certify" LOWP_GPU_RUN_ARCHS=90 LOWP_GPU_BENCH_ARGS="--formats bf16,fp8_e4m3,nvfp4,mxfp4 --batch 1,2,4,8,16,32,64 --ctx 4096,16384,32768,131072,1048576 --reps 20" LOWP_GPU_RUN_BUDGET=590 bash tools/gpu_run.sh`,
+   with the split rule now in the tree -> [gpu-decode-splits-h200-grid.csv](gpu-decode-splits-h200-grid.csv),
+   [gpu-decode-conform-h200.md](gpu-decode-conform-h200.md) (500,000 cases, 0 not bit-exact, 0 of
+   432,846 finite cases outside the bound), memcheck and racecheck clean, `gpu attn` equal to
+   `--emulate` byte for byte for nvfp4, mxfp4, fp8_e4m3 and bf16, and [certify-h200.md](certify-h200.md).
+   Its SDPA step ran out of the call's time; the SDPA columns below are call 1's.
+
+## The grid was trustworthy; the split rule was wrong
+
+Issue #22 reported 404.5 us for NVFP4 at batch 1 x 128K in the committed grid where "the same binary
+alone" took 113.4 us. In call 1 the shape took 291.4 us inside the grid and 291.1 us alone (splits of
+128 both times) and 106.1 us alone with `--chunk 1024`: the issue's two numbers differ by split length,
+not by grid position. The old rule (about 8192 work items, at least 128 positions) gave this shape
+splits of 128.
+
+The gap from 404.5 to 291.4 us is the merge. It ran one thread per output and looped over the
+splits (1024 here) with one load in flight an iteration. It is now one CTA per (sequence, query
+head): the maximum is a tree reduction, the weights are formed once per CTA in shared memory, and 32
+splits' partial outputs are loaded before they are summed. The operations and their order are the
+definition's (`lowp/attn_gpu_emul.h`, step 5), so the emulator is unchanged and conformance holds.
+
+## Split length sweep (call 2)
+
+Time in us by split length, the best in bold.
+
+"""
+
+MID = """(work = batch x KV heads x longest sequence.) The rule in the tree is the one calls 1-3 proved and
+measured. The candidate is better for NVFP4 at batch 16-64 with 4K-32K contexts, where splits of
+4096 leave each sequence a few splits; it could not be proved on the device in this session (no
+machine was lent for a fourth call), so it is not in the tree.
+
+## The grid with the new merge and rule (call 3), against SDPA and the previous grid
+
+lowp time in us (the share of a streaming read of the same bytes, same call); SDPA is PyTorch's over
+a BF16 cache (call 1); "previous NVFP4" is the committed [gpu-bench-h200.csv](gpu-bench-h200.csv)
+(old merge, old rule). "skipped": the cache would exceed the benchmark's 40 GB limit.
+
+"""
+
+TAIL = """What the table says:
+- Batch 1 x 128K: NVFP4 404.5 -> 106.6 us, FP8 405.1 -> 106.5 us, BF16 461.0 -> 155.9 us, where
+  cuDNN takes 130.2 us over BF16. Batch 1 x 1M: NVFP4 597.8 us, FP8 613.5 us.
+- Slower than before for NVFP4 at batch 16-64 with 4K-32K contexts (batch 32 x 16K 261.3 -> 328.1 us,
+  batch 16 x 32K 273.4 -> 326.1 us): the rule's splits of 4096 there; the candidate rule above
+  removes most of it in the sweep.
+- NVFP4 still reads at 23-59% of the streaming read: bytes are not what bounds it
+  ([gpu-bench-h200.md](gpu-bench-h200.md), "Why NVFP4 does not meet its targets on the H200").
+"""
+
+CHUNKS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+KV_HEADS = 8
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def combine(dirs, out):
+    rows = []
+    for d in dirs:
+        for path in glob.glob(os.path.join(d, "chunk-*.csv")):
+            c = int(os.path.basename(path)[6:-4])
+            for r in read_csv(path):
+                rows.append(dict(chunk=c, **r))
+    rows.sort(key=lambda r: (r["chunk"], r["format"], int(r["batch"]), int(r["ctx"])))
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def rule(batch, ctx, items, floor_div, cap):
+    """A split rule of the form of lowp_gpu_decode_chunk_tokens."""
+    c = -(-batch * KV_HEADS * ctx // items)
+    if floor_div:
+        c = max(c, ctx // floor_div)
+    c = max((c + 15) // 16 * 16, 128)
+    return min(c, cap, (ctx + 15) // 16 * 16)
+
+
+def nearest_tested(c):
+    p = 2 ** round(math.log2(c))
+    return min(max(p, CHUNKS[0]), CHUNKS[-1])
+
+
+def score(sweep, items, floor_div, cap, fmt=None):
+    """Geometric mean and worst of (time at the rule's split) / (best tested time)."""
+    tot, n, worst = 0.0, 0, (0.0, None)
+    for k, row in sweep.items():
+        if fmt and k[0] != fmt:
+            continue
+        c = nearest_tested(rule(k[1], k[2], items, floor_div, cap))
+        if c not in row:
+            c = max(x for x in row if x <= c)
+        r = row[c] / min(row.values())
+        tot += math.log(r)
+        n += 1
+        if r > worst[0]:
+            worst = (r, k)
+    return math.exp(tot / n), worst
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sweep", required=True)
+    ap.add_argument("--sweep-dirs", nargs="*")
+    ap.add_argument("--grid", required=True)
+    ap.add_argument("--sdpa", required=True)
+    ap.add_argument("--old", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    if a.sweep_dirs:
+        combine(a.sweep_dirs, a.sweep)
+    sweep = collections.defaultdict(dict)
+    for r in read_csv(a.sweep):
+        sweep[(r["format"], int(r["batch"]), int(r["ctx"]))][int(r["chunk"])] = float(r["median_us"])
+    grid = {(r["format"], int(r["batch"]), int(r["ctx"])): (float(r["median_us"]), float(r["ratio"]))
+            for r in read_csv(a.grid)}
+    old = {(r["format"], int(r["batch"]), int(r["ctx"])): float(r["median_us"]) for r in read_csv(a.old)}
+    sdpa = collections.defaultdict(dict)
+    for r in read_csv(a.sdpa):
+        sdpa[(int(r["batch"]), int(r["ctx"]))][r["backend"]] = float(r["median_us"])
+
+    L = [HEAD]
+    L.append("| format | batch | context | " + " | ".join(str(c) for c in CHUNKS) + " | best |")
+    L.append("|---|---:|---:|" + "---:|" * len(CHUNKS) + "---|")
+    for k in sorted(sweep):
+        row = sweep[k]
+        b = min(row, key=row.get)
+        cells = [("**%.1f**" if c == b else "%.1f") % row[c] if c in row else "-" for c in CHUNKS]
+        L.append("| %s | %d | %d | " % k + " | ".join(cells) + " | %d |" % b)
+    L.append("")
+    L.append("Rules scored against the sweep: each shape's split under the rule, mapped to the nearest "
+             "tested power of two; ratio = that split's time / the shape's best tested time.")
+    L.append("")
+    L.append("| rule | all formats: geometric mean, worst (shape) | NVFP4: geometric mean, worst |")
+    L.append("|---|---|---|")
+    for name, items, fd, cap in [("old: ceil(work / 8192), >= 128", 8192, 0, 1 << 40),
+                                 ("**now**: ceil(work / 1024), 128..4096", 1024, 0, 4096),
+                                 ("candidate: max(ceil(work / 2048), len / 128), 128..4096", 2048, 128, 4096)]:
+        g, w = score(sweep, items, fd, cap)
+        gn, wn = score(sweep, items, fd, cap, "nvfp4")
+        L.append("| %s | %.3f, %.2f (%s, batch %d, %d) | %.3f, %.2f |" % (name, g, w[0], *w[1], gn, wn[0]))
+    L.append("")
+    L.append(MID)
+    L.append("| batch | context | lowp BF16 | lowp FP8 | lowp NVFP4 | lowp MXFP4 | SDPA cuDNN | SDPA flash | previous NVFP4 |")
+    L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for B in sorted({k[1] for k in grid}):
+        for ctx in sorted({k[2] for k in grid}):
+            cells = []
+            for f in ["bf16", "fp8_e4m3", "nvfp4", "mxfp4"]:
+                v = grid.get((f, B, ctx))
+                cells.append("%.1f (%.0f%%)" % (v[0], 100 * v[1]) if v else "skipped")
+            if all(c == "skipped" for c in cells):
+                continue
+            s = sdpa.get((B, ctx), {})
+            o = old.get(("nvfp4", B, ctx))
+            fmt = lambda x: "%.1f" % x if x is not None else "-"
+            L.append("| %d | %d | %s | %s | %s | %s | %s | %s | %s |" %
+                     (B, ctx, *cells, fmt(s.get("cudnn")), fmt(s.get("flash")), fmt(o)))
+    L.append("")
+    L.append(TAIL)
+    with open(a.out, "w") as f:
+        f.write("\n".join(L))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
