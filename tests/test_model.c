@@ -908,7 +908,7 @@ START_TEST(kv_store_hook)
     ck_assert(lowp_llama_load(&g, &m, why, sizeof why) == 0);
     spy_store s = {.fail_layer = 99};
     ck_assert(lowp_kv_f32_create(lowp_llama_config_of(m), TCTX, &s.inner, why, sizeof why) == 0);
-    lowp_kv_store st = {&s, spy_write, spy_read};
+    lowp_kv_store st = {&s, spy_write, spy_read, NULL};
     int32_t tok[6] = {1, 2, 3, 4, 5, 6};
     s.n = 4;
     ck_assert(lowp_llama_forward(m, &st, tok, 4, 0, NULL, why, sizeof why) == 0);
