@@ -89,6 +89,7 @@ struct lowp_kv_format {
     float *kx, *vx;                   /* exact inputs, with stats */
     lowp_kv_err *err;                 /* [layer][n_head_kv K, n_head_kv V, n_head ATTN] */
     double *row;                      /* one decoded slot: K then V */
+    int paused;                       /* statistics paused */
 };
 
 void lowp_kv_format_free(lowp_kv_format *f)
@@ -146,7 +147,7 @@ static int fmt_write(void *ctx, size_t layer, size_t pos0, size_t n, const float
             memcpy(f->kx + (layer * f->cap + p) * W, k + i * W, W * sizeof(float));
             memcpy(f->vx + (layer * f->cap + p) * W, v + i * W, W * sizeof(float));
             lowp_kv_err *e = f->err + layer * err_stride(&f->c);
-            for (size_t h = 0; h < H; h++) {
+            for (size_t h = 0; h < H && !f->paused; h++) {
                 err_add(&e[h], k + i * W + h * hd, kr + h * hd, hd);
                 err_add(&e[H + h], v + i * W + h * hd, vr + h * hd, hd);
             }
@@ -233,7 +234,7 @@ static int fmt_attend(void *ctx, const lowp_llama *m, size_t layer, size_t pos0,
     } else if (lowp_llama_attention(m, q, ldq, n, pos0, K, V, W, out, why, why_len)) {
         return -1;
     }
-    if (!f->spec.stats)
+    if (!f->spec.stats || f->paused)
         return 0;
     float *ref = malloc(n * E * sizeof *ref);
     double *od = malloc(hd * sizeof *od);
@@ -338,6 +339,8 @@ lowp_kv_err lowp_kv_format_err(const lowp_kv_format *f, lowp_kv_err_what what, s
     size_t off = what == LOWP_KV_ERR_K ? 0 : what == LOWP_KV_ERR_V ? f->c.n_head_kv : 2 * f->c.n_head_kv;
     return f->err[layer * err_stride(&f->c) + off + head];
 }
+
+void lowp_kv_format_pause_stats(lowp_kv_format *f, int paused) { f->paused = paused != 0; }
 
 void lowp_kv_format_clear_stats(lowp_kv_format *f)
 {

@@ -108,6 +108,8 @@ typedef enum lowp_kv_err_what { LOWP_KV_ERR_K = 0, LOWP_KV_ERR_V = 1, LOWP_KV_ER
  * attention call (ATTN) since creation or the last lowp_kv_format_clear_stats. */
 lowp_kv_err lowp_kv_format_err(const lowp_kv_format *f, lowp_kv_err_what what, size_t layer, size_t head);
 void lowp_kv_format_clear_stats(lowp_kv_format *f);
+/* paused != 0: writes and attention calls add nothing to the statistics until resumed. */
+void lowp_kv_format_pause_stats(lowp_kv_format *f, int paused);
 
 /* ---- the recording store ---- */
 typedef enum lowp_kv_rec_what {
