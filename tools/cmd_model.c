@@ -601,14 +601,17 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
     size_t nt[EVAL_MAX_TEXTS], total = 0;
     if (nfiles > EVAL_MAX_TEXTS)
         lowp_cli_fail("model eval: more than %d texts", EVAL_MAX_TEXTS);
+    uint64_t n_ctx;
+    if (lowp_gguf_get_uint(&g, "llama.context_length", &n_ctx, why, sizeof why) != 0)
+        lowp_cli_fail("%s", why);
+    size_t W = o->ctx ? o->ctx : 2048;
+    if (W > n_ctx)
+        lowp_cli_fail("--ctx %zu is more than the model's context of %llu", W, (unsigned long long)n_ctx);
+    if (W < 2)
+        lowp_cli_fail("--ctx %zu: a window needs at least 2 tokens", W);
     double t_start = now_s();
     lowp_llama *m = load_llama(&g);
     const lowp_llama_config *c = lowp_llama_config_of(m);
-    size_t W = o->ctx ? o->ctx : 2048;
-    if (W > c->n_ctx)
-        lowp_cli_fail("--ctx %zu is more than the model's context of %zu", W, c->n_ctx);
-    if (W < 2)
-        lowp_cli_fail("--ctx %zu: a window needs at least 2 tokens", W);
     for (size_t i = 0; i < nfiles; i++) {
         ids[i] = tokenize_file(tok, files[i], &nt[i]);
         if (o->max_tokens && nt[i] > o->max_tokens)
