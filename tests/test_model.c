@@ -1042,6 +1042,22 @@ START_TEST(kv_bf16_is_the_codec)
         ck_assert(ea.n == N * 64 && ea.err2 > 0);
     }
     ck_assert(lowp_kv_record_get(r, LOWP_KV_REC_K_PRE, 0)[5] == k0[5]); /* position 0: RoPE is the identity */
+    ck_assert(lowp_kv_format_err(f, LOWP_KV_ERR_K, 0, 0).clipped == 0); /* BF16 holds any binary32 magnitude */
+    /* fp8 at a global scale of 2^-10 holds |x| <= 448 / 1024: clipped counts layer 0's K above it */
+    float gk[TL], gv[TL];
+    for (int l = 0; l < TL; l++)
+        gk[l] = gv[l] = 0x1p-10f;
+    lowp_kv_format_spec sp8 = {{0}, gk, gv, LOWP_KV_ATTN_EXACT, 1};
+    ck_assert(lowp_kv_choice_parse("fp8_e4m3:tensor", &sp8.choice, why, sizeof why) == 0);
+    lowp_kv_format *f8;
+    ck_assert(lowp_kv_format_create(c, WCTX, &sp8, &f8, why, sizeof why) == 0);
+    st = lowp_kv_format_store(f8);
+    ck_assert(lowp_llama_forward(m, &st, tok, N, 0, NULL, why, sizeof why) == 0);
+    size_t above = 0;
+    for (size_t i = 0; i < N * 64; i++)
+        above += fabsf(k0[i]) > 448.0f / 1024.0f;
+    ck_assert(above > 0 && lowp_kv_format_err(f8, LOWP_KV_ERR_K, 0, 0).clipped == above);
+    lowp_kv_format_free(f8);
     lowp_kv_record_free(r);
     lowp_kv_f32_free(&ex);
     lowp_kv_f32_free(&rs.inner);

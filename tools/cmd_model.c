@@ -82,7 +82,9 @@ static void model_usage(FILE *f)
           "    --csv F, --layers-csv F   the table, and per (format, layer, head) errors, as CSV\n"
           "  export       every layer's q (after RoPE), k_pre (before), k (after) and v of the text's\n"
           "               tokens (exact cache) as DIR/blk.L.{q,k_pre,k,v}.npy, float32 [T, heads, 64]\n"
-          "  --threads N  OpenMP threads (default: OpenMP's, i.e. OMP_NUM_THREADS or every core)\n",
+          "  --threads N  OpenMP threads (default: OpenMP's, i.e. OMP_NUM_THREADS or every core); on a\n"
+          "               shared machine OMP_WAIT_POLICY=passive spares the spinning (eval's generation\n"
+          "               ran 8x faster so under load)\n",
           f);
 }
 
@@ -268,6 +270,18 @@ static int model_logits(const char *mopt, const char *tokens, const char *outp)
 }
 
 /* The token ids of a UTF-8 text file. */
+static int32_t *tokenize_file(const lowp_tokenizer *tok, const char *file, size_t *n);
+
+/* Open the model file and its tokenizer; the tokens of file (when not NULL). */
+static int32_t *open_with_text(const char *mopt, lowp_gguf *g, lowp_tokenizer **tok, const char *file, size_t *n)
+{
+    char why[600];
+    open_model(mopt, g);
+    if (lowp_tokenizer_load(g, tok, why, sizeof why) != 0)
+        lowp_cli_fail("%s", why);
+    return file != NULL ? tokenize_file(*tok, file, n) : NULL;
+}
+
 static int32_t *tokenize_file(const lowp_tokenizer *tok, const char *file, size_t *n)
 {
     size_t len;
@@ -280,22 +294,28 @@ static int32_t *tokenize_file(const lowp_tokenizer *tok, const char *file, size_
     return ids;
 }
 
-/* Decode-side global scales of a calibrated choice from the binary32 K and V of tokens
- * ids[0 .. n): lowp_calib's amax method (lowp/calib.h: the recipe's own scale from the
- * amax; sglang-kv NVFP4 RN(amax / 2688), FP8 amax / 448), per layer, for K and V apart,
- * one per tensor or per KV head. ks, vs: [n_layer][1 or n_head_kv]. */
-static void calibrate_scales(const lowp_llama *m, const int32_t *ids, size_t n, const lowp_kv_choice *ch,
+/* The binary32 K and V of tokens ids[0 .. n) (the recording store), for calibration. */
+static lowp_kv_record *calib_record(const lowp_llama *m, const int32_t *ids, size_t n)
+{
+    char why[600];
+    lowp_kv_record *r;
+    if (lowp_kv_record_create(lowp_llama_config_of(m), n, 0, &r, why, sizeof why))
+        lowp_cli_fail("%s", why);
+    lowp_kv_store st = lowp_kv_record_store(r);
+    if (lowp_llama_forward(m, &st, ids, n, 0, NULL, why, sizeof why))
+        lowp_cli_fail("calibration: %s", why);
+    return r;
+}
+
+/* Decode-side global scales of a calibrated choice from the recording r of n tokens:
+ * lowp_calib's amax method (lowp/calib.h: the recipe's own scale from the amax;
+ * sglang-kv NVFP4 RN(amax / 2688), FP8 amax / 448), per layer, for K and V apart, one per
+ * tensor or per KV head. ks, vs: [n_layer][1 or n_head_kv]. */
+static void calibrate_scales(const lowp_llama *m, const lowp_kv_record *r, size_t n, const lowp_kv_choice *ch,
                              float **ks, float **vs)
 {
     const lowp_llama_config *c = lowp_llama_config_of(m);
     char why[600];
-    lowp_kv_record *r;
-    lowp_kv_store st;
-    if (lowp_kv_record_create(c, n, 0, &r, why, sizeof why))
-        lowp_cli_fail("%s", why);
-    st = lowp_kv_record_store(r);
-    if (lowp_llama_forward(m, &st, ids, n, 0, NULL, why, sizeof why))
-        lowp_cli_fail("calibration: %s", why);
     size_t ns = ch->gran == LOWP_KV_SCALE_HEAD ? c->n_head_kv : 1;
     *ks = malloc(c->n_layer * ns * sizeof **ks);
     *vs = malloc(c->n_layer * ns * sizeof **vs);
@@ -314,16 +334,20 @@ static void calibrate_scales(const lowp_llama *m, const int32_t *ids, size_t n, 
             memcpy((w ? *vs : *ks) + l * ns, t.rows[0].gscales, ns * sizeof(float));
             lowp_calib_table_free(&t);
         }
-    lowp_kv_record_free(r);
 }
 
-/* A format store for a choice; a calibrated one takes its scales from calib[0 .. ncal). */
+/* A format store for a choice; a calibrated one takes its scales from the recording *rec
+ * of calib[0 .. ncal), made on first use. */
 static lowp_kv_format *format_store(const lowp_llama *m, size_t cap, const lowp_kv_choice *ch,
-                                    lowp_kv_attn_mode attn, int stats, const int32_t *calib, size_t ncal)
+                                    lowp_kv_attn_mode attn, int stats, const int32_t *calib, size_t ncal,
+                                    lowp_kv_record **rec)
 {
     float *ks = NULL, *vs = NULL;
-    if (ch->calibrated)
-        calibrate_scales(m, calib, ncal, ch, &ks, &vs);
+    if (ch->calibrated) {
+        if (*rec == NULL)
+            *rec = calib_record(m, calib, ncal);
+        calibrate_scales(m, *rec, ncal, ch, &ks, &vs);
+    }
     lowp_kv_format_spec sp = {*ch, ks, vs, attn, stats};
     lowp_kv_format *f;
     char why[600];
@@ -377,13 +401,10 @@ static int model_ppl(const model_opts *o, const char *file)
     if (o->kv != NULL)
         parse_choice(o->kv, &ch);
     lowp_gguf g;
-    open_model(o->model, &g);
     char why[600];
     lowp_tokenizer *tok;
-    if (lowp_tokenizer_load(&g, &tok, why, sizeof why) != 0)
-        lowp_cli_fail("%s", why);
     size_t n;
-    int32_t *ids = tokenize_file(tok, file, &n);
+    int32_t *ids = open_with_text(o->model, &g, &tok, file, &n);
     uint64_t n_ctx;
     if (lowp_gguf_get_uint(&g, "llama.context_length", &n_ctx, why, sizeof why) != 0)
         lowp_cli_fail("%s", why);
@@ -419,7 +440,9 @@ static int model_ppl(const model_opts *o, const char *file)
     if (hidden == NULL)
         lowp_cli_fail("out of memory for %zu tokens", n);
     if (o->kv != NULL) {
-        fs = format_store(m, n, &ch, o->attn, 0, cal, ncal);
+        lowp_kv_record *rec = NULL;
+        fs = format_store(m, n, &ch, o->attn, 0, cal, ncal, &rec);
+        lowp_kv_record_free(rec);
         kv = lowp_kv_format_store(fs);
     } else if (lowp_kv_f32_create(c, n, &kv, why, sizeof why)) {
         lowp_cli_fail("%s", why);
@@ -468,13 +491,10 @@ static int model_export(const model_opts *o, const char *file)
         lowp_cli_fail("--out %s: not a directory and cannot be made one (%s)", o->out,
                       errno ? strerror(errno) : "exists");
     lowp_gguf g;
-    open_model(o->model, &g);
     char why[600];
     lowp_tokenizer *tok;
-    if (lowp_tokenizer_load(&g, &tok, why, sizeof why) != 0)
-        lowp_cli_fail("%s", why);
     size_t n;
-    int32_t *ids = tokenize_file(tok, file, &n);
+    int32_t *ids = open_with_text(o->model, &g, &tok, file, &n);
     lowp_llama *m = load_llama(&g);
     const lowp_llama_config *c = lowp_llama_config_of(m);
     if (o->first != 0) {
@@ -592,11 +612,9 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
     if (o->layers_csv != NULL)
         lowp_out_check("--layers-csv", o->layers_csv);
     lowp_gguf g;
-    open_model(o->model, &g);
     char why[600];
     lowp_tokenizer *tok;
-    if (lowp_tokenizer_load(&g, &tok, why, sizeof why) != 0)
-        lowp_cli_fail("%s", why);
+    open_with_text(o->model, &g, &tok, NULL, NULL);
     int32_t *ids[EVAL_MAX_TEXTS];
     size_t nt[EVAL_MAX_TEXTS], total = 0;
     if (nfiles > EVAL_MAX_TEXTS)
@@ -636,6 +654,7 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
     float *zr = malloc(64 * c->n_vocab * sizeof *zr), *zf = malloc(64 * c->n_vocab * sizeof *zf);
     if (href == NULL || zr == NULL || zf == NULL)
         lowp_cli_fail("out of memory for the evaluation");
+    lowp_kv_record *rec = NULL;
     for (size_t f = 0; f < nf; f++) {
         F[f].attn = o->attn;
         if (o->attn == LOWP_KV_ATTN_EMUL) { /* the kernel's formats through it, the others exactly */
@@ -645,13 +664,14 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
             if (lowp_gpu_decode_check(&cfg, c->n_head, NULL, 0))
                 F[f].attn = LOWP_KV_ATTN_EXACT;
         }
-        F[f].st = format_store(m, cap, &F[f].ch, F[f].attn, 1, cal, ncal);
+        F[f].st = format_store(m, cap, &F[f].ch, F[f].attn, 1, cal, ncal, &rec);
         F[f].tok = malloc(total * sizeof *F[f].tok);
         F[f].agree = malloc((np ? np : 1) * sizeof *F[f].agree);
         F[f].hidden = malloc(W * c->n_embd * sizeof *F[f].hidden);
         if (F[f].tok == NULL || F[f].agree == NULL || F[f].hidden == NULL)
             lowp_cli_fail("out of memory for the evaluation");
     }
+    lowp_kv_record_free(rec);
     lowp_kv_store ref;
     if (lowp_kv_f32_create(c, cap, &ref, why, sizeof why))
         lowp_cli_fail("%s", why);
@@ -706,7 +726,6 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
         }
     }
     t_gen = now_s() - t_gen;
-    (void)t_gen;
     printf("%zu texts, %zu tokens in %zu windows of <= %zu (stride %zu, fresh cache per window), %zu predicted\n",
            nfiles, total, windows, W, W, done);
     for (size_t i = 0; i < nfiles; i++)
@@ -720,11 +739,11 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
            "top-1 agreement", "KL(p_f32 || p) nats", "greedy agreement (tokens)", "forward s");
     lowp_eval_ci res[EVAL_MAX_FORMATS][LOWP_EVAL_STAT_COUNT], ag[EVAL_MAX_FORMATS];
     for (size_t f = 0; f < nf; f++) {
+        ag[f].est = ag[f].lo = ag[f].hi = NAN; /* no prompts: no generation */
         if (lowp_eval_bootstrap(F[f].tok, done, o->block, o->reps, o->seed, res[f], why, sizeof why) ||
-            lowp_eval_bootstrap_mean(F[f].agree, np ? np : 1, o->reps, o->seed, &ag[f], why, sizeof why))
+            (np > 0 && gen > 0 &&
+             lowp_eval_bootstrap_mean(F[f].agree, np, o->reps, o->seed, &ag[f], why, sizeof why)))
             lowp_cli_fail("%s", why);
-        if (np == 0)
-            ag[f].est = ag[f].lo = ag[f].hi = NAN;
         if (f == 0) {
             printf("%-20s %-6s", "f32 (reference)", "exact");
             print_ci(stdout, "%.4f", res[0][LOWP_EVAL_PPL_REF]);
@@ -738,8 +757,21 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
         print_ci(stdout, "%.1f", ag[f]);
         printf("  %.1f\n", F[f].t_fwd);
     }
-    printf("f32 forward %.1f s per run of all windows; total %.1f s; %d threads, %s kernels\n", t_ref,
-           now_s() - t_start, omp_get_max_threads(), lowp_llama_isa(m));
+    printf("f32 forward %.1f s per run of all windows; generation %.1f s; total %.1f s; %d threads, %s kernels\n",
+           t_ref, t_gen, now_s() - t_start, omp_get_max_threads(), lowp_llama_isa(m));
+    printf("\nclipped: K | V elements above the largest magnitude the cache holds at their layer's (head's)\n"
+           "global scale (NVFP4 6 x 448 g, FP8 448 g), over the windows:\n");
+    for (size_t f = 0; f < nf; f++) {
+        size_t cl[2] = {0, 0}, n = 0;
+        for (size_t l = 0; l < c->n_layer; l++)
+            for (size_t h = 0; h < c->n_head_kv; h++)
+                for (int w = 0; w < 2; w++) {
+                    lowp_kv_err e = lowp_kv_format_err(F[f].st, (lowp_kv_err_what)w, l, h);
+                    cl[w] += e.clipped;
+                    n += w == 0 ? e.n : 0;
+                }
+        printf("  %-20s %zu | %zu of %zu each\n", F[f].ch.name, cl[0], cl[1], n);
+    }
     /* per layer / head */
     printf("\nworst layers (relative RMS error over the windows; attention: the layer's output against exact\n"
            "attention over the exact K/V with the same queries):\n");
@@ -747,7 +779,7 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
         size_t bl[3] = {0}, bk = 0, bkh = 0, bv = 0, bvh = 0;
         double ba[3] = {-1, -1, -1}, ek = -1, ev = -1;
         for (size_t l = 0; l < c->n_layer; l++) {
-            lowp_kv_err a = {0, 0, 0, 0};
+            lowp_kv_err a = {0, 0, 0, 0, 0};
             for (size_t h = 0; h < c->n_head; h++) {
                 lowp_kv_err e = lowp_kv_format_err(F[f].st, LOWP_KV_ERR_ATTN, l, h);
                 a.err2 += e.err2;
@@ -799,15 +831,15 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
     }
     if (o->layers_csv != NULL) {
         FILE *out = lowp_out_open(o->layers_csv, 0);
-        fprintf(out, "format,layer,what,head,rel_rms,amax,elements\n");
+        fprintf(out, "format,layer,what,head,rel_rms,amax,elements,clipped\n");
         static const char *const what[3] = {"k", "v", "attn"};
         for (size_t f = 0; f < nf; f++)
             for (size_t l = 0; l < c->n_layer; l++)
                 for (int w = 0; w < 3; w++)
                     for (size_t h = 0; h < (w == 2 ? c->n_head : c->n_head_kv); h++) {
                         lowp_kv_err e = lowp_kv_format_err(F[f].st, (lowp_kv_err_what)w, l, h);
-                        fprintf(out, "%s,%zu,%s,%zu,%.9g,%.9g,%zu\n", F[f].ch.name, l, what[w], h, rel_rms(e),
-                                e.amax, e.n);
+                        fprintf(out, "%s,%zu,%s,%zu,%.9g,%.9g,%zu,%zu\n", F[f].ch.name, l, what[w], h, rel_rms(e),
+                                e.amax, e.n, e.clipped);
                     }
         lowp_out_commit(out);
     }

@@ -88,6 +88,7 @@ struct lowp_kv_format {
     float *kd, *vd;                   /* decoded [layer][cap][width] */
     float *kx, *vx;                   /* exact inputs, with stats */
     lowp_kv_err *err;                 /* [layer][n_head_kv K, n_head_kv V, n_head ATTN] */
+    double *clip;                     /* [layer][n_head_kv K, n_head_kv V]: lowp_kv_err.clipped's bound */
     double *row;                      /* one decoded slot: K then V */
     int paused;                       /* statistics paused */
 };
@@ -105,21 +106,38 @@ void lowp_kv_format_free(lowp_kv_format *f)
     free(f->kx);
     free(f->vx);
     free(f->err);
+    free(f->clip);
     free(f->row);
     free(f);
 }
 
 static size_t err_stride(const lowp_llama_config *c) { return 2 * c->n_head_kv + c->n_head; }
 
-static void err_add(lowp_kv_err *e, const float *x, const double *y, size_t n)
+static void err_add(lowp_kv_err *e, const float *x, const double *y, size_t n, double clip)
 {
     for (size_t i = 0; i < n; i++) {
         double d = y[i] - (double)x[i], r = (double)x[i];
         e->err2 += d * d;
         e->ref2 += r * r;
         e->amax = fabs(r) > e->amax ? fabs(r) : e->amax;
+        e->clipped += fabs(r) > clip;
     }
     e->n += n;
+}
+
+/* The largest magnitude a format holds at global scale 1 (lowp_kv_err.clipped). */
+static double format_max(lowp_block_format f)
+{
+    switch (f) {
+    case LOWP_NVFP4:
+        return 6.0 * 448.0;
+    case LOWP_FP8_E4M3:
+        return 448.0;
+    case LOWP_FP8_E5M2:
+        return 57344.0;
+    default:
+        return INFINITY;
+    }
 }
 
 static int fmt_write(void *ctx, size_t layer, size_t pos0, size_t n, const float *k_pre, const float *k,
@@ -147,12 +165,25 @@ static int fmt_write(void *ctx, size_t layer, size_t pos0, size_t n, const float
             memcpy(f->kx + (layer * f->cap + p) * W, k + i * W, W * sizeof(float));
             memcpy(f->vx + (layer * f->cap + p) * W, v + i * W, W * sizeof(float));
             lowp_kv_err *e = f->err + layer * err_stride(&f->c);
+            const double *clip = f->clip + layer * 2 * H;
             for (size_t h = 0; h < H && !f->paused; h++) {
-                err_add(&e[h], k + i * W + h * hd, kr + h * hd, hd);
-                err_add(&e[H + h], v + i * W + h * hd, vr + h * hd, hd);
+                err_add(&e[h], k + i * W + h * hd, kr + h * hd, hd, clip[h]);
+                err_add(&e[H + h], v + i * W + h * hd, vr + h * hd, hd, clip[H + h]);
             }
         }
     }
+    return 0;
+}
+
+/* read of a store holding [layer][cap][width] arrays K and V. */
+static int layer_rows(const float *K, const float *V, size_t n_layer, size_t cap, size_t width, size_t layer,
+                      size_t n, const float **k, const float **v, size_t *ld, char *why, size_t why_len)
+{
+    if (layer >= n_layer || n > cap)
+        return lowp_why_set(why, why_len, "the cache holds %zu positions, %zu asked", cap, n);
+    *k = K + layer * cap * width;
+    *v = V + layer * cap * width;
+    *ld = width;
     return 0;
 }
 
@@ -160,12 +191,7 @@ static int fmt_read(void *ctx, size_t layer, size_t n, const float **k, const fl
                     size_t why_len)
 {
     lowp_kv_format *f = ctx;
-    if (layer >= f->c.n_layer || n > f->cap)
-        return lowp_why_set(why, why_len, "the cache holds %zu positions, %zu asked", f->cap, n);
-    *k = f->kd + layer * f->cap * f->width;
-    *v = f->vd + layer * f->cap * f->width;
-    *ld = f->width;
-    return 0;
+    return layer_rows(f->kd, f->vd, f->c.n_layer, f->cap, f->width, layer, n, k, v, ld, why, why_len);
 }
 
 /* The emulator over layer l's cache: query row i is a decode of a sequence of length
@@ -250,7 +276,7 @@ static int fmt_attend(void *ctx, const lowp_llama *m, size_t layer, size_t pos0,
         for (size_t h = 0; h < c->n_head; h++) {
             for (size_t d = 0; d < hd; d++)
                 od[d] = out[i * E + h * hd + d];
-            err_add(&e[h], ref + i * E + h * hd, od, hd);
+            err_add(&e[h], ref + i * E + h * hd, od, hd, INFINITY);
         }
     free(ref);
     free(od);
@@ -290,9 +316,10 @@ int lowp_kv_format_create(const lowp_llama_config *c, size_t capacity, const low
         f->kx = malloc(n * sizeof(float));
         f->vx = malloc(n * sizeof(float));
         f->err = calloc(c->n_layer * err_stride(c), sizeof *f->err);
+        f->clip = malloc(c->n_layer * 2 * H * sizeof *f->clip);
     }
     if (f->cache == NULL || f->kd == NULL || f->vd == NULL || f->row == NULL ||
-        (spec->stats && (f->kx == NULL || f->vx == NULL || f->err == NULL))) {
+        (spec->stats && (f->kx == NULL || f->vx == NULL || f->err == NULL || f->clip == NULL))) {
         lowp_why_set(why, why_len, "out of memory for a cache of %zu positions", capacity);
         goto fail;
     }
@@ -303,6 +330,10 @@ int lowp_kv_format_create(const lowp_llama_config *c, size_t capacity, const low
             lowp_kvcache_set_global_scales(f->cache[l], spec->k_scale ? spec->k_scale + l * ns : NULL,
                                            spec->v_scale ? spec->v_scale + l * ns : NULL, ns, why, why_len))
             goto fail;
+        for (size_t h = 0; spec->stats && h < H; h++)
+            for (int w = 0; w < 2; w++)
+                f->clip[(l * 2 + (size_t)w) * H + h] =
+                    format_max(cfg.format) * lowp_kvcache_global_scale(f->cache[l], (lowp_kv_which)w, h);
     }
     f->spec.k_scale = f->spec.v_scale = NULL; /* the caches hold them now */
     *out = f;
@@ -332,7 +363,7 @@ const float *lowp_kv_format_decoded(const lowp_kv_format *f, lowp_kv_which w, si
 
 lowp_kv_err lowp_kv_format_err(const lowp_kv_format *f, lowp_kv_err_what what, size_t layer, size_t head)
 {
-    lowp_kv_err z = {0, 0, 0, 0};
+    lowp_kv_err z = {0, 0, 0, 0, 0};
     size_t nh = what == LOWP_KV_ERR_ATTN ? f->c.n_head : f->c.n_head_kv;
     if (f->err == NULL || layer >= f->c.n_layer || head >= nh)
         return z;
@@ -384,12 +415,7 @@ static int rec_read(void *ctx, size_t layer, size_t n, const float **k, const fl
                     size_t why_len)
 {
     lowp_kv_record *r = ctx;
-    if (layer >= r->c.n_layer || n > r->cap)
-        return lowp_why_set(why, why_len, "the cache holds %zu positions, %zu asked", r->cap, n);
-    *k = r->k + layer * r->cap * r->width;
-    *v = r->v + layer * r->cap * r->width;
-    *ld = r->width;
-    return 0;
+    return layer_rows(r->k, r->v, r->c.n_layer, r->cap, r->width, layer, n, k, v, ld, why, why_len);
 }
 
 /* Records the queries, then the forward pass's own attention over the same arrays. */

@@ -101,6 +101,9 @@ typedef struct lowp_kv_err {
     double err2, ref2;
     double amax;
     size_t n;
+    size_t clipped; /* K, V: elements above the largest magnitude the cache can hold at that
+                       head's global scale g (NVFP4 6 x 448 g, FP8 E4M3 448 g, E5M2 57344 g;
+                       none for MX and BF16), i.e. clipped by a saturating scale */
 } lowp_kv_err;
 typedef enum lowp_kv_err_what { LOWP_KV_ERR_K = 0, LOWP_KV_ERR_V = 1, LOWP_KV_ERR_ATTN = 2 } lowp_kv_err_what;
 /* The statistic of (layer, head): a KV head for K and V, a query head for ATTN. All zero
