@@ -21,7 +21,7 @@ allowed() {
     kvcache) echo "kvcache block codec common" ;;
     attn) echo "attn kvcache block codec hw common" ;;
     select) echo "select attn kvcache block codec hw common" ;;
-    model) echo "model attn kvcache block codec hw io common" ;;
+    model) echo "model study oracle select attn kvcache block codec hw io common" ;;
     oracle) echo "oracle attn kvcache block codec hw common" ;;
     certify) echo "certify oracle attn kvcache block codec hw common" ;;
     study) echo "study oracle select attn kvcache block codec hw io common" ;;

@@ -29,8 +29,13 @@
 #include <omp.h>
 
 #include "gemm.h"
+#include "lowp/attn.h"
+#include "lowp/attn_gpu_emul.h"
+#include "lowp/format.h"
 #include "lowp/gguf.h"
+#include "lowp/kv_formats.h"
 #include "lowp/llama.h"
+#include "lowp/model_eval.h"
 #include "lowp/tokenizer.h"
 #include "lowp_test.h"
 
@@ -686,9 +691,12 @@ enum { TE = 64, TF = 96, TH = 4, TKV = 2, TV = 40, TL = 2, TCTX = 24 };
 
 typedef struct tiny_opts {
     const char *arch;      /* NULL: llama */
-    uint32_t rope_dims;    /* 0: TE / TH */
+    uint32_t rope_dims;    /* 0: E / H */
     int drop_tensor;       /* 1: no blk.1.ffn_down.weight */
+    int wide;              /* 1: E = WE, H = WH, KV heads WKV, context WCTX (head dim 64, what the
+                              lowp cache formats and the GPU decode kernel take) */
 } tiny_opts;
+enum { WE = 192, WH = 3, WKV = 1, WCTX = 80 };
 
 static void put_tensor_info(buf *o, const char *name, uint64_t ne0, uint64_t ne1, uint64_t *off)
 {
@@ -704,25 +712,27 @@ static void put_tensor_info(buf *o, const char *name, uint64_t ne0, uint64_t ne1
 
 static buf tiny_model(const tiny_opts *opt, uint64_t seed)
 {
+    const uint32_t E = opt->wide ? WE : TE, H = opt->wide ? WH : TH, KV = opt->wide ? WKV : TKV,
+                   CTX = opt->wide ? WCTX : TCTX;
     char names[64][48];
     uint64_t shp[64][2];
     float scl[64];
     int nt = 0;
 #define ADD(n0, n1, s, ...) (snprintf(names[nt], 48, __VA_ARGS__), shp[nt][0] = (n0), shp[nt][1] = (n1), scl[nt++] = (s))
-    ADD(TE, TV, 1.0f, "token_embd.weight");
+    ADD(E, TV, 1.0f, "token_embd.weight");
     for (int l = 0; l < TL; l++) {
-        ADD(TE, 1, -1.0f, "blk.%d.attn_norm.weight", l);
-        ADD(TE, TE, 0.15f, "blk.%d.attn_q.weight", l);
-        ADD(TE, TKV * TE / TH, 0.15f, "blk.%d.attn_k.weight", l);
-        ADD(TE, TKV * TE / TH, 0.15f, "blk.%d.attn_v.weight", l);
-        ADD(TE, TE, 0.15f, "blk.%d.attn_output.weight", l);
-        ADD(TE, 1, -1.0f, "blk.%d.ffn_norm.weight", l);
-        ADD(TE, TF, 0.15f, "blk.%d.ffn_gate.weight", l);
-        ADD(TE, TF, 0.15f, "blk.%d.ffn_up.weight", l);
+        ADD(E, 1, -1.0f, "blk.%d.attn_norm.weight", l);
+        ADD(E, E, 0.15f, "blk.%d.attn_q.weight", l);
+        ADD(E, KV * E / H, 0.15f, "blk.%d.attn_k.weight", l);
+        ADD(E, KV * E / H, 0.15f, "blk.%d.attn_v.weight", l);
+        ADD(E, E, 0.15f, "blk.%d.attn_output.weight", l);
+        ADD(E, 1, -1.0f, "blk.%d.ffn_norm.weight", l);
+        ADD(E, TF, 0.15f, "blk.%d.ffn_gate.weight", l);
+        ADD(E, TF, 0.15f, "blk.%d.ffn_up.weight", l);
         if (!(opt->drop_tensor && l == 1))
-            ADD(TF, TE, 0.12f, "blk.%d.ffn_down.weight", l);
+            ADD(TF, E, 0.12f, "blk.%d.ffn_down.weight", l);
     }
-    ADD(TE, 1, -1.0f, "output_norm.weight");
+    ADD(E, 1, -1.0f, "output_norm.weight");
 #undef ADD
     buf o = {0};
     put(&o, "GGUF", 4);
@@ -734,7 +744,7 @@ static buf tiny_model(const tiny_opts *opt, uint64_t seed)
     static const char *const ukeys[7] = {"llama.block_count", "llama.embedding_length", "llama.feed_forward_length",
                                          "llama.attention.head_count", "llama.attention.head_count_kv",
                                          "llama.context_length", "llama.rope.dimension_count"};
-    uint32_t uvals[7] = {TL, TE, TF, TH, TKV, TCTX, opt->rope_dims ? opt->rope_dims : TE / TH};
+    uint32_t uvals[7] = {TL, E, TF, H, KV, CTX, opt->rope_dims ? opt->rope_dims : E / H};
     for (int i = 0; i < 7; i++) {
         put_key(&o, ukeys[i], LOWP_GGUF_UINT32);
         put_u32(&o, uvals[i]);
@@ -842,9 +852,9 @@ END_TEST
 START_TEST(tiny_refusals)
 {
     static const struct { tiny_opts o; const char *expect; } cases[] = {
-        {{"gpt2", 0, 0}, "architecture 'gpt2' is not supported"},
-        {{NULL, 8, 0}, "partial RoPE (8 of 16 dimensions)"},
-        {{NULL, 0, 1}, "no tensor 'blk.1.ffn_down.weight'"},
+        {{"gpt2", 0, 0, 0}, "architecture 'gpt2' is not supported"},
+        {{NULL, 8, 0, 0}, "partial RoPE (8 of 16 dimensions)"},
+        {{NULL, 0, 1, 0}, "no tensor 'blk.1.ffn_down.weight'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         buf f = tiny_model(&cases[i].o, 1);
@@ -908,7 +918,7 @@ START_TEST(kv_store_hook)
     ck_assert(lowp_llama_load(&g, &m, why, sizeof why) == 0);
     spy_store s = {.fail_layer = 99};
     ck_assert(lowp_kv_f32_create(lowp_llama_config_of(m), TCTX, &s.inner, why, sizeof why) == 0);
-    lowp_kv_store st = {&s, spy_write, spy_read};
+    lowp_kv_store st = {&s, spy_write, spy_read, NULL};
     int32_t tok[6] = {1, 2, 3, 4, 5, 6};
     s.n = 4;
     ck_assert(lowp_llama_forward(m, &st, tok, 4, 0, NULL, why, sizeof why) == 0);
@@ -925,6 +935,347 @@ START_TEST(kv_store_hook)
     lowp_llama_free(m);
     lowp_gguf_close(&g);
     free(f.b);
+}
+END_TEST
+
+/* ---- the K/V cache in lowp's formats (lowp/kv_formats.h) ---- */
+
+static lowp_llama *wide_model(uint64_t seed)
+{
+    tiny_opts o = {0};
+    o.wide = 1;
+    buf f = tiny_model(&o, seed);
+    lowp_gguf g;
+    lowp_llama *m;
+    char why[256];
+    ck_assert_msg(lowp_gguf_parse(f.b, f.n, &g, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(lowp_llama_load(&g, &m, why, sizeof why) == 0, "%s", why);
+    lowp_gguf_close(&g);
+    free(f.b);
+    return m;
+}
+
+/* The exact store fed K and V rounded to BF16 by lowp's codec (cuda, RN): what a BF16
+ * cache must be, computed without the cache layer. */
+typedef struct round_store {
+    lowp_kv_store inner;
+    lowp_codec bf;
+    float *k, *v;
+} round_store;
+
+static int round_write(void *ctx, size_t layer, size_t pos0, size_t n, const float *k_pre, const float *k,
+                       const float *v, char *why, size_t why_len)
+{
+    round_store *s = ctx;
+    for (size_t i = 0; i < n * WKV * 64; i++) {
+        s->k[i] = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&s->bf, k[i]));
+        s->v[i] = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&s->bf, v[i]));
+    }
+    return s->inner.write(s->inner.ctx, layer, pos0, n, k_pre, s->k, s->v, why, why_len);
+}
+
+static int round_read(void *ctx, size_t layer, size_t n, const float **k, const float **v, size_t *ld, char *why,
+                      size_t why_len)
+{
+    round_store *s = ctx;
+    return s->inner.read(s->inner.ctx, layer, n, k, v, ld, why, why_len);
+}
+
+static lowp_kv_format *make_format(const lowp_llama *m, const char *name, lowp_kv_attn_mode attn, int stats)
+{
+    lowp_kv_format_spec sp = {{0}, NULL, NULL, attn, stats};
+    lowp_kv_format *f;
+    char why[256];
+    ck_assert_msg(lowp_kv_choice_parse(name, &sp.choice, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(lowp_kv_format_create(lowp_llama_config_of(m), WCTX, &sp, &f, why, sizeof why) == 0, "%s", why);
+    return f;
+}
+
+/* A BF16 cache and the exact store fed BF16-rounded K/V give the same bits; the exact
+ * store fed the unrounded K/V does not (the format is not ignored). Layer 0's decoded K
+ * (its input does not depend on the cache) is the codec's rounding of the recorded K. */
+START_TEST(kv_bf16_is_the_codec)
+{
+    lowp_llama *m = wide_model(lowp_test_stream(lowp_test_seed("test_model", 21), 8, 0, 0));
+    const lowp_llama_config *c = lowp_llama_config_of(m);
+    enum { N = 40 };
+    int32_t tok[N];
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)((i * 11 + 5) % TV);
+    char why[256];
+    float *h_round = malloc(N * WE * sizeof(float)), *h_fmt = malloc(N * WE * sizeof(float)),
+          *h_f32 = malloc(N * WE * sizeof(float));
+    round_store rs = {.k = malloc(N * 64 * sizeof(float)), .v = malloc(N * 64 * sizeof(float))};
+    ck_assert(lowp_codec_init(&rs.bf, LOWP_BF16, LOWP_PROFILE_CUDA, LOWP_RN, 0, why, sizeof why) == 0);
+    ck_assert(lowp_kv_f32_create(c, WCTX, &rs.inner, why, sizeof why) == 0);
+    lowp_kv_store st = {&rs, round_write, round_read, NULL};
+    ck_assert_msg(lowp_llama_forward(m, &st, tok, N, 0, h_round, why, sizeof why) == 0, "%s", why);
+    lowp_kv_format *f = make_format(m, "bf16", LOWP_KV_ATTN_EXACT, 1);
+    st = lowp_kv_format_store(f);
+    ck_assert_msg(lowp_llama_forward(m, &st, tok, 25, 0, h_fmt, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(lowp_llama_forward(m, &st, tok + 25, N - 25, 25, h_fmt + 25 * WE, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert(memcmp(h_round, h_fmt, N * WE * sizeof(float)) == 0);
+    lowp_kv_store ex;
+    ck_assert(lowp_kv_f32_create(c, WCTX, &ex, why, sizeof why) == 0);
+    ck_assert(lowp_llama_forward(m, &ex, tok, N, 0, h_f32, why, sizeof why) == 0);
+    ck_assert(memcmp(h_round, h_f32, N * WE * sizeof(float)) != 0);
+    lowp_kv_record *r;
+    ck_assert(lowp_kv_record_create(c, WCTX, 1, &r, why, sizeof why) == 0);
+    lowp_kv_store rst = lowp_kv_record_store(r);
+    float *h_rec = malloc(N * WE * sizeof(float));
+    ck_assert(lowp_llama_forward(m, &rst, tok, N, 0, h_rec, why, sizeof why) == 0);
+    ck_assert(memcmp(h_rec, h_f32, N * WE * sizeof(float)) == 0); /* the recording store is the exact one */
+    const float *k0 = lowp_kv_record_get(r, LOWP_KV_REC_K, 0), *d0 = lowp_kv_format_decoded(f, LOWP_KV_K, 0);
+    size_t changed = 0;
+    for (size_t i = 0; i < N * 64; i++) {
+        float want = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&rs.bf, k0[i]));
+        ck_assert_msg(d0[i] == want, "decoded K[%zu] = %a, the codec gives %a", i, (double)d0[i], (double)want);
+        changed += d0[i] != k0[i];
+    }
+    ck_assert(changed > N * 64 / 2);
+    /* statistics: BF16 RN is within 2^-9 relative per element, so the relative RMS too */
+    for (size_t l = 0; l < TL; l++) {
+        lowp_kv_err ek = lowp_kv_format_err(f, LOWP_KV_ERR_K, l, 0), ea = lowp_kv_format_err(f, LOWP_KV_ERR_ATTN, l, 0);
+        ck_assert_uint_eq(ek.n, N * 64);
+        ck_assert(ek.err2 > 0 && sqrt(ek.err2 / ek.ref2) <= 0x1p-9 && ek.amax > 0);
+        ck_assert(ea.n == N * 64 && ea.err2 > 0);
+    }
+    ck_assert(lowp_kv_record_get(r, LOWP_KV_REC_K_PRE, 0)[5] == k0[5]); /* position 0: RoPE is the identity */
+    ck_assert(lowp_kv_format_err(f, LOWP_KV_ERR_K, 0, 0).clipped == 0); /* BF16 holds any binary32 magnitude */
+    /* fp8 at a global scale of 2^-10 holds |x| <= 448 / 1024: clipped counts layer 0's K above it */
+    float gk[TL], gv[TL];
+    for (int l = 0; l < TL; l++)
+        gk[l] = gv[l] = 0x1p-10f;
+    lowp_kv_format_spec sp8 = {{0}, gk, gv, LOWP_KV_ATTN_EXACT, 1};
+    ck_assert(lowp_kv_choice_parse("fp8_e4m3:tensor", &sp8.choice, why, sizeof why) == 0);
+    lowp_kv_format *f8;
+    ck_assert(lowp_kv_format_create(c, WCTX, &sp8, &f8, why, sizeof why) == 0);
+    st = lowp_kv_format_store(f8);
+    ck_assert(lowp_llama_forward(m, &st, tok, N, 0, NULL, why, sizeof why) == 0);
+    size_t above = 0;
+    for (size_t i = 0; i < N * 64; i++)
+        above += fabsf(k0[i]) > 448.0f / 1024.0f;
+    ck_assert(above > 0 && lowp_kv_format_err(f8, LOWP_KV_ERR_K, 0, 0).clipped == above);
+    lowp_kv_format_free(f8);
+    lowp_kv_record_free(r);
+    lowp_kv_f32_free(&ex);
+    lowp_kv_f32_free(&rs.inner);
+    lowp_kv_format_free(f);
+    free(rs.k);
+    free(rs.v);
+    free(h_round);
+    free(h_fmt);
+    free(h_f32);
+    free(h_rec);
+    lowp_llama_free(m);
+}
+END_TEST
+
+/* What the format store's attend hook received and returned for one layer. */
+typedef struct attend_spy {
+    lowp_kv_store inner;
+    size_t layer, pos0, n;
+    float *q, *out; /* [n][WE] */
+} attend_spy;
+
+static int spy_fwd_write(void *ctx, size_t layer, size_t pos0, size_t n, const float *k_pre, const float *k,
+                         const float *v, char *why, size_t why_len)
+{
+    attend_spy *s = ctx;
+    return s->inner.write(s->inner.ctx, layer, pos0, n, k_pre, k, v, why, why_len);
+}
+
+static int spy_attend(void *ctx, const lowp_llama *m, size_t layer, size_t pos0, size_t n, const float *q,
+                      size_t ldq, float *out, char *why, size_t why_len)
+{
+    attend_spy *s = ctx;
+    int rc = s->inner.attend(s->inner.ctx, m, layer, pos0, n, q, ldq, out, why, why_len);
+    if (layer == s->layer) {
+        s->pos0 = pos0;
+        s->n = n;
+        for (size_t i = 0; i < n; i++) {
+            memcpy(s->q + i * WE, q + i * ldq, WE * sizeof(float));
+            memcpy(s->out + i * WE, out + i * WE, WE * sizeof(float));
+        }
+    }
+    return rc;
+}
+
+/* The emulated decode of every query row equals, bit for bit, the emulator run on that
+ * row alone as one sequence of its length (its own page table and split length), and lies
+ * within the derived bound of binary64 attention over the decoded cache:
+ *   the kernel rounds q to BF16 (each score moves by at most ds = 2^-8 sm |q||k|_1 per
+ *   key, counting q's and the product's rounding), so each weight moves by a factor in
+ *   [e^-2ds, e^2ds]; P is rounded to BF16 (2^-8 relative, with the sum's rounding) and the
+ *   output to BF16 (2^-8 relative): |o - o_ref| <= (e^(2 ds) - 1 + 2^-7) max|v| + 2^-8 |o_ref|. */
+START_TEST(kv_emul_is_the_kernel)
+{
+    lowp_llama *m = wide_model(lowp_test_stream(lowp_test_seed("test_model", 21), 9, 0, 0));
+    static const char *const fmts[] = {"nvfp4:1.0", "mxfp4", "fp8_e4m3:1.0", "bf16"};
+    enum { N = 70, N0 = 45 };
+    int32_t tok[N];
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)((i * 13 + 2) % TV);
+    char why[256];
+    for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
+        lowp_kv_format *f = make_format(m, fmts[fi], LOWP_KV_ATTN_EMUL, 0);
+        attend_spy s = {.inner = lowp_kv_format_store(f), .layer = 1, .q = malloc(N * WE * sizeof(float)),
+                        .out = malloc(N * WE * sizeof(float))};
+        lowp_kv_store st = {&s, spy_fwd_write, NULL, spy_attend};
+        ck_assert_msg(lowp_llama_forward(m, &st, tok, N0, 0, NULL, why, sizeof why) == 0, "%s", why);
+        ck_assert_msg(lowp_llama_forward(m, &st, tok + N0, N - N0, N0, NULL, why, sizeof why) == 0, "%s", why);
+        ck_assert(s.pos0 == N0 && s.n == N - N0);
+        const lowp_kvcache *cache = lowp_kv_format_cache(f, 1);
+        lowp_kv_view view = lowp_kvcache_view(cache);
+        double *kd = malloc(N * 64 * sizeof(double)), *vd = malloc(N * 64 * sizeof(double));
+        for (size_t p = 0; p < N; p++)
+            ck_assert(lowp_kvcache_read(cache, &view, p / LOWP_KV_FORMAT_PAGE, p % LOWP_KV_FORMAT_PAGE, kd + p * 64,
+                                        vd + p * 64, why, sizeof why) == 0);
+        double vmax = 0;
+        for (size_t i = 0; i < N * 64; i++)
+            vmax = fabs(vd[i]) > vmax ? fabs(vd[i]) : vmax;
+        for (size_t i = 0; i < s.n; i++) {
+            size_t len = N0 + i + 1, np = (len + LOWP_KV_FORMAT_PAGE - 1) / LOWP_KV_FORMAT_PAGE;
+            int32_t indptr[2] = {0, (int32_t)np}, idx[WCTX], last = (int32_t)(len - (np - 1) * LOWP_KV_FORMAT_PAGE);
+            for (size_t p = 0; p < np; p++)
+                idx[p] = (int32_t)p;
+            lowp_kv_page_table pt = {1, indptr, idx, &last};
+            uint16_t qb[WE], ob[WE];
+            for (size_t j = 0; j < WE; j++)
+                qb[j] = lowp_bf16_from_f32(s.q[i * WE + j]);
+            lowp_gpu_decode_args a = {.cache = cache, .view = &view, .pt = &pt, .num_q_heads = WH, .q = qb};
+            ck_assert_msg(lowp_gpu_decode_emulate(&a, ob, why, sizeof why) == 0, "%s", why);
+            double qd[WE], od[WE];
+            for (size_t j = 0; j < WE; j++) {
+                ck_assert_msg(lowp_bf16_from_f32(s.out[i * WE + j]) == ob[j], "%s row %zu dim %zu", fmts[fi], i, j);
+                qd[j] = s.q[i * WE + j];
+            }
+            lowp_attn_shape sh = {1, WH, WKV, 64, 64, len, len - 1, 0.125};
+            ck_assert(lowp_attn_ref_f64(&sh, qd, kd, vd, od, NULL, why, sizeof why) == 0);
+            for (size_t h = 0; h < WH; h++) {
+                double ds = 0;
+                for (size_t p = 0; p < len; p++) {
+                    double dot = 0;
+                    for (size_t d = 0; d < 64; d++)
+                        dot += fabs(qd[h * 64 + d] * kd[p * 64 + d]);
+                    ds = fmax(ds, 0x1p-8 * 0.125 * dot);
+                }
+                for (size_t d = 0; d < 64; d++) {
+                    double o = od[h * 64 + d], bound = (expm1(2 * ds) + 0x1p-7) * vmax + 0x1p-8 * fabs(o);
+                    ck_assert_msg(fabs(s.out[i * WE + h * 64 + d] - o) <= bound, "%s row %zu head %zu: %g vs %g (bound %g)",
+                                  fmts[fi], i, h, (double)s.out[i * WE + h * 64 + d], o, bound);
+                }
+            }
+        }
+        free(kd);
+        free(vd);
+        free(s.q);
+        free(s.out);
+        lowp_kv_format_free(f);
+    }
+    /* the kernel has no mxfp8: refused, one line */
+    lowp_kv_format_spec sp = {{0}, NULL, NULL, LOWP_KV_ATTN_EMUL, 0};
+    lowp_kv_format *f = NULL;
+    ck_assert(lowp_kv_choice_parse("mxfp8", &sp.choice, why, sizeof why) == 0);
+    ck_assert_int_eq(lowp_kv_format_create(lowp_llama_config_of(m), WCTX, &sp, &f, why, sizeof why), -1);
+    ck_assert(f == NULL && one_line(why));
+    lowp_llama_free(m);
+}
+END_TEST
+
+START_TEST(kv_choice_names)
+{
+    static const struct {
+        const char *in, *name;
+        lowp_block_format f;
+        int calibrated;
+        lowp_kv_scale_gran gran;
+    } ok[] = {
+        {"bf16", "bf16", LOWP_BF16_PASS, 0, LOWP_KV_SCALE_TENSOR},
+        {"nvfp4", "nvfp4:1.0", LOWP_NVFP4, 0, LOWP_KV_SCALE_TENSOR},
+        {"nvfp4:tensor", "nvfp4:tensor", LOWP_NVFP4, 1, LOWP_KV_SCALE_TENSOR},
+        {"nvfp4:head:exact", "nvfp4:head:exact", LOWP_NVFP4, 1, LOWP_KV_SCALE_HEAD},
+        {"fp8_e4m3", "fp8_e4m3:tensor", LOWP_FP8_E4M3, 1, LOWP_KV_SCALE_TENSOR},
+        {"fp8_e4m3:1.0", "fp8_e4m3:1.0", LOWP_FP8_E4M3, 0, LOWP_KV_SCALE_TENSOR},
+        {"mxfp4:rceil", "mxfp4:rceil", LOWP_MXFP4, 0, LOWP_KV_SCALE_TENSOR},
+        {"mxfp8", "mxfp8", LOWP_MXFP8, 0, LOWP_KV_SCALE_TENSOR},
+    };
+    char why[256];
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        lowp_kv_choice ch;
+        ck_assert_msg(lowp_kv_choice_parse(ok[i].in, &ch, why, sizeof why) == 0, "%s: %s", ok[i].in, why);
+        ck_assert_str_eq(ch.name, ok[i].name);
+        ck_assert(ch.format == ok[i].f && ch.calibrated == ok[i].calibrated && ch.gran == ok[i].gran);
+        lowp_kv_choice again;
+        ck_assert(lowp_kv_choice_parse(ch.name, &again, why, sizeof why) == 0 && strcmp(again.name, ch.name) == 0);
+    }
+    static const char *const bad[] = {"fp4", "", "mxfp4:head", "bf16:1.0", "nvfp4:ocp", "nvfp4:1.0:head",
+                                      "nvfp4:exact:trtllm", "nvfp4:2.0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lowp_kv_choice ch;
+        why[0] = '\0';
+        ck_assert_msg(lowp_kv_choice_parse(bad[i], &ch, why, sizeof why) == -1, "%s accepted", bad[i]);
+        ck_assert(one_line(why));
+    }
+}
+END_TEST
+
+/* The metrics on logits worked out by hand, and the bootstrap on columns whose every
+ * resample is known. */
+START_TEST(eval_metrics_by_hand)
+{
+    const float l2 = (float)log(2.0), l3 = (float)log(3.0);
+    float a[3] = {0.0f, 0.0f, l2}; /* p = 1/4, 1/4, 1/2 */
+    lowp_eval_token t = lowp_eval_token_stats(a, a, 3, 2);
+    ck_assert(t.kl == 0.0 && t.top1 == 1 && t.nll == t.nll_ref);
+    ck_assert(fabs(t.nll - log(2.0)) < 1e-7); /* l2 is log 2 rounded to binary32 */
+    float r[2] = {0.0f, 0.0f}, q[2] = {0.0f, l3}; /* p_ref = 1/2, 1/2; p = 1/4, 3/4 */
+    t = lowp_eval_token_stats(r, q, 2, 0);
+    double kl = 0.5 * log(0.5 / 0.25) + 0.5 * log(0.5 / 0.75);
+    ck_assert_msg(fabs(t.kl - kl) < 1e-7, "KL %.17g, by hand %.17g", t.kl, kl);
+    ck_assert(fabs(t.nll - log(4.0)) < 1e-7 && fabs(t.nll_ref - log(2.0)) < 1e-12);
+    ck_assert(t.top1 == 0); /* argmax r is 0 (a tie: the first index), argmax q is 1 */
+    q[0] = 2.0f; /* argmax q is 0 now, as r's */
+    ck_assert(lowp_eval_token_stats(r, q, 2, 0).top1 == 1);
+    float q2[2] = {0.0f, 1.0f};
+    ck_assert(lowp_eval_token_stats(a, a, 3, 0).top1 == 1 && lowp_eval_token_stats(r, q2, 2, 0).top1 == 0);
+    int32_t g1[5] = {1, 2, 3, 4, 5}, g2[5] = {1, 2, 9, 4, 5};
+    ck_assert(lowp_eval_agree_len(g1, g2, 5) == 2 && lowp_eval_agree_len(g1, g1, 5) == 5);
+    /* equal distributions everywhere: KL 0, agreement 1, ppl = ppl_ref, every interval a point */
+    lowp_eval_token tk[10];
+    for (int i = 0; i < 10; i++)
+        tk[i] = (lowp_eval_token){1.0, 1.0, 0.0, 1};
+    lowp_eval_ci ci[LOWP_EVAL_STAT_COUNT];
+    char why[256];
+    ck_assert(lowp_eval_bootstrap(tk, 10, 3, 200, 7, ci, why, sizeof why) == 0);
+    ck_assert(ci[LOWP_EVAL_MEAN_KL].est == 0 && ci[LOWP_EVAL_MEAN_KL].hi == 0);
+    ck_assert(ci[LOWP_EVAL_TOP1_AGREE].lo == 1 && ci[LOWP_EVAL_TOP1_AGREE].hi == 1);
+    ck_assert(ci[LOWP_EVAL_DPPL].est == 0 && ci[LOWP_EVAL_DPPL].lo == 0 && ci[LOWP_EVAL_DPPL].hi == 0);
+    ck_assert(fabs(ci[LOWP_EVAL_PPL].est - exp(1.0)) < 1e-15);
+    /* blocks of 5 tokens that are all 0 or all 1 in the top-1 column: every replicate of
+     * 2 blocks has mean 0, 1/2 or 1, each interval end is one of them and the estimate 1/2 */
+    for (int i = 0; i < 10; i++)
+        tk[i].top1 = i < 5;
+    ck_assert(lowp_eval_bootstrap(tk, 10, 5, 400, 11, ci, why, sizeof why) == 0);
+    lowp_eval_ci c1 = ci[LOWP_EVAL_TOP1_AGREE];
+    ck_assert(c1.est == 0.5 && c1.lo == 0.0 && c1.hi == 1.0); /* P(0) = P(1) = 1/4: both ends reached */
+    /* tokens in blocks of one instead: 10 independent draws, mean never exactly 0 or 1 in
+     * 400 replicates with overwhelming probability (2 * 400 / 1024 ... ) is not assumed;
+     * the interval must be inside [0, 1] and narrower than the blocked one */
+    ck_assert(lowp_eval_bootstrap(tk, 10, 1, 400, 11, ci, why, sizeof why) == 0);
+    ck_assert(ci[LOWP_EVAL_TOP1_AGREE].hi - ci[LOWP_EVAL_TOP1_AGREE].lo < 1.0);
+    /* the same seed, the same interval; reps 0: the estimate alone */
+    lowp_eval_ci again[LOWP_EVAL_STAT_COUNT];
+    ck_assert(lowp_eval_bootstrap(tk, 10, 1, 400, 11, again, why, sizeof why) == 0);
+    ck_assert(memcmp(ci, again, sizeof ci) == 0);
+    ck_assert(lowp_eval_bootstrap(tk, 10, 1, 0, 11, again, why, sizeof why) == 0);
+    ck_assert(again[LOWP_EVAL_TOP1_AGREE].lo == 0.5 && again[LOWP_EVAL_TOP1_AGREE].hi == 0.5);
+    ck_assert(lowp_eval_bootstrap(tk, 0, 1, 10, 11, again, why, sizeof why) == -1 && one_line(why));
+    double x[4] = {2, 2, 2, 2};
+    lowp_eval_ci mc;
+    ck_assert(lowp_eval_bootstrap_mean(x, 4, 100, 3, &mc, why, sizeof why) == 0);
+    ck_assert(mc.est == 2 && mc.lo == 2 && mc.hi == 2);
 }
 END_TEST
 
@@ -949,6 +1300,13 @@ static Suite *suite(void)
     tcase_add_test(tc, tiny_forward);
     tcase_add_test(tc, tiny_refusals);
     tcase_add_test(tc, kv_store_hook);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("kv_formats");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, kv_bf16_is_the_codec);
+    tcase_add_test(tc, kv_emul_is_the_kernel);
+    tcase_add_test(tc, kv_choice_names);
+    tcase_add_test(tc, eval_metrics_by_hand);
     suite_add_tcase(s, tc);
     return s;
 }

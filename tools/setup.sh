@@ -23,15 +23,17 @@ for cmd in cmake gcc g++ make pkg-config python3; do
 done
 pkg-config --exists mpfr check jansson 2>/dev/null || need_apt=1
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt=1
+# the texts of `lowp model eval` (reports/model-kv.md): Debian python3.11-doc, fortunes-min
+[ -d /usr/share/doc/python3.11/html/_sources ] && [ -f /usr/share/games/fortunes/literature ] || need_apt=1
 if [ "$need_apt" = 1 ]; then
   if [ "$(id -u)" != 0 ]; then
-    echo "setup: missing packages; run as root or install: cmake gcc g++ make pkg-config libmpfr-dev check libjansson-dev python3-venv" >&2
+    echo "setup: missing packages; run as root or install: cmake gcc g++ make pkg-config libmpfr-dev check libjansson-dev python3-venv python3.11-doc fortunes-min" >&2
     exit 2
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends cmake gcc g++ make pkg-config libmpfr-dev check libjansson-dev \
-    python3 python3-venv python3-pip ca-certificates >/dev/null
+    python3 python3-venv python3-pip ca-certificates python3.11-doc fortunes-min >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then

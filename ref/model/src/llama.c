@@ -408,6 +408,25 @@ static void attention(const lowp_llama *m, const float *q, size_t ldq, size_t n,
     }
 }
 
+int lowp_llama_attention(const lowp_llama *m, const float *q, size_t ldq, size_t n, size_t pos0, const float *K,
+                         const float *V, size_t ld, float *out, char *why, size_t why_len)
+{
+    const lowp_llama_config *c = &m->c;
+    size_t hd = c->head_dim, T = pos0 + n;
+    if (n == 0)
+        return 0;
+    if (ldq < c->n_head * hd || ld < c->n_head_kv * hd)
+        return lowp_why_set(why, why_len, "attention rows of %zu (q) and %zu (K, V) floats are shorter than %zu, %zu",
+                            ldq, ld, c->n_head * hd, c->n_head_kv * hd);
+    size_t kpn = c->n_head_kv * lowp_gemm_packed_size(T, hd), vpn = c->n_head_kv * lowp_gemm_packed_size(hd, T);
+    float *buf = malloc((kpn + vpn + (size_t)omp_get_max_threads() * LOWP_GEMM_MR_MAX * T) * sizeof(float));
+    if (buf == NULL)
+        return lowp_why_set(why, why_len, "out of memory for the attention of %zu tokens over %zu", n, T);
+    attention(m, q, ldq, n, pos0, K, V, ld, out, buf, buf + kpn, buf + kpn + vpn);
+    free(buf);
+    return 0;
+}
+
 static void embed(const lowp_llama *m, int32_t t, float *y)
 {
     size_t E = m->c.n_embd;
@@ -470,12 +489,22 @@ int lowp_llama_forward(const lowp_llama *m, lowp_kv_store *kv, const int32_t *to
         }
         const float *Kc, *Vc;
         size_t ld;
-        if (kv->write(kv->ctx, l, pos0, n, kpre, k, v, why, why_len) ||
-            kv->read(kv->ctx, l, T, &Kc, &Vc, &ld, why, why_len)) {
+        if (kv->write(kv->ctx, l, pos0, n, kpre, k, v, why, why_len)) {
             rc = -1;
             break;
         }
-        attention(m, qkv, QKV, n, pos0, Kc, Vc, ld, att, kp, vp, scratch);
+        if (kv->attend != NULL) { /* the store's attention (lowp/llama.h) */
+            if (kv->attend(kv->ctx, m, l, pos0, n, qkv, QKV, att, why, why_len)) {
+                rc = -1;
+                break;
+            }
+        } else {
+            if (kv->read(kv->ctx, l, T, &Kc, &Vc, &ld, why, why_len)) {
+                rc = -1;
+                break;
+            }
+            attention(m, qkv, QKV, n, pos0, Kc, Vc, ld, att, kp, vp, scratch);
+        }
         lowp_gemm(m->isa, n, E, E, att, E, w->wo, h, E);
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i++) {

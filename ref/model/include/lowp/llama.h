@@ -57,6 +57,12 @@ const char *lowp_llama_isa(const lowp_llama *m);
  *          the store keeps what attention shall see (exactly, or through a format);
  *   read:  pointers to positions 0 .. pos0 + n - 1 of K (after RoPE) and V as attention
  *          reads them, rows *ld floats apart, valid until the next write.
+ *   attend (optional, NULL: none): when set, the forward pass calls it after write instead
+ *          of read and its own attention: q holds the n queries after RoPE (rows ldq floats
+ *          apart, n_head * head_dim each), out receives the attention output, n rows of
+ *          n_embd floats (query head h at h * head_dim). A store computes attention there
+ *          as some kernel would (lowp's GPU decode emulator, say), or records q, or
+ *          compares with lowp_llama_attention over other K/V.
  * Returning -1 (with a reason) stops the forward pass with that reason. */
 typedef struct lowp_kv_store {
     void *ctx;
@@ -64,7 +70,16 @@ typedef struct lowp_kv_store {
                  const float *v, char *why, size_t why_len);
     int (*read)(void *ctx, size_t layer, size_t n, const float **k, const float **v, size_t *ld, char *why,
                 size_t why_len);
+    int (*attend)(void *ctx, const lowp_llama *m, size_t layer, size_t pos0, size_t n, const float *q,
+                  size_t ldq, float *out, char *why, size_t why_len);
 } lowp_kv_store;
+
+/* The forward pass's own attention (causal GQA, binary32; llama.c states its arithmetic)
+ * of n queries at positions pos0 .. pos0 + n - 1 (rows ldq apart) over K, V positions
+ * 0 .. pos0 + n - 1 (rows ld apart, n_head_kv * head_dim used) into out (n x n_embd).
+ * Bit-identical to what lowp_llama_forward computes with the same K and V. */
+int lowp_llama_attention(const lowp_llama *m, const float *q, size_t ldq, size_t n, size_t pos0, const float *K,
+                         const float *V, size_t ld, float *out, char *why, size_t why_len);
 
 /* The exact cache: binary32 arrays for n_layer x capacity positions. */
 int lowp_kv_f32_create(const lowp_llama_config *c, size_t capacity, lowp_kv_store *out, char *why,
