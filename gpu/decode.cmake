@@ -44,7 +44,7 @@ target_link_libraries(lowp_gpu_conform PUBLIC lowp_gpu_decode PRIVATE OpenMP::Op
 
 add_executable(lowp_gpu_decode_check ${LOWP_GPU_DIR}/check/decode_check.c)
 target_compile_options(lowp_gpu_decode_check PRIVATE ${LOWP_WARNINGS} -O2)
-target_link_libraries(lowp_gpu_decode_check PRIVATE lowp_gpu_conform OpenMP::OpenMP_C)
+target_link_libraries(lowp_gpu_decode_check PRIVATE lowp_gpu_conform lowp_cli_parse OpenMP::OpenMP_C)
 set_target_properties(lowp_gpu_decode_check PROPERTIES LINKER_LANGUAGE CXX)
 add_test(NAME gpu_decode
          COMMAND lowp_gpu_decode_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-decode-report.md --quick)

@@ -23,7 +23,7 @@ target_link_libraries(lowp_gpu_kv PUBLIC lowp_static CUDA::cudart_static)
 
 add_executable(lowp_gpu_kv_write_check ${CMAKE_CURRENT_LIST_DIR}/check/kv_write_check.c)
 target_compile_options(lowp_gpu_kv_write_check PRIVATE ${LOWP_WARNINGS} -O2)
-target_link_libraries(lowp_gpu_kv_write_check PRIVATE lowp_gpu_kv OpenMP::OpenMP_C)
+target_link_libraries(lowp_gpu_kv_write_check PRIVATE lowp_gpu_kv lowp_cli_parse OpenMP::OpenMP_C)
 # The static library holds C++ (nvcc host) objects: link with the C++ driver.
 set_target_properties(lowp_gpu_kv_write_check PROPERTIES LINKER_LANGUAGE CXX)
 

@@ -33,6 +33,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cli_parse.h"
+
 #include "lowp/format.h"
 #include "lowp/cases.h"
 #include "lowp/gpu_cvt.h"
@@ -478,7 +480,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-            threads = atoi(argv[++i]);
+            threads = (int)lowp_cli_parse_u64("--threads", argv[++i], 1, 4096);
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_parse.h"
+
 #include "lowp/gpu_conform.h"
 
 static int usage(void)
@@ -34,25 +36,25 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--emulator-only")) {
             o.emulator_only = 1;
         } else if (v && !strcmp(a, "--cases")) {
-            o.cases_per_format = strtoull(v, NULL, 10);
+            o.cases_per_format = lowp_cli_parse_count("--cases", v, 0);
             i++;
         } else if (v && !strcmp(a, "--broad")) {
-            o.broad_cases = strtoull(v, NULL, 10);
+            o.broad_cases = lowp_cli_parse_count("--broad", v, 1);
             i++;
         } else if (v && !strcmp(a, "--long")) {
-            o.long_configs = strtoull(v, NULL, 10);
+            o.long_configs = lowp_cli_parse_count("--long", v, 1);
             i++;
         } else if (v && !strcmp(a, "--max-ctx")) {
-            o.max_ctx = strtoull(v, NULL, 10);
+            o.max_ctx = lowp_cli_parse_count("--max-ctx", v, 0);
             i++;
         } else if (v && !strcmp(a, "--formats")) {
             o.formats = v;
             i++;
         } else if (v && !strcmp(a, "--threads")) {
-            o.threads = atoi(v);
+            o.threads = (int)lowp_cli_parse_u64("--threads", v, 1, 4096);
             i++;
         } else if (v && !strcmp(a, "--seed")) {
-            o.seed = strtoull(v, NULL, 0);
+            o.seed = lowp_cli_parse_seed("--seed", v);
             i++;
         } else
             return usage();

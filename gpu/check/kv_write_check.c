@@ -53,6 +53,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cli_parse.h"
+
 #include "lowp/bits.h"
 #include "lowp/block.h"
 #include "lowp/cases.h"
@@ -1298,18 +1300,18 @@ int main(int argc, char **argv)
     uint64_t seed = UINT64_C(0x6c6f7770);
     const char *env = getenv("LOWP_SEED");
     if (env && *env)
-        seed = strtoull(env, NULL, 0);
+        seed = lowp_cli_parse_seed("LOWP_SEED", env);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
         else if (strcmp(argv[i], "--host-only") == 0)
             host_only = 1;
         else if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
-            cases_arg = atoll(argv[++i]);
+            cases_arg = (long long)lowp_cli_parse_count("--cases", argv[++i], 0);
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 0);
+            seed = lowp_cli_parse_seed("--seed", argv[++i]);
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-            threads = atoi(argv[++i]);
+            threads = (int)lowp_cli_parse_u64("--threads", argv[++i], 1, 4096);
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage();
             return 0;

@@ -19,7 +19,7 @@ target_compile_options(lowp_gpu_mma_probe PRIVATE
   $<$<COMPILE_LANGUAGE:C>:${LOWP_WARNINGS} -O2>
   $<$<COMPILE_LANGUAGE:CUDA>:-O3 --threads=0 -Xcompiler=-Wall,-Wextra>
   $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${LOWP_WERROR}>>:-Werror=all-warnings -Xcompiler=-Werror>)
-target_link_libraries(lowp_gpu_mma_probe PRIVATE lowp_static CUDA::cudart_static OpenMP::OpenMP_C)
+target_link_libraries(lowp_gpu_mma_probe PRIVATE lowp_cli_parse lowp_static CUDA::cudart_static OpenMP::OpenMP_C)
 # tests/lib/lowp_test_base.h: the input builders and draws tests/test_mma.c uses (no Check)
 target_include_directories(lowp_gpu_mma_probe PRIVATE ${PROJECT_SOURCE_DIR}/tests/lib)
 

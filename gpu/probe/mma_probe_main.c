@@ -33,6 +33,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_parse.h"
+
 #include "lowp/cases.h"
 #include "lowp/mma.h"
 #include "lowp_test_base.h" /* tests/lib, named in gpu/probe/mma.cmake */
@@ -435,12 +437,7 @@ int main(int argc, char **argv)
     }
     const char *env = getenv("LOWP_SEED");
     if (env != NULL && *env != '\0') {
-        char *end;
-        seed = strtoull(env, &end, 0);
-        if (*end != '\0') {
-            fprintf(stderr, "lowp_gpu_mma_probe: LOWP_SEED=\"%s\" is not a number\n", env);
-            return 2;
-        }
+        seed = lowp_cli_parse_seed("LOWP_SEED", env);
     }
     char dev[512];
     const int drc = lowp_mma_gpu_device(dev, sizeof dev);

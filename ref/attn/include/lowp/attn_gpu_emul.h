@@ -89,7 +89,7 @@ int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *w
  * geometric mean, 1.28x at worst; the previous rule (8192 items) was 1.15x and 2.7x (batch
  * 1 x 128K NVFP4 with splits of 128: 291.6 us against 106.3 us with 1024). A warp streams
  * one split through its ring, so short splits pay the ring's start-up latency each time,
- * and more than about 1024 warps buys no more bandwidth. */
+ * and long ones leave few warps; the report names the shapes where 4096 is too long. */
 size_t lowp_gpu_decode_chunk_tokens(size_t batch, size_t num_kv_heads, size_t max_len);
 
 /* qk_scale of step 2: fl32(sm_scale * log2(e) * k_global), computed in binary64 and
