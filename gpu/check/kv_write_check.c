@@ -939,19 +939,6 @@ typedef struct fmt_result {
     lowp_quant_counts cov; /* what the CPU writer met, K and V together: input coverage */
 } fmt_result;
 
-static void counts_add(lowp_quant_counts *d, const lowp_quant_counts *s)
-{
-    d->elements += s->elements;
-    d->blocks += s->blocks;
-    d->nan_in += s->nan_in;
-    d->inf_in += s->inf_in;
-    d->saturated += s->saturated;
-    d->flushed += s->flushed;
-    d->nan_out += s->nan_out;
-    d->scale_zero += s->scale_zero;
-    d->scale_subnormal += s->scale_subnormal;
-    d->scale_nan += s->scale_nan;
-}
 static fmt_result fres[NFMT];
 static char first_error[640];
 
@@ -1130,8 +1117,8 @@ static void run_format(int fi, uint64_t seed, uint64_t ncases, uint64_t napi, in
             if (c->ref) {
 #pragma omp critical(kvw_cov)
                 {
-                    counts_add(&R->cov, lowp_kvcache_counts(c->ref, LOWP_KV_K));
-                    counts_add(&R->cov, lowp_kvcache_counts(c->ref, LOWP_KV_V));
+                    lowp_quant_counts_add(&R->cov, lowp_kvcache_counts(c->ref, LOWP_KV_K));
+                    lowp_quant_counts_add(&R->cov, lowp_kvcache_counts(c->ref, LOWP_KV_V));
                 }
             }
             lowp_kvcache_destroy(c->ref);

@@ -524,8 +524,10 @@ static void fallback_blocks(void *arg, size_t first, size_t nblocks)
                    a->scales != NULL ? a->scales + first : NULL, a->k);
 }
 
-static void add_counts(lowp_quant_counts *to, const lowp_quant_counts *from)
+void lowp_quant_counts_add(lowp_quant_counts *to, const lowp_quant_counts *from)
 {
+    if (to == NULL)
+        return;
     to->elements += from->elements;
     to->blocks += from->blocks;
     to->nan_in += from->nan_in;
@@ -606,13 +608,13 @@ int lowp_block_quantize_path(lowp_block_format f, lowp_recipe r, lowp_global_sca
         if (counts != NULL || fast_blocks != NULL) {
 #pragma omp critical(lowp_block_counts)
             {
-                add_counts(&total, &local);
+                lowp_quant_counts_add(&total, &local);
                 fast_total += local_fast;
             }
         }
     }
     if (counts != NULL)
-        add_counts(counts, &total);
+        lowp_quant_counts_add(counts, &total);
     if (fast_blocks != NULL)
         *fast_blocks = fast_total;
     return 0;

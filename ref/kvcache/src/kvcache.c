@@ -566,22 +566,6 @@ size_t lowp_kvcache_scale_offset(const lowp_kvcache *c, lowp_kv_which w, size_t 
     return row * S + u;
 }
 
-static void counts_add(lowp_quant_counts *dst, const lowp_quant_counts *src)
-{
-    if (!dst)
-        return;
-    dst->elements += src->elements;
-    dst->blocks += src->blocks;
-    dst->nan_in += src->nan_in;
-    dst->inf_in += src->inf_in;
-    dst->saturated += src->saturated;
-    dst->flushed += src->flushed;
-    dst->nan_out += src->nan_out;
-    dst->scale_zero += src->scale_zero;
-    dst->scale_subnormal += src->scale_subnormal;
-    dst->scale_nan += src->scale_nan;
-}
-
 static int check_slot(const lowp_kvcache *c, size_t page, size_t slot, char *why, size_t why_len)
 {
     if (page >= c->cfg.num_pages)
@@ -644,10 +628,10 @@ int lowp_kvcache_write(lowp_kvcache *c, size_t page, size_t slot, const float *k
                     ts[w][h * c->S[w] + s];
         }
     }
-    counts_add(k_counts, &cnt[0]);
-    counts_add(v_counts, &cnt[1]);
-    counts_add(&c->counts[0], &cnt[0]);
-    counts_add(&c->counts[1], &cnt[1]);
+    lowp_quant_counts_add(k_counts, &cnt[0]);
+    lowp_quant_counts_add(v_counts, &cnt[1]);
+    lowp_quant_counts_add(&c->counts[0], &cnt[0]);
+    lowp_quant_counts_add(&c->counts[1], &cnt[1]);
     c->tokens_written++;
     return 0;
 }

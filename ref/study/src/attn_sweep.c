@@ -854,14 +854,8 @@ int lowp_sweep_write_markdown(FILE *f, const lowp_sweep_result *r, const char *c
             const lowp_sweep_row *w = &r->rows[i];
             if (w->head >= 0 || w->config != c)
                 continue;
-            kc.saturated += w->k_counts.saturated;
-            kc.flushed += w->k_counts.flushed;
-            kc.nan_out += w->k_counts.nan_out;
-            kc.scale_subnormal += w->k_counts.scale_subnormal;
-            vc.saturated += w->v_counts.saturated;
-            vc.flushed += w->v_counts.flushed;
-            vc.nan_out += w->v_counts.nan_out;
-            vc.scale_subnormal += w->v_counts.scale_subnormal;
+            lowp_quant_counts_add(&kc, &w->k_counts);
+            lowp_quant_counts_add(&vc, &w->v_counts);
         }
         fprintf(f, "| %s | %zu | %zu | %zu | %zu | %zu | %zu | %zu | %zu |\n", o->configs[c].label, kc.saturated,
                 kc.flushed, kc.nan_out, kc.scale_subnormal, vc.saturated, vc.flushed, vc.nan_out,

@@ -346,16 +346,7 @@ static int quant_slice(const lowp_calib_spec *sp, lowp_global_scale gs, const sl
     k.elements -= np - sl->n;
     if (bs == 1)
         k.blocks -= np - sl->n;
-    qc->elements += k.elements;
-    qc->blocks += k.blocks;
-    qc->nan_in += k.nan_in;
-    qc->inf_in += k.inf_in;
-    qc->saturated += k.saturated;
-    qc->flushed += k.flushed;
-    qc->nan_out += k.nan_out;
-    qc->scale_zero += k.scale_zero;
-    qc->scale_subnormal += k.scale_subnormal;
-    qc->scale_nan += k.scale_nan;
+    lowp_quant_counts_add(qc, &k);
     if (scales != NULL)
         lowp_stats_add_scales(st, f == LOWP_NVFP4 ? LOWP_E4M3 : LOWP_E8M0, scales, np / bs);
     return 0;

@@ -102,6 +102,10 @@ typedef struct lowp_quant_counts {
     size_t scale_nan;               /* block scales that are NaN (E4M3 0x7F, E8M0 0xFF) */
 } lowp_quant_counts;
 
+/* to += from, field by field (the counts of two quantizations together); a NULL to does
+ * nothing. */
+void lowp_quant_counts_add(lowp_quant_counts *to, const lowp_quant_counts *from);
+
 /* Quantize n elements (a multiple of the block size) as consecutive blocks under the
  * recipe (ref/recipes.md), with global scale gs and LOWP_BLOCK_* flags. codes gets
  * lowp_block_code_bytes(f, n) bytes, scales n / block_size bytes (may be NULL where the
