@@ -98,6 +98,7 @@
  * still open after it (|got - exact| within 2^-53 relative of B, or of a rounding
  * boundary) is called WITHIN.
  */
+#include "lowp/names.h"
 #include "lowp/certify.h"
 
 #include <math.h>
@@ -130,18 +131,9 @@ const char *lowp_certify_verdict_name(lowp_certify_verdict v)
     return (unsigned)v < LOWP_CERTIFY_VERDICT_COUNT ? verdict_names[v] : "?";
 }
 
-static int parse_name(const char *name, const char *const *names, int n)
-{
-    if (name == NULL)
-        return -1;
-    for (int i = 0; i < n; i++)
-        if (strcmp(name, names[i]) == 0)
-            return i;
-    return -1;
-}
 int lowp_certify_layout_parse(const char *name, lowp_certify_layout *out)
 {
-    int i = parse_name(name, layout_names, LOWP_CERTIFY_LAYOUT_COUNT);
+    int i = lowp_name_index(layout_names, LOWP_CERTIFY_LAYOUT_COUNT, name);
     if (i < 0)
         return -1;
     *out = (lowp_certify_layout)i;
@@ -149,7 +141,7 @@ int lowp_certify_layout_parse(const char *name, lowp_certify_layout *out)
 }
 int lowp_certify_dtype_parse(const char *name, lowp_certify_dtype *out)
 {
-    int i = parse_name(name, dtype_names, LOWP_CERTIFY_DTYPE_COUNT);
+    int i = lowp_name_index(dtype_names, LOWP_CERTIFY_DTYPE_COUNT, name);
     if (i < 0)
         return -1;
     *out = (lowp_certify_dtype)i;

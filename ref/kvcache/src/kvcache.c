@@ -5,6 +5,7 @@
  * the addressing (NHD/HND pages, the 4-token V-scale interleave), the page-table checks,
  * and the reader/writer contract (lowp_kv_view). Sources are cited in the header.
  */
+#include "lowp/names.h"
 #include "lowp/bits.h"
 #include "lowp/kvcache.h"
 
@@ -64,19 +65,10 @@ const char *lowp_kv_scale_gran_name(lowp_kv_scale_gran g)
     return (unsigned)g < 2 ? gran_names[g] : "?";
 }
 
-static int parse2(const char *const names[2], const char *name, int *out)
-{
-    for (int i = 0; i < 2; i++)
-        if (name && strcmp(name, names[i]) == 0) {
-            *out = i;
-            return 0;
-        }
-    return -1;
-}
 int lowp_kv_layout_parse(const char *name, lowp_kv_layout *out)
 {
     int i;
-    if (parse2(layout_names, name, &i))
+    if ((i = lowp_name_index(layout_names, 2, name)) < 0)
         return -1;
     *out = (lowp_kv_layout)i;
     return 0;
@@ -84,7 +76,7 @@ int lowp_kv_layout_parse(const char *name, lowp_kv_layout *out)
 int lowp_kv_sf_order_parse(const char *name, lowp_kv_sf_order *out)
 {
     int i;
-    if (parse2(order_names, name, &i))
+    if ((i = lowp_name_index(order_names, 2, name)) < 0)
         return -1;
     *out = (lowp_kv_sf_order)i;
     return 0;
@@ -92,7 +84,7 @@ int lowp_kv_sf_order_parse(const char *name, lowp_kv_sf_order *out)
 int lowp_kv_scale_gran_parse(const char *name, lowp_kv_scale_gran *out)
 {
     int i;
-    if (parse2(gran_names, name, &i))
+    if ((i = lowp_name_index(gran_names, 2, name)) < 0)
         return -1;
     *out = (lowp_kv_scale_gran)i;
     return 0;
