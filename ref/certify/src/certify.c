@@ -741,8 +741,9 @@ static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, ch
         lowp_attn_shape sub = {1, G, 1, D, Dv, n, n - 1, sm};
         const double *qg = qh + (b * Hq + g * G) * D;
         size_t base = (b * Hq + g * G) * Dv;
-        if (!bad && (lowp_attn_ref_f64(&sub, qg, kb, vb, ex + base, NULL, w, sizeof w) ||
-                     lowp_attn_ref_bounds(&sub, qg, kb, vb, rerr + base, w, sizeof w)))
+        /* the a-posteriori bound (about 10^3 times tighter than lowp_attn_ref_bounds at 32K
+         * tokens) decides nearly every output without the MPFR oracle */
+        if (!bad && lowp_attn_ref_f64_bounded(&sub, qg, kb, vb, ex + base, rerr + base, w, sizeof w))
             bad = 1;
         for (size_t r = 0; r < G && !bad; r++)
             if (lowp_certify_row_bound(ar, n, D, Dv, sm, (double)c->v_scale, qg + r * D, kb, vb, bnd + base + r * Dv)) {
