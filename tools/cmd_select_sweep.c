@@ -202,6 +202,10 @@ int lowp_cmd_select_sweep(int argc, char **argv)
                     lowp_cli_fail("select-sweep: %s", why);
                 key_choice kc[8];
                 size_t nk = choices(kind, kc);
+                /* the BF16 reference of this case, made by the first key format's run */
+                lowp_select_ref *ref = lowp_select_ref_new();
+                if (ref == NULL)
+                    lowp_cli_fail("out of memory");
                 for (size_t j = 0; j < nk; j++) {
                     lowp_select_spec sp = lowp_select_spec_default(kind, hq, hk, 128);
                     sp.keys = kc[j].keys;
@@ -213,7 +217,7 @@ int lowp_cmd_select_sweep(int argc, char **argv)
                     lowp_select_inputs in = {w.q, w.k, NULL, NULL, NULL, rows_q, hq, ctx, hk, 128, ctx - rows_q, w.v, NULL};
                     lowp_select_result r;
                     double t0 = now_s();
-                    if (lowp_select_run(&sp, &in, &r, NULL, NULL, why, sizeof why))
+                    if (lowp_select_run_ref(&sp, &in, ref, &r, NULL, NULL, why, sizeof why))
                         lowp_cli_fail("select-sweep: %s %s ctx %zu keys %s: %s", lowp_selector_name(kind),
                                       lowp_workload_name((lowp_workload_kind)wk), ctx, kc[j].label, why);
                     double secs = now_s() - t0;
@@ -244,6 +248,7 @@ int lowp_cmd_select_sweep(int argc, char **argv)
                     }
                     lowp_select_result_free(&r);
                 }
+                lowp_select_ref_free(ref);
                 lowp_workload_free(&w);
             }
         }

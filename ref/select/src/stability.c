@@ -60,16 +60,37 @@ void lowp_select_quant_bound(lowp_block_format f, float dec, const uint8_t *code
     lowp_format sf = f == LOWP_NVFP4 ? LOWP_E4M3 : LOWP_E8M0;
     double emax = lowp_decode_f64(ef, lowp_format_max_code(ef));
     double smin = has ? lowp_decode_f64(sf, f == LOWP_NVFP4 ? 1 : 0) : 1.0; /* smallest positive scale */
+    /* Each element code's value and half gap, and each scale code's value, decoded the first
+     * time the code occurs (scale codes have 8 bits; element codes of up to 8 bits are
+     * memoized, wider ones decoded every time). */
+    double ev[256], eh[256], sv[256];
+    unsigned char eknown[256] = {0}, sknown[256] = {0};
+    int memo = lowp_format_bits(ef) <= 8;
     for (size_t i = 0; i < n; i++) {
         uint16_t code = lowp_block_code_at(f, codes, i);
-        double s = has ? lowp_decode_f64(sf, scales[i / bs]) : 1.0;
-        double e = lowp_decode_f64(ef, code);
-        if (s == 0.0) /* the block amax rounded to a zero scale: |x| <= M smin g (1 + eps) */
+        uint8_t sc = has ? scales[i / bs] : 0;
+        if (has && !sknown[sc]) {
+            sv[sc] = lowp_decode_f64(sf, sc);
+            sknown[sc] = 1;
+        }
+        double e, h;
+        if (memo && eknown[code]) {
+            e = ev[code];
+            h = eh[code];
+        } else {
+            e = lowp_decode_f64(ef, code);
+            h = lowp_code_is_nan(ef, code) ? NAN : halfgap_code(ef, magnitude(ef, code));
+            if (memo) {
+                ev[code] = e;
+                eh[code] = h;
+                eknown[code] = 1;
+            }
+        }
+        double sval = has ? sv[sc] : 1.0;
+        if (sval == 0.0) /* the block amax rounded to a zero scale: |x| <= M smin g (1 + eps) */
             delta[i] = emax * smin * (double)dec * (1 + EPS_RECIPE);
-        else if (lowp_code_is_nan(ef, code))
-            delta[i] = INFINITY;
-        else
-            delta[i] = bound_of(e, halfgap_code(ef, magnitude(ef, code)), s * (double)dec);
+        else /* a NaN element (NaN half gap) or scale: bound_of gives Inf */
+            delta[i] = bound_of(e, h, sval * (double)dec);
     }
 }
 
