@@ -1,15 +1,18 @@
-/* tests/test_select_stability.c: the QSA score error bound (lowp/select.h, "certified
- * stability") against MPFR. For random and adversarial index keys (Gaussian, massive
+/* tests/test_select_stability.c: the QSA and MoBA score error bounds (lowp/select.h,
+ * "certified stability") against MPFR. For random and adversarial keys (Gaussian, massive
  * channels, tiny rows near E4M3's subnormals, exact ties), each block's exact score is
- * computed in MPFR (256 bits: exact for these sums of products of BF16 values) from the
- * unquantized BF16 index keys and query, and the score lowp computes from the quantized
- * keys must lie within the bound: |s - s*| <= b, on >= 10^4 blocks per key format. A
- * selection certified stable (both sides) must equal the reference keys' selection. */
+ * computed in MPFR (256 bits: exact for these sums of products of BF16 / binary32 values)
+ * from the unquantized keys and query, and the score lowp computes from the quantized keys
+ * must lie within the bound: |s - s*| <= b, on >= 4000 blocks per key format. A selection
+ * certified stable (both sides) must equal the reference keys' selection. */
 #include <check.h>
 #include <math.h>
 #include <mpfr.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "lowp/attn_sweep.h"
+#include "lowp/format.h"
 #include "lowp/select.h"
 #include "lowp_test.h"
 
@@ -125,10 +128,198 @@ START_TEST(test_qsa_bound_against_mpfr)
 }
 END_TEST
 
+/* MoBA over the main keys x[T][MH][d] (binary32): 2 KV heads, 4 query heads each, blocks
+ * of MB = 32 tokens (a power of two: the exact block mean is exact in MPFR), top-3. */
+enum { MT = 1024, MH = 2, MG = 4, MB = 32, MK = 3, MNB = MT / MB };
+
+/* The keys the selector reads in format f (LOWP_BF16_PASS: BF16) into kq, and per block the
+ * sum of the element bounds into kdsum[MNB][MH][d]. Block formats quantize each row padded
+ * with zeros to whole blocks (an even count), as lowp select does where d is not a multiple
+ * of the block size. Returns 0 when every element is within its bound, else 1. */
+static int moba_keys(lowp_block_format f, const float *x, size_t d, float *kq, double *kdsum)
+{
+    size_t rows = MT * MH, n = rows * d;
+    for (size_t i = 0; i < MNB * MH * d; i++)
+        kdsum[i] = 0.0;
+    int outside = 0;
+    if (f == LOWP_BF16_PASS) {
+        lowp_codec c;
+        lowp_codec_init(&c, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, NULL, 0);
+        for (size_t i = 0; i < n; i++) {
+            kq[i] = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&c, x[i]));
+            /* half a BF16 ulp: 2^-8 of the rounded value, or 2^-134 among subnormals */
+            kdsum[(i / (MH * d) / MB) * MH * d + i % (MH * d)] += 0x1p-8 * fabs((double)kq[i]) + 0x1p-134;
+        }
+        return 0;
+    }
+    size_t bs = lowp_block_size(f), dp = (d + bs - 1) / bs * bs;
+    dp += dp % 2;
+    float *pad = lowp_test_xmalloc(rows * dp * sizeof *pad), amax = 0;
+    uint8_t *codes = lowp_test_xmalloc(lowp_block_code_bytes(f, rows * dp) + 1);
+    uint8_t *scales = lowp_test_xmalloc(rows * dp / bs + 1);
+    double *deq = lowp_test_xmalloc(rows * dp * sizeof *deq), *dl = lowp_test_xmalloc(rows * dp * sizeof *dl);
+    for (size_t t = 0; t < rows; t++)
+        for (size_t e = 0; e < dp; e++) {
+            pad[t * dp + e] = e < d ? x[t * d + e] : 0.0f;
+            amax = fabsf(pad[t * dp + e]) > amax ? fabsf(pad[t * dp + e]) : amax;
+        }
+    lowp_recipe r = lowp_recipe_default(f);
+    lowp_global_scale gs = lowp_sweep_global_scale(f, r, LOWP_SWEEP_SCALE_CALIBRATED, amax);
+    ck_assert_int_eq(lowp_block_quantize(f, r, gs, 0, pad, rows * dp, codes, scales, NULL, NULL, 0), 0);
+    lowp_block_dequantize_f64(f, gs.dec, codes, scales, rows * dp, deq);
+    lowp_select_quant_bound(f, gs.dec, codes, scales, rows * dp, dl);
+    for (size_t t = 0; t < rows; t++)
+        for (size_t e = 0; e < d; e++) {
+            double v = deq[t * dp + e], b = dl[t * dp + e];
+            kq[t * d + e] = (float)v;
+            outside |= !(fabs(v - (double)x[t * d + e]) <= b);
+            kdsum[((t / MH) / MB * MH + t % MH) * d + e] += b;
+        }
+    free(pad);
+    free(codes);
+    free(scales);
+    free(deq);
+    free(dl);
+    return outside;
+}
+
+/* exact[h][nb] for blocks i < cur: q_h . mean_i, the exact block means mean[i][g][e] */
+static void moba_exact(mpfr_t *mean, const float *q, size_t d, size_t cur, size_t nb, mpfr_t acc, mpfr_t tmp,
+                       double *exact)
+{
+    for (size_t h = 0; h < MH * MG; h++)
+        for (size_t i = 0; i < cur; i++) {
+            mpfr_set_zero(acc, 1);
+            for (size_t e = 0; e < d; e++) {
+                mpfr_mul_d(tmp, mean[(i * MH + h / MG) * d + e], (double)q[h * d + e], MPFR_RNDN);
+                mpfr_add(acc, acc, tmp, MPFR_RNDN); /* exact at 256 bits */
+            }
+            exact[h * nb + i] = mpfr_get_d(acc, MPFR_RNDN); /* one rounding: 2^-53 relative */
+        }
+}
+
+START_TEST(test_moba_bound_against_mpfr)
+{
+    static const lowp_block_format fmts[] = {LOWP_BF16_PASS, LOWP_FP8_E4M3, LOWP_NVFP4, LOWP_MXFP4, LOWP_MXFP8};
+    enum { NF = sizeof fmts / sizeof fmts[0], HQ = MH * MG, DMAX = 128 };
+    uint64_t st = lowp_test_seed("test_select_stability", 0x6d6f6261u);
+    float *x = lowp_test_xmalloc(MT * MH * DMAX * sizeof *x), *kq = lowp_test_xmalloc(MT * MH * DMAX * sizeof *kq);
+    float *kr = lowp_test_xmalloc(MT * MH * DMAX * sizeof *kr), q[HQ * DMAX];
+    double *kdsum = lowp_test_xmalloc(MNB * MH * DMAX * sizeof *kdsum);
+    double *rdsum = lowp_test_xmalloc(MNB * MH * DMAX * sizeof *rdsum);
+    double *exact = lowp_test_xmalloc(HQ * MNB * sizeof *exact);
+    float sc[HQ * MNB], rs[HQ * MNB];
+    double bd[HQ * MNB], rbd[HQ * MNB];
+    mpfr_t *mean = lowp_test_xmalloc(MNB * MH * DMAX * sizeof *mean), acc, tmp;
+    for (size_t i = 0; i < MNB * MH * DMAX; i++)
+        mpfr_init2(mean[i], 256);
+    mpfr_inits2(256, acc, tmp, (mpfr_ptr)0);
+    size_t checked[NF] = {0}, certified = 0, selections = 0;
+    double worst = 0, worst_aligned = 0;
+    for (int rep = 0; rep < 25; rep++) {
+        /* kinds: Gaussian, massive channels, tiny (1e-33), exact ties, and aligned: every
+         * block's tokens one row (its error does not average out over the block) and each
+         * head's query signed along one block's quantization error (the dot's terms add) */
+        int kind = rep % 5;
+        size_t d = rep % 3 == 2 ? 80 : 128; /* 80: not a multiple of MX's 32 (padded rows) */
+        for (size_t t = 0; t < MT; t++)
+            for (size_t g = 0; g < MH; g++)
+                for (size_t e = 0; e < d; e++)
+                    x[(t * MH + g) * d + e] = kind == 4 && t % MB ? x[((t - 1) * MH + g) * d + e]
+                                                                  : ratio_draw(&st, kind % 4, t, e) *
+                                                                        (kind == 2 ? 1e-30f : 1.0f);
+        if (kind == 3) /* every fourth block a copy of block 1 */
+            for (size_t i = 5; i < MNB; i += 4)
+                memcpy(x + i * MB * MH * d, x + MB * MH * d, MB * MH * d * sizeof *x);
+        for (size_t i = 0; i < HQ * d; i++)
+            q[i] = (float)lowp_test_gauss(&st);
+        size_t pos = MT - 1 - (size_t)(rep % 7) * 7, cur = pos / MB, nb = cur + 1;
+        lowp_blocksel_config c = {LOWP_BLOCKSEL_MOBA, HQ, MH, d, MB, MK, 0, 1};
+        for (size_t i = 0; i < cur; i++) /* the exact means: n = 32, a power of two */
+            for (size_t g = 0; g < MH; g++)
+                for (size_t e = 0; e < d; e++) {
+                    mpfr_ptr m = mean[(i * MH + g) * d + e];
+                    mpfr_set_zero(m, 1);
+                    for (size_t t = i * MB; t < (i + 1) * MB; t++)
+                        mpfr_add_d(m, m, (double)x[(t * MH + g) * d + e], MPFR_RNDN);
+                    mpfr_div_ui(m, m, MB, MPFR_RNDN);
+                }
+        ck_assert_int_eq(moba_keys(LOWP_BF16_PASS, x, d, kr, rdsum), 0);
+        size_t n = 0;
+        for (size_t f = 0; f < NF; f++) {
+            ck_assert_msg(moba_keys(fmts[f], x, d, kq, kdsum) == 0, "rep %d format %zu: an element outside its bound",
+                          rep, f);
+            if (kind == 4 || f == 0) {
+                if (kind == 4) /* head h along block (3 h) % cur's error */
+                    for (size_t h = 0; h < HQ; h++)
+                        for (size_t e = 0; e < d; e++) {
+                            size_t at = ((3 * h) % cur * MB * MH + h / MG) * d + e;
+                            q[h * d + e] = fabsf(q[h * d + e]) * (kq[at] < x[at] ? -1.0f : 1.0f);
+                        }
+                moba_exact(mean, q, d, cur, nb, acc, tmp, exact);
+                ck_assert_int_eq(lowp_blocksel_scores(&c, q, kr, MT, pos, rs, &n, NULL, 0), 0);
+                ck_assert_int_eq(lowp_moba_score_bounds(&c, q, kr, rdsum, MT, pos, rs, rbd, NULL, 0), 0);
+            }
+            ck_assert_int_eq(lowp_blocksel_scores(&c, q, kq, MT, pos, sc, &n, NULL, 0), 0);
+            ck_assert_int_eq(n, nb);
+            ck_assert_int_eq(lowp_moba_score_bounds(&c, q, kq, kdsum, MT, pos, sc, bd, NULL, 0), 0);
+            for (size_t h = 0; h < HQ; h++) {
+                for (size_t i = 0; i < cur; i++) {
+                    double ex = exact[h * nb + i], err = fabs((double)sc[h * nb + i] - ex);
+                    double rerr = fabs((double)rs[h * nb + i] - ex), slack = 0x1p-52 * fabs(ex);
+                    ck_assert_msg(err <= bd[h * nb + i] + slack,
+                                  "rep %d format %zu head %zu block %zu: |%.9g - %.17g| = %.3g > bound %.3g", rep, f,
+                                  h, i, (double)sc[h * nb + i], ex, err, bd[h * nb + i]);
+                    ck_assert_msg(rerr <= rbd[h * nb + i] + slack, "rep %d head %zu block %zu: reference outside", rep,
+                                  h, i);
+                    double ratio = bd[h * nb + i] > 0 ? err / bd[h * nb + i] : 0;
+                    worst = ratio > worst ? ratio : worst;
+                    if (kind == 4 && f > 0 && ratio > worst_aligned)
+                        worst_aligned = ratio;
+                    checked[f]++;
+                }
+                int32_t sel[MK], rsel[MK];
+                size_t ns = 0, rn = 0;
+                ck_assert_int_eq(lowp_topk(sc + h * nb, nb, MK, sel, &ns, NULL, 0), 0);
+                ck_assert_int_eq(lowp_topk(rs + h * nb, nb, MK, rsel, &rn, NULL, 0), 0);
+                selections++;
+                if (lowp_select_certified(sc + h * nb, bd + h * nb, nb, sel, ns) &&
+                    lowp_select_certified(rs + h * nb, rbd + h * nb, nb, rsel, rn)) {
+                    certified++;
+                    lowp_select_drift dr;
+                    ck_assert_int_eq(lowp_select_drift_of(rsel, rn, sel, ns, rs + h * nb, nb, &dr, NULL, 0), 0);
+                    ck_assert_msg(dr.lost == 0 && dr.intruders == 0, "rep %d format %zu head %zu: certified but changed",
+                                  rep, f, h);
+                }
+            }
+        }
+    }
+    for (size_t f = 0; f < NF; f++)
+        ck_assert_uint_ge(checked[f], 4000);
+    /* the aligned cases reach about half the bound (an element error is uniform in its half
+     * gap): a bound 0.4 times as large fails */
+    ck_assert_msg(worst_aligned > 0.4, "aligned errors reach only %.3g of the bound", worst_aligned);
+    lowp_test_say("test_select_stability", "moba: %zu blocks per key format within their bounds (worst error / "
+                  "bound %.3g, aligned %.3g); %zu of %zu selections certified\n", checked[0], worst, worst_aligned,
+                  certified, selections);
+    for (size_t i = 0; i < MNB * MH * DMAX; i++)
+        mpfr_clear(mean[i]);
+    free(mean);
+    mpfr_clears(acc, tmp, (mpfr_ptr)0);
+    free(x);
+    free(kq);
+    free(kr);
+    free(kdsum);
+    free(rdsum);
+    free(exact);
+}
+END_TEST
+
 static Suite *stability_suite(void)
 {
     Suite *s = suite_create("select_stability");
     lowp_test_tcase(s, "qsa", 120, LOWP_TESTS(test_qsa_bound_against_mpfr));
+    lowp_test_tcase(s, "moba", 120, LOWP_TESTS(test_moba_bound_against_mpfr));
     return s;
 }
 

@@ -359,7 +359,24 @@ int lowp_sparse_attn(const lowp_sparse_attn_args *a, const float *q, const float
  *       b = sum_c |q_c| eps_c + gamma_{d-1} sum_c |q_c kb_c| + r32(s)
  *   The bounds are computed in binary64 and multiplied by 1 + 2^-40, which covers the
  *   roundings of their own few hundred nonnegative terms (each at most 2^-53 relative).
- * DSA and NSA have no bound here (not certified; the results say so). */
+ *   lowp_select_run quantizes main keys whose head dim is not a multiple of the block size
+ *   with each row padded with zeros to whole blocks (as lowp_sweep_quantize_exact lays them
+ *   out); dk is then the padded layout's element bound of each real element, and the bound
+ *   holds unchanged (tests/test_select_stability.c checks d = 80 under MX's 32).
+ * DSA and NSA have no bound here (lowp_select_run reports them not certifiable). The same
+ * machinery would give them one; what it takes, not implemented:
+ *   DSA: q and k are per-token FP8 (or E2M1 x UE8M0 per 32) codes, so dq and dk are this
+ *     element bound at the token's scale; the dot's rounding is QSA's term; ReLU is
+ *     1-Lipschitz; the head weight is linear, so head h adds |w_h| (e_h) and the relative
+ *     binary32 roundings of w_h's products (qs_h exact when UE8M0, one rounding otherwise)
+ *     times |w_h ReLU(D_h)|; the head sum and the product by ks_n are two more binary32
+ *     roundings. The exact score it bounds against is that of the BF16 q and k with the
+ *     reference weight fl32(fl32(bf16(w_h heads^-0.5)) head_dim^-0.5), which differs from
+ *     the quantized path's w_h / qs_h by those roundings.
+ *   NSA: its scores are softmax probabilities summed over a group. With logit bounds b_i
+ *     (MoBA's, times the fp32 head_dim^-0.5 and its rounding) and B = max b_i, lse moves
+ *     by at most B, so each p_i lies within a factor e^{+-2 b_max} of the exact one, plus
+ *     the binary32 roundings of exp and of the group sum; forced blocks are exact. */
 
 /* h(x) of the element bound: half the gap above |x| in f, x a value of f (the largest
  * finite value: half the gap below it). NaN for a value f does not hold. */
