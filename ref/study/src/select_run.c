@@ -306,15 +306,8 @@ typedef struct row_cache {
 static int row_cache_init(row_cache *c, const float *x, size_t ctx, size_t kvh, size_t d, lowp_block_format f,
                           lowp_recipe r, lowp_global_scale gs)
 {
-    memset(c, 0, sizeof *c);
-    c->x = x;
-    c->ctx = ctx;
-    c->kvh = kvh;
-    c->d = d;
-    c->f = f;
-    c->r = r;
-    c->gs = gs;
-    c->nchunks = (ctx + ROW_CHUNK - 1) / ROW_CHUNK * kvh;
+    *c = (row_cache){.x = x, .ctx = ctx, .kvh = kvh, .d = d, .f = f, .r = r, .gs = gs,
+                     .nchunks = (ctx + ROW_CHUNK - 1) / ROW_CHUNK * kvh};
     c->chunk = calloc(c->nchunks + 1, sizeof *c->chunk);
     if (f != LOWP_BF16_PASS) {
         c->codes = malloc(lowp_block_code_bytes(f, ROW_CHUNK * d) + 1);
