@@ -404,7 +404,7 @@ def run_dsa_case(lib, rng, case_no, fails):
     kk = np.ascontiguousarray(k, dtype=F32)
     rc = lib.lowp_dsa_keys_quantize(ctypes.byref(c), kk.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(T),
                                     kq_c.ctypes.data_as(ctypes.c_void_p), ks_c.ctypes.data_as(ctypes.c_void_p),
-                                    why, 256)
+                                    None, why, 256)
     sc_c = np.zeros(T, dtype=F32)
     vis = ctypes.c_size_t(0)
     qq = np.ascontiguousarray(q, dtype=F32)

@@ -1,4 +1,4 @@
-/* tests/test_select_stability.c: the QSA and MoBA score error bounds (lowp/select.h,
+/* tests/test_select_stability.c: the QSA, DSA and MoBA score error bounds (lowp/select.h,
  * "certified stability") against MPFR. For random and adversarial keys (Gaussian, massive
  * channels, tiny rows near E4M3's subnormals, exact ties), each block's exact score is
  * computed in MPFR (256 bits: exact for these sums of products of BF16 / binary32 values)
@@ -315,11 +315,149 @@ START_TEST(test_moba_bound_against_mpfr)
 }
 END_TEST
 
+/* DSA: 8 index heads x 128 over DT keys; every key format (FP8 with UE8M0 and with exact
+ * scales, FP4 round-to-nearest-even and DeepGEMM's encoder) and the BF16 reference. */
+enum { DH = 8, DD = 128, DT = 512, DK = 32 };
+
+/* exact[n] = sum_h ReLU(q_h . k_n) wb_h c (the BF16 weights and c as the reference path
+ * has them), and the reference (BF16) scores and bounds, for query q */
+static void dsa_reference(const lowp_dsa_config *ref, const float *q, const float *w, const float *k, float *rkq,
+                          float *rks, double *rkd, float *rs, double *rbd, double *exact, mpfr_t acc, mpfr_t dot,
+                          mpfr_t tmp)
+{
+    float qq[DH * DD], qs[DH], wb[DH], wh[DH], dscale;
+    size_t vis = 0;
+    ck_assert_int_eq(lowp_dsa_keys_quantize(ref, k, DT, rkq, rks, rkd, NULL, 0), 0);
+    ck_assert_int_eq(lowp_dsa_scores(ref, q, w, rkq, rks, DT, DT - 1, rs, &vis, NULL, 0), 0);
+    ck_assert_int_eq(lowp_dsa_score_bounds(ref, q, w, rkq, rks, rkd, DT, DT - 1, rs, rbd, NULL, 0), 0);
+    ck_assert_int_eq(lowp_dsa_query(ref, q, w, qq, qs, wb, wh, &dscale, NULL, 0), 0);
+    for (size_t n = 0; n < DT; n++) {
+        mpfr_set_zero(acc, 1);
+        for (size_t h = 0; h < DH; h++) {
+            mpfr_set_zero(dot, 1);
+            for (size_t i = 0; i < DD; i++) {
+                mpfr_set_d(tmp, (double)q[h * DD + i], MPFR_RNDN);
+                mpfr_mul_d(tmp, tmp, (double)k[n * DD + i], MPFR_RNDN); /* exact at 256 bits */
+                mpfr_add(dot, dot, tmp, MPFR_RNDN);
+            }
+            if (mpfr_sgn(dot) > 0) {
+                mpfr_mul_d(dot, dot, (double)wb[h], MPFR_RNDN);
+                mpfr_mul_d(dot, dot, (double)dscale, MPFR_RNDN);
+                mpfr_add(acc, acc, dot, MPFR_RNDN);
+            }
+        }
+        exact[n] = mpfr_get_d(acc, MPFR_RNDN); /* one rounding: 2^-53 relative */
+    }
+}
+
+START_TEST(test_dsa_bound_against_mpfr)
+{
+    enum { NF = 5 };
+    uint64_t st = lowp_test_seed("test_select_stability", 0x647361u);
+    float *k = lowp_test_xmalloc(DT * DD * sizeof *k), *kq = lowp_test_xmalloc(DT * DD * sizeof *kq);
+    float *rkq = lowp_test_xmalloc(DT * DD * sizeof *rkq), q[DH * DD], w[DH], ks[DT], rks[DT];
+    double *kd = lowp_test_xmalloc(DT * DD * sizeof *kd), *rkd = lowp_test_xmalloc(DT * DD * sizeof *rkd);
+    double *exact = lowp_test_xmalloc(DT * sizeof *exact), bd[DT], rbd[DT];
+    float sc[DT], rs[DT];
+    lowp_codec b16;
+    lowp_codec_init(&b16, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, NULL, 0);
+    mpfr_t acc, dot, tmp;
+    mpfr_inits2(256, acc, dot, tmp, (mpfr_ptr)0);
+    size_t checked[NF] = {0}, certified = 0, selections = 0;
+    double worst = 0, worst_aligned = 0;
+    for (int rep = 0; rep < 10; rep++) {
+        /* Gaussian, massive channels, below the amax floors, repeated keys, and aligned: the
+         * queries signed along one key's quantization error (channel 0 large in both, so that
+         * the dot is positive and ReLU keeps it) */
+        int kind = rep % 5;
+        for (size_t t = 0; t < DT; t++)
+            for (size_t i = 0; i < DD; i++) {
+                float x = kind == 3 && t % 3 ? k[(t - t % 3) * DD + i] : ratio_draw(&st, kind % 3, t, i);
+                x *= kind == 2 ? 1e-3f : 1.0f; /* ratio_draw's 1e-3: amax ~1e-6, below 1e-4 */
+                x = kind == 4 && i == 0 ? 8.0f : x;
+                k[t * DD + i] = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&b16, x));
+            }
+        for (size_t i = 0; i < DH * DD; i++)
+            q[i] = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&b16, (float)lowp_test_gauss(&st)));
+        for (size_t h = 0; h < DH; h++)
+            w[h] = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&b16, (float)lowp_test_gauss(&st)));
+        size_t pos = DT - 1, vis = 0;
+        lowp_dsa_config ref = lowp_dsa_config_default();
+        ref.heads = DH;
+        ref.head_dim = DD;
+        ref.topk = DK;
+        ref.keys = LOWP_DSA_KEYS_BF16;
+        dsa_reference(&ref, q, w, k, rkq, rks, rkd, rs, rbd, exact, acc, dot, tmp);
+        for (int f = 0; f < NF; f++) {
+            lowp_dsa_config c = ref;
+            c.keys = f == 0 ? LOWP_DSA_KEYS_BF16 : f <= 2 ? LOWP_DSA_KEYS_FP8 : LOWP_DSA_KEYS_FP4;
+            c.ue8m0 = f != 2;
+            c.q_floor = rep % 2 ? 1e-10f : 1e-4f;
+            c.fp4_round = f == 4 ? LOWP_DSA_FP4_DEEPGEMM : LOWP_DSA_FP4_RNE;
+            ck_assert_int_eq(lowp_dsa_keys_quantize(&c, k, DT, kq, ks, kd, NULL, 0), 0);
+            if (kind == 4) { /* every head along key 100's error times its weight's sign, then
+                              * the exact scores again; q = +-1 (and 8): exact in E4M3 at a
+                              * power-of-two scale, so q's own error does not dilute it */
+                for (size_t h = 0; h < DH; h++)
+                    for (size_t i = 0; i < DD; i++) {
+                        size_t at = 100 * DD + i;
+                        int up = (double)kq[at] * (double)ks[100] > (double)k[at];
+                        q[h * DD + i] = i == 0 ? 8.0f : (up == (w[h] > 0) ? 1.0f : -1.0f);
+                    }
+                dsa_reference(&ref, q, w, k, rkq, rks, rkd, rs, rbd, exact, acc, dot, tmp);
+            }
+            ck_assert_int_eq(lowp_dsa_scores(&c, q, w, kq, ks, DT, pos, sc, &vis, NULL, 0), 0);
+            ck_assert_int_eq(lowp_dsa_score_bounds(&c, q, w, kq, ks, kd, DT, pos, sc, bd, NULL, 0), 0);
+            for (size_t n = 0; n < vis; n++) {
+                double err = fabs((double)sc[n] - exact[n]), rerr = fabs((double)rs[n] - exact[n]);
+                double slack = 0x1p-52 * fabs(exact[n]), ratio = bd[n] > 0 ? err / bd[n] : 0;
+                ck_assert_msg(err <= bd[n] + slack, "rep %d keys %d key %zu: |%.9g - %.17g| = %.3g > bound %.3g", rep,
+                              f, n, (double)sc[n], exact[n], err, bd[n]);
+                ck_assert_msg(rerr <= rbd[n] + slack, "rep %d key %zu: reference |%.9g - %.17g| > %.3g", rep, n,
+                              (double)rs[n], exact[n], rbd[n]);
+                worst = ratio > worst ? ratio : worst;
+                if (kind == 4 && f > 0 && ratio > worst_aligned)
+                    worst_aligned = ratio;
+                checked[f]++;
+            }
+            int32_t sel[DK], rsel[DK];
+            size_t ns = 0, rn = 0;
+            ck_assert_int_eq(lowp_topk(sc, vis, DK, sel, &ns, NULL, 0), 0);
+            ck_assert_int_eq(lowp_topk(rs, vis, DK, rsel, &rn, NULL, 0), 0);
+            selections++;
+            if (lowp_select_certified(sc, bd, vis, sel, ns) && lowp_select_certified(rs, rbd, vis, rsel, rn)) {
+                certified++;
+                lowp_select_drift dr;
+                ck_assert_int_eq(lowp_select_drift_of(rsel, rn, sel, ns, rs, vis, &dr, NULL, 0), 0);
+                ck_assert_msg(dr.lost == 0 && dr.intruders == 0, "rep %d keys %d: certified but changed", rep, f);
+            }
+        }
+    }
+    for (int f = 0; f < NF; f++)
+        ck_assert_uint_ge(checked[f], 4000);
+    /* aligned FP4 key errors reach about a third of the bound (an element error is uniform
+     * in its half gap, and q's E4M3 term counts at its worst): a bound 0.25 times as large
+     * fails */
+    ck_assert_msg(worst_aligned > 0.25, "aligned errors reach only %.3g of the bound", worst_aligned);
+    lowp_test_say("test_select_stability", "dsa: %zu keys per key format within their bounds (worst error / bound "
+                  "%.3g, aligned %.3g); %zu of %zu selections certified\n", checked[0], worst, worst_aligned,
+                  certified, selections);
+    mpfr_clears(acc, dot, tmp, (mpfr_ptr)0);
+    free(k);
+    free(kq);
+    free(rkq);
+    free(kd);
+    free(rkd);
+    free(exact);
+}
+END_TEST
+
 static Suite *stability_suite(void)
 {
     Suite *s = suite_create("select_stability");
     lowp_test_tcase(s, "qsa", 120, LOWP_TESTS(test_qsa_bound_against_mpfr));
     lowp_test_tcase(s, "moba", 120, LOWP_TESTS(test_moba_bound_against_mpfr));
+    lowp_test_tcase(s, "dsa", 120, LOWP_TESTS(test_dsa_bound_against_mpfr));
     return s;
 }
 

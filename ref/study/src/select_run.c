@@ -59,6 +59,7 @@ typedef struct prepared {
     lowp_dsa_config dsa;
     double *qsa_kb, *qsa_kd; /* QSA: the stored index keys and their element bounds */
     float *dsa_kq, *dsa_ks, *main_k;
+    double *dsa_kd;          /* DSA: the keys' element bounds */
     double *kdsum;           /* MoBA: per block, the sum of the keys' element bounds */
     int bounded;             /* the score bounds hold for these keys */
     lowp_quant_counts counts;
@@ -72,6 +73,7 @@ static void prepared_free(prepared *p)
     free(p->kdsum);
     free(p->dsa_kq);
     free(p->dsa_ks);
+    free(p->dsa_kd);
     free(p->main_k);
     memset(p, 0, sizeof *p);
 }
@@ -191,9 +193,11 @@ static int prepare(const lowp_select_spec *s, const char *keys, const lowp_selec
             return lowp_why_set(why, wl, "keys '%s' (bf16 fp8 fp4 fp4-deepgemm)", keys);
         p->dsa_kq = malloc(ctx * d * sizeof *p->dsa_kq + 1);
         p->dsa_ks = malloc(ctx * sizeof *p->dsa_ks + 1);
-        if (p->dsa_kq == NULL || p->dsa_ks == NULL)
+        p->dsa_kd = malloc(ctx * d * sizeof *p->dsa_kd + 1);
+        if (p->dsa_kq == NULL || p->dsa_ks == NULL || p->dsa_kd == NULL)
             return lowp_why_set(why, wl, "out of memory for the index keys");
-        return lowp_dsa_keys_quantize(&p->dsa, k, ctx, p->dsa_kq, p->dsa_ks, why, wl);
+        p->bounded = 1; /* scales from each row's amax: no clamp the bound misses */
+        return lowp_dsa_keys_quantize(&p->dsa, k, ctx, p->dsa_kq, p->dsa_ks, p->dsa_kd, why, wl);
     }
     size_t n = ctx * in->kv_heads * d;
     p->main_k = malloc(n * sizeof *p->main_k + 1);
@@ -256,7 +260,11 @@ static int score_row(const lowp_select_spec *s, const prepared *p, const lowp_se
     }
     if (s->kind == LOWP_SEL_DSA)
         return lowp_dsa_scores(&p->dsa, q + r * H * d, w + r * H, p->dsa_kq, p->dsa_ks, in->ctx, pos, sc, vis,
-                               why, wl);
+                               why, wl) ||
+                       (bnd && lowp_dsa_score_bounds(&p->dsa, q + r * H * d, w + r * H, p->dsa_kq, p->dsa_ks,
+                                                     p->dsa_kd, in->ctx, pos, sc, bnd, why, wl))
+                   ? -1
+                   : 0;
     size_t nb, m = units * (pos / s->bs.block + 1);
     float *tmp = malloc(m * sizeof *tmp);
     double *btmp = malloc(m * sizeof *btmp);

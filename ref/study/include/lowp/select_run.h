@@ -98,7 +98,7 @@ typedef struct lowp_select_result {
     char values[16];
     double err_sel, err_val, err_both, sel_share;
     /* Certified stability (lowp/select.h): 1 when the selector has a score bound (QSA,
-     * MoBA) and every quantized key was within its element bound; certified counts the
+     * DSA, MoBA) and every quantized key was within its element bound; certified counts the
      * selections certified stable (both sides certified). */
     int certifiable;
     size_t certified;
