@@ -29,6 +29,38 @@ static float ratio_draw(uint64_t *st, int kind, size_t t, size_t i)
     }
 }
 
+/* The certificate's promise: the top-k of scores sc (bounds bd) and of the reference
+ * scores rs (bounds rbd) over n candidates; when both are certified stable they must be
+ * the same set. Returns 1 when certified. k <= 64. */
+static int certified_unchanged(const float *sc, const double *bd, const float *rs, const double *rbd, size_t n,
+                               size_t k, const char *what, int rep, int fmt)
+{
+    int32_t sel[64], rsel[64];
+    size_t ns = 0, rn = 0;
+    ck_assert_uint_le(k, 64);
+    ck_assert_int_eq(lowp_topk(sc, n, k, sel, &ns, NULL, 0), 0);
+    ck_assert_int_eq(lowp_topk(rs, n, k, rsel, &rn, NULL, 0), 0);
+    if (!lowp_select_certified(sc, bd, n, sel, ns) || !lowp_select_certified(rs, rbd, n, rsel, rn))
+        return 0;
+    lowp_select_drift dr;
+    ck_assert_int_eq(lowp_select_drift_of(rsel, rn, sel, ns, rs, n, &dr, NULL, 0), 0);
+    ck_assert_msg(dr.lost == 0 && dr.intruders == 0, "%s rep %d keys %d: certified but changed", what, rep, fmt);
+    return 1;
+}
+
+/* The end of a bound test: at least 4000 scores per key format checked, the aligned cases
+ * reaching `reach` of their bound (so a bound that much smaller fails), one summary line. */
+static void bound_summary(const char *what, const size_t *checked, size_t nf, double worst, double aligned,
+                          double reach, size_t certified, size_t selections)
+{
+    for (size_t f = 0; f < nf; f++)
+        ck_assert_uint_ge(checked[f], 4000);
+    ck_assert_msg(aligned > reach, "%s: aligned errors reach only %.3g of the bound", what, aligned);
+    lowp_test_say("test_select_stability", "%s: %zu scores per key format within their bounds (worst error / "
+                  "bound %.3g, aligned %.3g); %zu of %zu selections certified\n", what, checked[0], worst, aligned,
+                  certified, selections);
+}
+
 START_TEST(test_qsa_bound_against_mpfr)
 {
     uint64_t st = lowp_test_seed("test_select_stability", 0x73746162u);
@@ -100,16 +132,7 @@ START_TEST(test_qsa_bound_against_mpfr)
                 }
                 checked[f]++;
             }
-            int32_t sel[K], rsel[K];
-            size_t n = 0, rn = 0;
-            ck_assert_int_eq(lowp_topk(sc, vis, K, sel, &n, NULL, 0), 0);
-            ck_assert_int_eq(lowp_topk(rs, vis, K, rsel, &rn, NULL, 0), 0);
-            if (lowp_select_certified(sc, bd, vis, sel, n) && lowp_select_certified(rs, rbd, vis, rsel, rn)) {
-                certified++;
-                lowp_select_drift dr;
-                ck_assert_int_eq(lowp_select_drift_of(rsel, rn, sel, n, rs, vis, &dr, NULL, 0), 0);
-                ck_assert_msg(dr.lost == 0 && dr.intruders == 0, "rep %d keys %d: certified but changed", rep, f);
-            }
+            certified += (size_t)certified_unchanged(sc, bd, rs, rbd, vis, K, "qsa", rep, f);
         }
     }
     for (int f = 0; f < 5; f++)
@@ -278,30 +301,15 @@ START_TEST(test_moba_bound_against_mpfr)
                         worst_aligned = ratio;
                     checked[f]++;
                 }
-                int32_t sel[MK], rsel[MK];
-                size_t ns = 0, rn = 0;
-                ck_assert_int_eq(lowp_topk(sc + h * nb, nb, MK, sel, &ns, NULL, 0), 0);
-                ck_assert_int_eq(lowp_topk(rs + h * nb, nb, MK, rsel, &rn, NULL, 0), 0);
                 selections++;
-                if (lowp_select_certified(sc + h * nb, bd + h * nb, nb, sel, ns) &&
-                    lowp_select_certified(rs + h * nb, rbd + h * nb, nb, rsel, rn)) {
-                    certified++;
-                    lowp_select_drift dr;
-                    ck_assert_int_eq(lowp_select_drift_of(rsel, rn, sel, ns, rs + h * nb, nb, &dr, NULL, 0), 0);
-                    ck_assert_msg(dr.lost == 0 && dr.intruders == 0, "rep %d format %zu head %zu: certified but changed",
-                                  rep, f, h);
-                }
+                certified += (size_t)certified_unchanged(sc + h * nb, bd + h * nb, rs + h * nb, rbd + h * nb, nb, MK,
+                                                         "moba", rep, (int)f);
             }
         }
     }
-    for (size_t f = 0; f < NF; f++)
-        ck_assert_uint_ge(checked[f], 4000);
     /* the aligned cases reach about half the bound (an element error is uniform in its half
      * gap): a bound 0.4 times as large fails */
-    ck_assert_msg(worst_aligned > 0.4, "aligned errors reach only %.3g of the bound", worst_aligned);
-    lowp_test_say("test_select_stability", "moba: %zu blocks per key format within their bounds (worst error / "
-                  "bound %.3g, aligned %.3g); %zu of %zu selections certified\n", checked[0], worst, worst_aligned,
-                  certified, selections);
+    bound_summary("moba", checked, NF, worst, worst_aligned, 0.4, certified, selections);
     for (size_t i = 0; i < MNB * MH * DMAX; i++)
         mpfr_clear(mean[i]);
     free(mean);
@@ -420,28 +428,14 @@ START_TEST(test_dsa_bound_against_mpfr)
                     worst_aligned = ratio;
                 checked[f]++;
             }
-            int32_t sel[DK], rsel[DK];
-            size_t ns = 0, rn = 0;
-            ck_assert_int_eq(lowp_topk(sc, vis, DK, sel, &ns, NULL, 0), 0);
-            ck_assert_int_eq(lowp_topk(rs, vis, DK, rsel, &rn, NULL, 0), 0);
             selections++;
-            if (lowp_select_certified(sc, bd, vis, sel, ns) && lowp_select_certified(rs, rbd, vis, rsel, rn)) {
-                certified++;
-                lowp_select_drift dr;
-                ck_assert_int_eq(lowp_select_drift_of(rsel, rn, sel, ns, rs, vis, &dr, NULL, 0), 0);
-                ck_assert_msg(dr.lost == 0 && dr.intruders == 0, "rep %d keys %d: certified but changed", rep, f);
-            }
+            certified += (size_t)certified_unchanged(sc, bd, rs, rbd, vis, DK, "dsa", rep, f);
         }
     }
-    for (int f = 0; f < NF; f++)
-        ck_assert_uint_ge(checked[f], 4000);
     /* aligned FP4 key errors reach about a third of the bound (an element error is uniform
      * in its half gap, and q's E4M3 term counts at its worst): a bound 0.25 times as large
      * fails */
-    ck_assert_msg(worst_aligned > 0.25, "aligned errors reach only %.3g of the bound", worst_aligned);
-    lowp_test_say("test_select_stability", "dsa: %zu keys per key format within their bounds (worst error / bound "
-                  "%.3g, aligned %.3g); %zu of %zu selections certified\n", checked[0], worst, worst_aligned,
-                  certified, selections);
+    bound_summary("dsa", checked, NF, worst, worst_aligned, 0.25, certified, selections);
     mpfr_clears(acc, dot, tmp, (mpfr_ptr)0);
     free(k);
     free(kq);

@@ -121,6 +121,23 @@ def tables(rows):
     return "\n".join(out)
 
 
+def share_axes(ax, title):
+    """a panel of shares (0..1) against the context"""
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel("context (tokens)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def finish(plt, fig, axes, ylabel, path):
+    axes[0][0].set_ylabel(ylabel)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plots(rows, out_dir):
     import matplotlib
     matplotlib.use("Agg")
@@ -190,16 +207,8 @@ def plots(rows, out_dir):
                 cs = sorted(per)
                 ax.plot(cs, [sum(r["certified"] or 0 for r in per[c]) / sum(r["selections"] for r in per[c])
                              for c in cs], marker="o", label=keys)
-            ax.set_xscale("log", base=2)
-            ax.set_ylim(-0.05, 1.05)
-            ax.set_title(f"{s}: certified stable", fontsize=10)
-            ax.set_xlabel("context (tokens)")
-            ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=7)
-        axes[0][0].set_ylabel("share of selections certified")
-        fig.tight_layout()
-        fig.savefig(os.path.join(out_dir, "select-certified.png"), dpi=110)
-        plt.close(fig)
+            share_axes(ax, f"{s}: certified stable")
+        finish(plt, fig, axes, "share of selections certified", os.path.join(out_dir, "select-certified.png"))
 
     nrows = [r for r in rows if r["needles"] > 0]
     if not nrows:
@@ -219,16 +228,8 @@ def plots(rows, out_dir):
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=keys)
         rc = sorted(ref)
         ax.plot(rc, [ref[c] for c in rc], "k--", label="bf16 (reference)")
-        ax.set_xscale("log", base=2)
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_title(f"{s}: needle kept", fontsize=10)
-        ax.set_xlabel("context (tokens)")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("share of selections holding the needle")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "select-needle.png"), dpi=110)
-    plt.close(fig)
+        share_axes(ax, f"{s}: needle kept")
+    finish(plt, fig, axes, "share of selections holding the needle", os.path.join(out_dir, "select-needle.png"))
 
 
 def main():
