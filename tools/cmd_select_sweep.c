@@ -31,7 +31,7 @@ static void sweep_usage(FILE *f)
           "  keys:    qsa e4m3 nvfp4 mxfp4 mxfp8; dsa fp8 fp4 fp4-deepgemm; moba / nsa fp8_e4m3 and nvfp4\n"
           "           (sglang-kv) each with the global scale calibrated and at 1.0, mxfp4, mxfp8; each against\n"
           "           the BF16 keys' selection\n"
-          "  --quick  contexts 4096 8192, 16 DSA heads, 2 query positions (seconds)\n"
+          "  --quick  contexts 4096 8192, 16 DSA heads, 2 query positions (under a minute on 2 cores)\n"
           "  a context whose candidates the top-k covers (QSA up to 2048 tokens, DSA up to 2048, MoBA up\n"
           "  to 1536) selects everything and is skipped with a line saying so\n"
           "  --csv    the table as CSV ('-': stdout, replacing the text table)\n"
