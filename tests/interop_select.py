@@ -12,6 +12,10 @@ implementations of the same references, written here from the cited sources
        and scales, every score, the top-k;
   MoBA / NSA (moba_naive; FLA's parallel_nsa_kernel_topk with the paper's forced blocks):
        every block score per selection unit and each unit's top-k;
+  sparse attention (vLLM qwen4_exp qsa_sparse_paged_attention, the definition lowp/select.h
+       states step by step): every output element of the BF16 and FP8 production paths over
+       raw inputs and over a quantized cache's elements (FP8 codes, E2M1 x block scales past
+       fp16's range and into its subnormals), ties, underflowing exp2, zero queries, gates;
 all bit for bit. Where a reference leaves a reduction order open (torch's fp32
 reductions) both sides use the rule lowp/select.h states: binary64 in index order from
 +0, rounded once to binary32. numpy gives the binary32 arithmetic and ml_dtypes the BF16 /
@@ -400,7 +404,7 @@ def run_dsa_case(lib, rng, case_no, fails):
     kk = np.ascontiguousarray(k, dtype=F32)
     rc = lib.lowp_dsa_keys_quantize(ctypes.byref(c), kk.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(T),
                                     kq_c.ctypes.data_as(ctypes.c_void_p), ks_c.ctypes.data_as(ctypes.c_void_p),
-                                    why, 256)
+                                    None, why, 256)
     sc_c = np.zeros(T, dtype=F32)
     vis = ctypes.c_size_t(0)
     qq = np.ascontiguousarray(q, dtype=F32)
@@ -537,6 +541,104 @@ def run_blocksel_case(lib, rng, case_no, fails):
     return "ok"
 
 
+# ---------------------------------------------------------------- sparse attention
+
+class SparseArgs(ctypes.Structure):
+    _fields_ = [("path", ctypes.c_int), ("dim", ctypes.c_size_t), ("k_scale", ctypes.c_double),
+                ("v_scale", ctypes.c_double)]
+
+
+def f16(x):
+    return np.asarray(x, dtype=F32).astype(np.float16).astype(F32)  # IEEE nearest even, overflow to Inf
+
+
+def sparse_oracle(path, k_scale, v_scale, q, k, v, gate):
+    """QSA's production sparse attention (vLLM qwen4_exp qsa_sparse_paged_attention, as
+    lowp/select.h states it step by step), one tile and one split: path 1 BF16, 2 FP8"""
+    n, d = k.shape
+    fp8 = path == 2
+    ks, vs = (k_scale, v_scale) if fp8 else (1.0, 1.0)
+    softmax_scale = F32(d ** -0.5 * ks)  # 1. host scales, Python floats passed as fp32
+    score_scale = F32(softmax_scale * F32(1.4426950408889634))
+    output_scale = F32(vs)
+    qb, kb = bf16(q), bf16(k)  # 2. q, K in BF16; V in fp16 (FP8 mode) or BF16
+    vb = f16(v) if fp8 else bf16(v)
+    if n:
+        dots = seq_sum_f64(qb[None, :].astype(np.float64) * kb.astype(np.float64)).astype(F32)
+        s = (dots * score_scale).astype(F32)  # 3.
+        m = np.max(s)
+        p = np.array([F32(math.exp2(float(F32(x - m)))) for x in s], dtype=F32)  # 4.
+        l = F32(seq_sum_f64(p))
+        P = f16(p) if fp8 else bf16(p)  # 5. P in V's dtype
+        acc = seq_sum_f64(P[:, None].astype(np.float64) * vb.astype(np.float64), axis=0).astype(F32)
+        inv = F32(output_scale / max(l, F32(1e-20)))  # 6.
+        o = (acc * inv).astype(F32)
+    else:  # the kernel's has_values guard
+        o = np.zeros(d, dtype=F32)
+    ob = bf16(o)  # 7.
+    if gate is None:
+        return ob
+    g = bf16(gate)
+    sig = np.array([F32(1.0 / (1.0 + math.exp(-float(x)))) for x in g], dtype=F32)
+    return (ob * sig).astype(F32)
+
+
+def cache_elements(rng, shape, fmt):
+    """values a quantized cache gives the attention: E4M3 / E5M2 codes, or E2M1 elements times
+    power-of-two block scales that reach past fp16's range (Inf) and into its subnormals"""
+    x = rng.standard_normal(shape).astype(F32)
+    if fmt == 0:
+        return x.astype(ml_dtypes.float8_e4m3fn).astype(F32) * F32(float(2.0 ** rng.integers(-6, 6)))
+    if fmt == 1:
+        return (x * F32(2.0 ** 10)).astype(ml_dtypes.float8_e5m2).astype(F32)
+    e = (x * F32(3)).astype(ml_dtypes.float4_e2m1fn).astype(F32)
+    sc = (2.0 ** rng.integers(-30, 18, size=shape[:-1] + (max(shape[-1] // 16, 1),))).astype(F32)
+    return (e * np.repeat(sc, 16, axis=-1)[..., :shape[-1]]).astype(F32)
+
+
+def run_sparse_case(lib, rng, case_no, fails):
+    kind = int(rng.integers(0, 6))
+    path = int(rng.integers(1, 3))
+    d = int(rng.choice([1, 3, 16, 64, 128, 128, 256]))
+    n = int(rng.choice([0, 1, 2, int(rng.integers(3, 700))]))
+    scale = float(2.0 ** rng.integers(-8, 8))
+    q = (rng.standard_normal(d) * scale).astype(F32)
+    k = (rng.standard_normal((n, d)) * float(2.0 ** rng.integers(-8, 8))).astype(F32)
+    v = (rng.standard_normal((n, d)) * float(2.0 ** rng.integers(-8, 8))).astype(F32)
+    if kind == 1:  # the cache's elements (what a quantized cache gives): FP8 codes, E2M1 x scale
+        fmt = int(rng.integers(0, 3))
+        k, v = cache_elements(rng, (n, d), fmt), cache_elements(rng, (n, d), fmt)
+    if kind == 2 and n:  # ties: every key the same, every score equal
+        k[:] = k[0]
+    if kind == 3:  # huge scores: exp2 underflows to 0 for all but a few
+        q = (q * F32(2.0 ** 12)).astype(F32)
+    if kind == 4:  # a zero query: every p = 1
+        q[:] = 0
+    gate = None if rng.integers(0, 3) == 0 else (rng.standard_normal(d) * float(2.0 ** rng.integers(-2, 7))).astype(F32)
+    ksc = float(rng.uniform(0.5, 2.0) * 2.0 ** rng.integers(-10, 6))
+    vsc = float(rng.uniform(0.5, 2.0) * 2.0 ** rng.integers(-10, 6))
+    a = SparseArgs(path, d, ksc, vsc)
+    out = np.zeros(d, dtype=np.float64)
+    why = ctypes.create_string_buffer(256)
+    kk, vv, qq = (np.ascontiguousarray(x, dtype=F32) for x in (k, v, q))
+    gg = None if gate is None else np.ascontiguousarray(gate, dtype=F32)
+    rc = lib.lowp_sparse_attn(ctypes.byref(a), qq.ctypes.data_as(ctypes.c_void_p), kk.ctypes.data_as(ctypes.c_void_p),
+                              vv.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(n),
+                              None if gg is None else gg.ctypes.data_as(ctypes.c_void_p),
+                              out.ctypes.data_as(ctypes.c_void_p), why, 256)
+    tag = f"sparse case {case_no} (kind {kind}, {'fp8' if path == 2 else 'bf16'} d {d} n {n} gate {gate is not None})"
+    if rc:
+        fails.append(f"{tag}: lowp refused: {why.value.decode()}")
+        return
+    o = sparse_oracle(path, ksc, vsc, q, k, v, gate).astype(np.float64)
+    ok = same(out, o, np.uint64)
+    if not ok.all():
+        i = int(np.argwhere(~ok)[0][0])
+        fails.append(f"{tag}: output {i}: lowp {out[i]!r} numpy {o[i]!r}")
+        return
+    return "attn"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -548,20 +650,21 @@ def main():
     lib = ctypes.CDLL(a.lib)
     for name in ("lowp_qsa_compress", "lowp_qsa_query", "lowp_qsa_scores", "lowp_qsa_select",
                  "lowp_block_quantize", "lowp_block_dequantize_f64", "lowp_dsa_keys_quantize",
-                 "lowp_dsa_scores", "lowp_topk", "lowp_blocksel_scores"):
+                 "lowp_dsa_scores", "lowp_topk", "lowp_blocksel_scores", "lowp_sparse_attn"):
         getattr(lib, name).restype = ctypes.c_int
     rng = np.random.default_rng(seed)
     print(f"interop_select: seed {seed:#x}, {a.cases} cases", file=sys.stderr)
     fails, kinds = [], {}
     for i in range(a.cases):
-        r = (run_case, run_dsa_case, run_blocksel_case)[i % 3](lib, rng, i, fails)
+        r = (run_case, run_dsa_case, run_blocksel_case, run_sparse_case)[i % 4](lib, rng, i, fails)
         kinds[r] = kinds.get(r, 0) + 1
         if len(fails) >= 20:
             break
     for f in fails:
         print(f)
     print(f"interop_select: {a.cases - len(fails)} equal, {len(fails)} differ "
-          f"(with ties beyond k: {kinds.get('tie', 0)}, NaN scores refused: {kinds.get('nan', 0)})")
+          f"(with ties beyond k: {kinds.get('tie', 0)}, NaN scores refused: {kinds.get('nan', 0)}, "
+          f"sparse attention outputs: {kinds.get('attn', 0)})")
     sys.exit(1 if fails else 0)
 
 

@@ -17,45 +17,19 @@
 cli_test_start test_quantize_cli "$1"
 cli_test_need_numpy "${2:-python3}"
 cat > "$tmp/t.py" <<'EOF'
-import json, os, struct, subprocess, sys
+import json, os, struct
 import numpy as np
+import cli_check as cc
+from cli_check import bad, refused
 
-lowp, tmp = sys.argv[1], sys.argv[2]
-fails = passes = 0
-
-
-def bad(msg):
-    global fails
-    fails += 1
-    print("FAIL: " + msg)
-
-
-def run(args):
-    p = subprocess.run([lowp] + args, capture_output=True, text=True, errors="replace")
-    return p.returncode, p.stdout, p.stderr.strip().splitlines()
-
-
-def refused(name, args, out, pat):
-    """exit 2, one 'lowp: ' line containing pat, out not written"""
-    global passes
-    if os.path.exists(out):
-        os.remove(out)
-    rc, _, err = run(args)
-    if rc != 2:
-        return bad(f"{name}: exit {rc}, expected 2 ({err[:2]})")
-    if len(err) != 1 or not err[0].startswith("lowp: ") or pat not in err[0]:
-        return bad(f"{name}: stderr is not one 'lowp: ' line naming '{pat}': {err[:3]}")
-    if os.path.exists(out) or [f for f in os.listdir(tmp) if ".tmp" in f]:
-        return bad(f"{name}: an output or temporary was left behind")
-    passes += 1
+lowp, tmp = cc.start("test_quantize_cli")
 
 
 def accepted(name, args, out):
-    global passes
-    rc, _, err = run(args)
-    if rc != 0 or not os.path.exists(out):
-        return bad(f"{name}: exit {rc} ({err[:2]})")
-    passes += 1
+    p = cc.run(args)
+    if p.returncode != 0 or not os.path.exists(out):
+        return bad(f"{name}: exit {p.returncode} ({p.stderr.strip().splitlines()[:2]})")
+    cc.ok()
     return True
 
 
@@ -179,7 +153,6 @@ for fmt in ("nvfp4", "fp8_e4m3", "mxfp8"):
         if np.load(z).shape != x.shape:
             bad(f"dequantize {fmt}: shape {np.load(z).shape}")
 
-print(f"test_quantize_cli: {passes} passed, {fails} failed")
-sys.exit(1 if fails else 0)
+cc.end()
 EOF
-"$python" "$tmp/t.py" "$lowp" "$tmp"
+cli_test_py "$tmp/t.py" "$lowp" "$tmp"

@@ -207,7 +207,7 @@ START_TEST(test_dsa_fp4_midpoints_by_hand)
     const float rne[7] = {6.0f, 1.0f, 2.0f, 4.0f, -0.0f, 2.0f, -4.0f};
     for (int r = 0; r < 2; r++) {
         c.fp4_round = r ? LOWP_DSA_FP4_DEEPGEMM : LOWP_DSA_FP4_RNE;
-        ck_assert_int_eq(lowp_dsa_keys_quantize(&c, k, 1, kq, &ks, NULL, 0), 0);
+        ck_assert_int_eq(lowp_dsa_keys_quantize(&c, k, 1, kq, &ks, NULL, NULL, 0), 0);
         ck_assert(ks == 1.0f);
         for (int i = 0; i < 7; i++) {
             float want = r ? dg[i] : rne[i];
@@ -226,7 +226,7 @@ START_TEST(test_dsa_refusals)
     c.head_dim = 48;
     float k[48] = {0}, kq[48], ks, sc[2];
     size_t vis;
-    ck_assert_int_eq(lowp_dsa_keys_quantize(&c, k, 1, kq, &ks, why, sizeof why), -1);
+    ck_assert_int_eq(lowp_dsa_keys_quantize(&c, k, 1, kq, &ks, NULL, why, sizeof why), -1);
     ck_assert_msg(strstr(why, "multiple of 32") != NULL, "%s", why);
     c = lowp_dsa_config_default();
     c.heads = 1;

@@ -19,26 +19,16 @@
 cli_test_start test_select_cli "$1"
 cli_test_need_numpy "${2:-python3}"
 cat > "$tmp/t.py" <<'EOF'
-import os, subprocess, sys
+import os
 import numpy as np
+import cli_check as cc
+from cli_check import bad, ok
 
-lowp, tmp = sys.argv[1], sys.argv[2]
-fails = passes = 0
-
-
-def bad(msg):
-    global fails
-    fails += 1
-    print("FAIL: " + msg)
-
-
-def ok():
-    global passes
-    passes += 1
+lowp, tmp = cc.start("test_select_cli")
 
 
 def run(args):
-    return subprocess.run([lowp, "select"] + args, capture_output=True, text=True, errors="replace")
+    return cc.run(["select"] + args)
 
 
 def f(name):
@@ -150,19 +140,10 @@ for args, want in refusals:
     full = []
     for a in args:
         full.append(f(a + ".npy") if a in ("q_idx", "k_idx", "q_main", "k_main", "k_two", "k_three", "k_dim", "q_nan", "w_big") else a)
-    if os.path.exists(f("out.npy")):
-        os.remove(f("out.npy"))
-    p = run(full + ["--indices", f("out.npy")])
-    lines = p.stderr.strip().splitlines()
-    if p.returncode != 2 or len(lines) != 1 or not lines[0].startswith("lowp: ") or want not in lines[0]:
-        bad(f"{' '.join(args)}: exit {p.returncode}, stderr {p.stderr.strip()!r}, expected one line with {want!r}")
-    elif os.path.exists(f("out.npy")):
-        bad(f"{' '.join(args)}: refused but wrote --indices")
-    else:
-        ok()
+    cc.refused(" ".join(args), ["select"] + full + ["--indices", f("out.npy")], f("out.npy"), want)
 # select-sweep: one small grid as CSV; rows for every key format, the needle columns filled
-p = subprocess.run([lowp, "select-sweep", "--contexts", "4096", "--selectors", "qsa,nsa", "--workloads", "needle",
-                    "--q-len", "1", "--csv", f("sweep.csv")], capture_output=True, text=True)
+p = cc.run(["select-sweep", "--contexts", "4096", "--selectors", "qsa,nsa", "--workloads", "needle",
+            "--q-len", "1", "--csv", f("sweep.csv")])
 if p.returncode != 0:
     bad(f"select-sweep: exit {p.returncode}: {p.stderr.strip()}")
 else:
@@ -179,12 +160,11 @@ else:
         ok()
 for args, want in ((["--selectors", "bsa"], "unknown selector"), (["--workloads", "x"], "unknown workload"),
                    (["--contexts", "10"], "--contexts")):
-    p = subprocess.run([lowp, "select-sweep"] + args, capture_output=True, text=True)
+    p = cc.run(["select-sweep"] + args)
     if p.returncode != 2 or want not in p.stderr:
         bad(f"select-sweep {args}: exit {p.returncode} {p.stderr.strip()!r}")
     else:
         ok()
-print(f"test_select_cli: {passes} passed, {fails} failed")
-sys.exit(1 if fails else 0)
+cc.end()
 EOF
-"$python" "$tmp/t.py" "$lowp" "$tmp"
+cli_test_py "$tmp/t.py" "$lowp" "$tmp"

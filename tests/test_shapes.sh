@@ -1,8 +1,8 @@
 #!/bin/sh
 # tests/test_shapes.sh LOWP PYTHON: every tensor-taking command over a grid of users' shapes.
 #
-# Commands: attn, gpu attn --emulate, quantize, dequantize, stats, calibrate. Shapes, as
-# users' models have them:
+# Commands: attn, gpu attn --emulate, quantize, dequantize, stats, calibrate, select.
+# Shapes, as users' models have them:
 #   head dims Dq, Dv   64 96 128 192 256 512 (QK dim and VO dim drawn separately, so most
 #                      rows have Dq != Dv)
 #   KV heads H         1 2 3 8 12 20
@@ -33,7 +33,13 @@
 #                    commands' outputs agree (cosine >= 0.9 where both ran and |o| is not
 #                    tiny: they quantize BF16-rounded vs binary32 K/V);
 #   quantize + dequantize  the input's shape back, finite, relative L2 error <= 0.5;
-#   stats / calibrate      a table naming the input's shape on stdout.
+#   stats / calibrate      a table naming the input's shape on stdout;
+#   select                 (MoBA and NSA over the row's keys in its format, blocks of 16;
+#                          QSA and DSA at their fixed index dim 128 with the row's context;
+#                          all with the sparse attention over the selected tokens) int32
+#                          [1, units, K] indices: distinct candidates, -1 only past the
+#                          count, MoBA's and NSA's forced current block present; exit 0
+#                          except QSA below 4 tokens (no complete block: exit 2).
 # Inputs are written by numpy (PYTHON); exit 77 (skip) when numpy is missing.
 . "$(dirname "$0")/lib/cli_test.sh"
 cli_test_start test_shapes "$1"
@@ -146,8 +152,62 @@ def subcover(names):
 
 STATS_ROWS = subcover(["Dq", "H", "ctx"])           # stats: the tensor's shape only
 QUANT_ROWS = subcover(["Dq", "H", "ctx", "fmt"])    # quantize, dequantize, calibrate
+SELECT_ROWS = subcover(["Dq", "H", "G", "ctx", "fmt"])  # select moba / nsa (keys of dim Dq)
+INDEX_ROWS = subcover(["ctx", "fmt"])               # select qsa / dsa: fixed index dims
 print(f"test_shapes: quantize/dequantize/calibrate on {len(QUANT_ROWS)} rows, stats on "
-      f"{len(STATS_ROWS)} (pairwise over their factors)")
+      f"{len(STATS_ROWS)}, select moba/nsa on {len(SELECT_ROWS)}, qsa/dsa on {len(INDEX_ROWS)} "
+      f"(pairwise over their factors)")
+# select's index-key formats for the row's main format (QSA and DSA have their own)
+QSA_KEYS = {"bf16": "bf16", "fp8_e4m3": "e4m3", "fp8_e5m2": "e4m3", "nvfp4": "nvfp4", "mxfp4": "mxfp4",
+            "mxfp8": "mxfp8"}
+DSA_KEYS = {"bf16": "bf16", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "nvfp4": "fp4", "mxfp4": "fp4-deepgemm",
+            "mxfp8": "fp8"}
+
+
+def check_indices(tag, path, units, K, cand, forced):
+    """[1, units, K] int32 selections: distinct candidates, -1 only past the count, each
+    holding the forced candidate (the current block) where there is one"""
+    o = np.load(path)
+    if o.shape != (1, units, K) or o.dtype != np.int32:
+        bad(f"{tag}: indices {o.dtype} {o.shape}, expected int32 (1, {units}, {K})")
+        return
+    for u in range(units):
+        row = o[0, u]
+        valid = row[row >= 0]
+        if (len(valid) and valid.max() >= cand) or len(set(valid.tolist())) != len(valid) or \
+                (row[len(valid):] != -1).any() or (forced is not None and forced not in valid):
+            bad(f"{tag}: unit {u}: selection {row.tolist()[:8]} over {cand} candidates (forced {forced})")
+            return
+
+
+def select_row(tag, d, rng, Dq, H, G, ctx, fmt, qp, kp, index):
+    """lowp select over the row's main keys (MoBA, NSA: blocks of 16) and, at their fixed
+    index geometry, QSA (4 heads x 128, ratio 4) and DSA (G heads x 128) with the row's
+    context; each with the sparse attention over the selected tokens (--v)"""
+    vp, ip = os.path.join(d, "vs.npy"), os.path.join(d, "idx.npy")
+    np.save(vp, rng.standard_normal((ctx, H, Dq)).astype(np.float32))
+    cand = (ctx - 1) // 16 + 1
+    for sel, K, units in (("moba", min(3, cand), H * G), ("nsa", min(4, cand), H)):
+        t = f"{tag} select {sel}"
+        res = run(t, ["select", "--selector", sel, "--q", qp, "--k", kp, "--v", vp, "--keys", fmt, "--block",
+                      "16", "--topk", str(K), "--indices", ip], ip, expect=0, d=d)
+        if res and res[0] == 0:
+            check_indices(t, ip, units, K, cand, (ctx - 1) // 16)
+            if "attention output error" not in res[1]:
+                bad(f"{t}: no attention line in {res[1][-300:]!r}")
+    if not index:
+        return
+    qi, ki, vi = (os.path.join(d, s + "_idx.npy") for s in "qkv")
+    np.save(ki, rng.standard_normal((ctx, 1, 128)).astype(np.float32))
+    np.save(vi, rng.standard_normal((ctx, 1, 128)).astype(np.float32))
+    for sel, heads, keys, K, cand in (("qsa", 4, QSA_KEYS[fmt], max(1, min(16, ctx // 4)), ctx // 4),
+                                      ("dsa", G, DSA_KEYS[fmt], min(16, ctx), ctx)):
+        np.save(qi, rng.standard_normal((1, heads, 128)).astype(np.float32))
+        t = f"{tag} select {sel} --keys {keys}"
+        res = run(t, ["select", "--selector", sel, "--q", qi, "--k", ki, "--v", vi, "--keys", keys, "--topk",
+                      str(K), "--indices", ip], ip, expect=0 if K <= cand else 2, d=d)
+        if res and res[0] == 0:
+            check_indices(t, ip, 1, K, cand, None)
 
 
 def run(tag, args, out, expect=None, d=None):
@@ -245,6 +305,8 @@ def one_row(n, r, d):
         if not cos >= 0.9:
             bad(f"{tag}: attn and gpu attn --emulate disagree (cosine {cos:.4f})")
 
+    if n in SELECT_ROWS:
+        select_row(tag, d, rng, Dq, H, G, ctx, fmt, qp, kp, n in INDEX_ROWS)
     if n not in QUANT_ROWS:
         return
     # quantize along the last axis (Dq) and along axis 0 (ctx), padded or not

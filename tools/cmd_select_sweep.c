@@ -31,14 +31,14 @@ static void sweep_usage(FILE *f)
           "  keys:    qsa e4m3 nvfp4 mxfp4 mxfp8; dsa fp8 fp4 fp4-deepgemm; moba / nsa fp8_e4m3 and nvfp4\n"
           "           (sglang-kv) each with the global scale calibrated and at 1.0, mxfp4, mxfp8; each against\n"
           "           the BF16 keys' selection\n"
-          "  --quick  contexts 4096 8192, 16 DSA heads, 2 query positions (seconds)\n"
+          "  --quick  contexts 4096 8192, 16 DSA heads, 2 query positions (under a minute on 2 cores)\n"
           "  a context whose candidates the top-k covers (QSA up to 2048 tokens, DSA up to 2048, MoBA up\n"
           "  to 1536) selects everything and is skipped with a line saying so\n"
           "  --csv    the table as CSV ('-': stdout, replacing the text table)\n"
           "  columns: selections (rows x units), unchanged (identical sets), jaccard mean / min, recall@k\n"
           "           mean, lost (reference blocks dropped, summed), deepest (the largest rank an intruder\n"
           "           has in the reference order), needle kept / kept by the reference (needle workload),\n"
-          "           certified (selections certified stable; empty / '-' where the selector has no bound: dsa,\n"
+          "           certified (selections certified stable; empty / '-' where the selector has no bound:\n"
           "           nsa), values (the cache of the attention's quantized-values runs), err_sel / err_val /\n"
           "           err_both (relative L2 output error of the sparse attention against the exact one: the\n"
           "           quantized keys' selection with exact values, the reference selection with quantized\n"
@@ -202,6 +202,10 @@ int lowp_cmd_select_sweep(int argc, char **argv)
                     lowp_cli_fail("select-sweep: %s", why);
                 key_choice kc[8];
                 size_t nk = choices(kind, kc);
+                /* the BF16 reference of this case, made by the first key format's run */
+                lowp_select_ref *ref = lowp_select_ref_new();
+                if (ref == NULL)
+                    lowp_cli_fail("out of memory");
                 for (size_t j = 0; j < nk; j++) {
                     lowp_select_spec sp = lowp_select_spec_default(kind, hq, hk, 128);
                     sp.keys = kc[j].keys;
@@ -213,7 +217,7 @@ int lowp_cmd_select_sweep(int argc, char **argv)
                     lowp_select_inputs in = {w.q, w.k, NULL, NULL, NULL, rows_q, hq, ctx, hk, 128, ctx - rows_q, w.v, NULL};
                     lowp_select_result r;
                     double t0 = now_s();
-                    if (lowp_select_run(&sp, &in, &r, NULL, NULL, why, sizeof why))
+                    if (lowp_select_run_ref(&sp, &in, ref, &r, NULL, NULL, why, sizeof why))
                         lowp_cli_fail("select-sweep: %s %s ctx %zu keys %s: %s", lowp_selector_name(kind),
                                       lowp_workload_name((lowp_workload_kind)wk), ctx, kc[j].label, why);
                     double secs = now_s() - t0;
@@ -244,6 +248,7 @@ int lowp_cmd_select_sweep(int argc, char **argv)
                     }
                     lowp_select_result_free(&r);
                 }
+                lowp_select_ref_free(ref);
                 lowp_workload_free(&w);
             }
         }

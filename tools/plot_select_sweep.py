@@ -13,8 +13,16 @@ Writes into --out-dir:
   select-needle.png   needle workload: the fraction of selections that keep the needle's
                       block (token for DSA), per key format, at each context, beside the
                       BF16 keys' own fraction (dashed)
-and with --md a Markdown file of tables: per selector, rows = key format x workload,
-columns = contexts, cells = mean Jaccard (and recall@k).
+  select-error.png    the sparse attention's output error against the exact one: per
+                      selector, the changed selection's error (err_sel, solid) and the
+                      quantized values' (err_val, dashed) per key format, averaged over
+                      the workloads, against the context
+  select-certified.png  the share of selections certified stable per key format (QSA, DSA,
+                      MoBA: the selectors with a score bound), summed over the workloads
+and with --md a Markdown file of tables: a summary per (selector, key format) of the mean
+Jaccard, the output-error split and the certified-stable share per context; then per
+selector, rows = key format x workload, columns = contexts, cells = mean Jaccard (and
+recall@k).
 """
 import argparse
 import csv
@@ -29,9 +37,58 @@ def load(path):
     for r in rows:
         for k in ("ctx", "selections", "unchanged", "lost", "deepest", "needle_kept", "needle_kept_ref", "needles"):
             r[k] = int(r[k])
-        for k in ("jaccard_mean", "jaccard_min", "recall_mean"):
-            r[k] = float(r[k])
+        for k in ("jaccard_mean", "jaccard_min", "recall_mean", "err_sel", "err_val", "err_both", "sel_share"):
+            r[k] = float(r[k]) if r.get(k) not in (None, "") else None
+        r["certified"] = int(r["certified"]) if r.get("certified") not in (None, "") else None
     return rows
+
+
+def by_format(rows):
+    """{(selector, keys): {ctx: [rows over the workloads]}}, in the CSV's order"""
+    out = {}
+    for r in rows:
+        out.setdefault((r["selector"], r["keys"]), defaultdict(list))[r["ctx"]].append(r)
+    return out
+
+
+def summary(rows):
+    """per (selector, keys) and context, over the workloads: mean Jaccard; the output-error
+    split (mean err_sel, mean err_val, and the changed selection's share of their sum);
+    the certified-stable selections / all"""
+    ctxs = sorted({r["ctx"] for r in rows})
+    head = "| selector | keys | " + " | ".join(f"{c // 1024}K" for c in ctxs) + " |"
+    rule = "|---|---|" + "---:|" * len(ctxs)
+    jac, err, cert = [head, rule], [head, rule], [head, rule]
+    for (sel, keys), per in by_format(rows).items():
+        jc, ec, cc = [], [], []
+        for c in ctxs:
+            rs = per.get(c, [])
+            if not rs:
+                jc.append("-"), ec.append("-"), cc.append("-")
+                continue
+            jc.append(f"{sum(r['jaccard_mean'] for r in rs) / len(rs):.3f}")
+            es = [r for r in rs if r["err_sel"] is not None]
+            if es:
+                a = sum(r["err_sel"] for r in es) / len(es)
+                b = sum(r["err_val"] for r in es) / len(es)
+                ec.append(f"{a:.3g} / {b:.3g} ({a / (a + b) if a + b > 0 else 0:.2f})")
+            else:
+                ec.append("-")
+            cs = [r for r in rs if r["certified"] is not None]
+            cc.append(f"{sum(r['certified'] for r in cs)}/{sum(r['selections'] for r in cs)}" if cs else "-")
+        jac.append(f"| {sel} | {keys} | " + " | ".join(jc) + " |")
+        err.append(f"| {sel} | {keys} | " + " | ".join(ec) + " |")
+        cert.append(f"| {sel} | {keys} | " + " | ".join(cc) + " |")
+    return ("#### Mean Jaccard to the BF16 keys' selection (over the workloads)\n\n" + "\n".join(jac) +
+            "\n\n#### Output error: changed selection / quantized values (the selection's share)\n\n"
+            "relative L2 error of the sparse attention's output against the exact one (reference "
+            "selection, BF16 K and V, binary64), means over the workloads: `err_sel` the quantized "
+            "keys' selection with exact values, `err_val` the reference selection with K/V in the "
+            "values cache through QSA's production path; in brackets err_sel / (err_sel + err_val).\n\n" +
+            "\n".join(err) +
+            "\n\n#### Certified stable: selections / all (summed over the workloads)\n\n"
+            "a selection counts when the score error bounds prove both the quantized keys' and the "
+            "BF16 keys' top-k equal to the exact scores' (`-`: no bound for NSA).\n\n" + "\n".join(cert) + "\n")
 
 
 def tables(rows):
@@ -62,6 +119,23 @@ def tables(rows):
             out.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)
+
+
+def share_axes(ax, title):
+    """a panel of shares (0..1) against the context"""
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel("context (tokens)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def finish(plt, fig, axes, ylabel, path):
+    axes[0][0].set_ylabel(ylabel)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def plots(rows, out_dir):
@@ -96,6 +170,46 @@ def plots(rows, out_dir):
     fig.savefig(os.path.join(out_dir, "select-jaccard.png"), dpi=110)
     plt.close(fig)
 
+    fmt = by_format(rows)
+    sels = list(dict.fromkeys(r["selector"] for r in rows))
+    fig, axes = plt.subplots(1, len(sels), figsize=(4.5 * len(sels), 3.6), squeeze=False)
+    for i, s in enumerate(sels):
+        ax = axes[0][i]
+        for (sel, keys), per in fmt.items():
+            if sel != s:
+                continue
+            cs = sorted(c for c, rs in per.items() if all(r["err_sel"] is not None for r in rs))
+            if not cs:
+                continue
+            es = [sum(r["err_sel"] for r in per[c]) / len(per[c]) for c in cs]
+            ev = [sum(r["err_val"] for r in per[c]) / len(per[c]) for c in cs]
+            line, = ax.plot(cs, [max(e, 1e-9) for e in es], marker="o", label=keys)
+            ax.plot(cs, ev, marker="x", linestyle="--", color=line.get_color())
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"{s}: err_sel (solid), err_val (dashed)", fontsize=9)
+        ax.set_xlabel("context (tokens)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6)
+    axes[0][0].set_ylabel("relative L2 output error")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "select-error.png"), dpi=110)
+    plt.close(fig)
+
+    csels = [s for s in sels if any(r["selector"] == s and r["certified"] is not None for r in rows)]
+    if csels:
+        fig, axes = plt.subplots(1, len(csels), figsize=(4.5 * len(csels), 3.4), squeeze=False, sharey=True)
+        for i, s in enumerate(csels):
+            ax = axes[0][i]
+            for (sel, keys), per in fmt.items():
+                if sel != s:
+                    continue
+                cs = sorted(per)
+                ax.plot(cs, [sum(r["certified"] or 0 for r in per[c]) / sum(r["selections"] for r in per[c])
+                             for c in cs], marker="o", label=keys)
+            share_axes(ax, f"{s}: certified stable")
+        finish(plt, fig, axes, "share of selections certified", os.path.join(out_dir, "select-certified.png"))
+
     nrows = [r for r in rows if r["needles"] > 0]
     if not nrows:
         return
@@ -114,16 +228,8 @@ def plots(rows, out_dir):
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=keys)
         rc = sorted(ref)
         ax.plot(rc, [ref[c] for c in rc], "k--", label="bf16 (reference)")
-        ax.set_xscale("log", base=2)
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_title(f"{s}: needle kept", fontsize=10)
-        ax.set_xlabel("context (tokens)")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("share of selections holding the needle")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "select-needle.png"), dpi=110)
-    plt.close(fig)
+        share_axes(ax, f"{s}: needle kept")
+    finish(plt, fig, axes, "share of selections holding the needle", os.path.join(out_dir, "select-needle.png"))
 
 
 def main():
@@ -138,7 +244,7 @@ def main():
     os.makedirs(a.out_dir, exist_ok=True)
     if a.md:
         with open(a.md, "w") as f:
-            f.write(tables(rows) + "\n")
+            f.write(summary(rows) + "\n" + tables(rows) + "\n")
     plots(rows, a.out_dir)
 
 

@@ -5,6 +5,8 @@
 #                                     removed on exit, pass=0 fail=0; NAME heads the summary;
 #                                     cli_test_lib=this folder (perl -I for npy.pl)
 #   cli_test_need_numpy PYTHON        python=PYTHON; exit 77 (skip) when it lacks numpy
+#   cli_test_py SCRIPT ARGS...        $python SCRIPT ARGS with this folder on its module path
+#                                     (cli_check.py: the Python half's tally and checks)
 #   ok / bad MESSAGE...               count a pass / a failure (the latter printed "FAIL: ...")
 #   hexof FILE                        the bytes of FILE as one hex string
 #   expect_error NAME CMD...          CMD (stdin /dev/null) must exit 2 with exactly one
@@ -38,6 +40,10 @@ cli_test_need_numpy() {
     echo "$cli_test_name: skipped: numpy not found for $python"
     exit 77
   fi
+}
+
+cli_test_py() {
+  PYTHONPATH="$cli_test_lib${PYTHONPATH:+:$PYTHONPATH}" "$python" "$@"
 }
 
 ok() { pass=$((pass + 1)); }

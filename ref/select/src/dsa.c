@@ -90,7 +90,7 @@ static float e2m1_deepgemm(float v)
 }
 
 int lowp_dsa_keys_quantize(const lowp_dsa_config *c, const float *k, size_t seq_len, float *kq, float *ks,
-                           char *why, size_t wl)
+                           double *kdelta, char *why, size_t wl)
 {
     if (check_config(c, why, wl))
         return -1;
@@ -102,13 +102,18 @@ int lowp_dsa_keys_quantize(const lowp_dsa_config *c, const float *k, size_t seq_
     for (size_t n = 0; n < seq_len; n++) {
         const float *x = k + n * d;
         float *o = kq + n * d;
+        double *od = kdelta ? kdelta + n * d : NULL;
         if (c->keys == LOWP_DSA_KEYS_FP8) {
             ks[n] = act_quant(&e4, x, d, c->k_floor, c->ue8m0, o);
+            for (size_t i = 0; od && i < d; i++) /* E4M3 at the token's scale */
+                od[i] = lowp_select_elem_bound(LOWP_E4M3, o[i], ks[n]);
             continue;
         }
         if (c->keys == LOWP_DSA_KEYS_BF16) {
             memcpy(o, x, d * sizeof *o);
             ks[n] = 1.0f;
+            for (size_t i = 0; od && i < d; i++)
+                od[i] = 0.0; /* the unquantized keys */
             continue;
         }
         ks[n] = 1.0f;
@@ -131,8 +136,32 @@ int lowp_dsa_keys_quantize(const lowp_dsa_config *c, const float *k, size_t seq_
                               ? e2m1_deepgemm(v)
                               : lowp_decode_f32(LOWP_E2M1, lowp_encode_f32(&e2, v));
                 o[i] = nan ? NAN : e * sf;
+                if (od) /* E2M1 at the group's scale (a nearest element either way) */
+                    od[i] = nan ? INFINITY : lowp_select_elem_bound(LOWP_E2M1, e, sf);
             }
         }
+    }
+    return 0;
+}
+
+int lowp_dsa_query(const lowp_dsa_config *c, const float *q, const float *w, float *qq, float *qs, float *wb,
+                   float *wh, float *dscale, char *why, size_t wl)
+{
+    lowp_codec e4, b16;
+    if (check_config(c, why, wl) || lowp_codec_init(&e4, LOWP_E4M3, LOWP_PROFILE_TORCH, LOWP_RN, 0, why, wl) ||
+        lowp_codec_init(&b16, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, why, wl))
+        return -1;
+    size_t H = c->heads, d = c->head_dim;
+    float hscale = (float)(1.0 / sqrt((double)H));
+    *dscale = (float)(1.0 / sqrt((double)d));
+    for (size_t h = 0; h < H; h++) {
+        qs[h] = 1.0f;
+        if (c->keys == LOWP_DSA_KEYS_BF16)
+            memcpy(qq + h * d, q + h * d, d * sizeof *qq);
+        else
+            qs[h] = act_quant(&e4, q + h * d, d, c->q_floor, c->ue8m0, qq + h * d);
+        wb[h] = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&b16, w[h] * hscale));
+        wh[h] = (wb[h] * qs[h]) * *dscale;
     }
     return 0;
 }
@@ -146,24 +175,14 @@ int lowp_dsa_scores(const lowp_dsa_config *c, const float *q, const float *w, co
         return -1;
     if (pos >= seq_len)
         return lowp_why_set(why, wl, "DSA: query position %zu outside the sequence of %zu tokens", pos, seq_len);
-    lowp_codec e4, b16;
-    if (lowp_codec_init(&e4, LOWP_E4M3, LOWP_PROFILE_TORCH, LOWP_RN, 0, why, wl) ||
-        lowp_codec_init(&b16, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, why, wl))
-        return -1;
     size_t H = c->heads, d = c->head_dim;
-    float *qq = malloc((H * d + H) * sizeof *qq);
+    float *qq = malloc((H * d + 3 * H) * sizeof *qq);
     if (qq == NULL)
         return lowp_why_set(why, wl, "DSA: out of memory");
-    float *wh = qq + H * d;
-    float hscale = (float)(1.0 / sqrt((double)H)), dscale = (float)(1.0 / sqrt((double)d));
-    for (size_t h = 0; h < H; h++) {
-        float qs = 1.0f;
-        if (c->keys == LOWP_DSA_KEYS_BF16)
-            memcpy(qq + h * d, q + h * d, d * sizeof *qq);
-        else
-            qs = act_quant(&e4, q + h * d, d, c->q_floor, c->ue8m0, qq + h * d);
-        float wb = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&b16, w[h] * hscale));
-        wh[h] = (wb * qs) * dscale;
+    float *qs = qq + H * d, *wb = qs + H, *wh = wb + H, dscale;
+    if (lowp_dsa_query(c, q, w, qq, qs, wb, wh, &dscale, why, wl)) {
+        free(qq);
+        return -1;
     }
     size_t vis = pos + 1;
     for (size_t n = 0; n < vis; n++) {

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "lowp/bits.h"
 #include "lowp/format.h"
 #include "lowp/select.h"
 #include "lowp/why.h"
@@ -12,11 +13,28 @@ typedef struct sparse_codecs {
     lowp_codec bf16, f16;
 } sparse_codecs;
 
-static float to_bf16(const sparse_codecs *c, float x) { return lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&c->bf16, x)); }
-static float to_f16(const sparse_codecs *c, float x) { return lowp_decode_f32(LOWP_F16, lowp_encode_f32(&c->f16, x)); }
+/* A value the target format holds is its own rounding: those skip the codec (the cache's
+ * elements, which are all of them in a quantized cache, widen exactly; the codec rounds the
+ * rest). BF16 holds a binary32 whose low 16 bits are 0 (NaN included: the codec quiets it,
+ * so NaN goes to it). fp16 holds a binary32 of magnitude in [2^-14, 65504] with the low 13
+ * bits 0 (a normal fp16: 11 significant bits), and 0. */
+static float to_bf16(const sparse_codecs *c, float x)
+{
+    if ((lowp_f32_bits(x) & 0xffffu) == 0 && x == x)
+        return x;
+    return lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&c->bf16, x));
+}
+
+static float to_f16(const sparse_codecs *c, float x)
+{
+    float a = fabsf(x);
+    if (x == 0.0f || (a >= 0x1p-14f && a <= 65504.0f && (lowp_f32_bits(x) & 0x1fffu) == 0))
+        return x;
+    return lowp_decode_f32(LOWP_F16, lowp_encode_f32(&c->f16, x));
+}
 
 static void exact_path(const lowp_sparse_attn_args *a, const float *q, const float *k, const float *v, size_t n,
-                       const float *gate, double *out, double *w)
+                       const float *gate, double *out, double *w, double *acc)
 {
     size_t d = a->dim;
     double sc = a->k_scale / sqrt((double)d), m = -INFINITY;
@@ -32,17 +50,21 @@ static void exact_path(const lowp_sparse_attn_args *a, const float *q, const flo
         w[j] = exp(w[j] - m);
         l += w[j];
     }
+    /* acc[e] sums over j in order: the loops run j outside for V's row-major layout */
+    for (size_t e = 0; e < d; e++)
+        acc[e] = 0.0;
+    for (size_t j = 0; j < n; j++)
+        for (size_t e = 0; e < d; e++)
+            acc[e] += w[j] * (double)v[j * d + e];
     for (size_t e = 0; e < d; e++) {
-        double acc = 0.0;
-        for (size_t j = 0; j < n; j++)
-            acc += w[j] * (double)v[j * d + e];
-        double o = n ? a->v_scale * acc / l : 0.0;
+        double o = n ? a->v_scale * acc[e] / l : 0.0;
         out[e] = gate ? o / (1.0 + exp(-(double)gate[e])) : o;
     }
 }
 
 static void production_path(const sparse_codecs *c, const lowp_sparse_attn_args *a, const float *q, const float *k,
-                            const float *v, size_t n, const float *gate, double *out, double *w, float *qb)
+                            const float *v, size_t n, const float *gate, double *out, double *w, double *acc,
+                            float *qb)
 {
     size_t d = a->dim;
     int fp8 = a->path == LOWP_SPARSE_FP8;
@@ -69,13 +91,15 @@ static void production_path(const sparse_codecs *c, const lowp_sparse_attn_args 
     }
     float l = (float)lsum;
     float inv = output_scale / (l > 1e-20f ? l : 1e-20f); /* step 6 */
-    for (size_t e = 0; e < d; e++) {
-        double acc = 0.0;
-        for (size_t j = 0; j < n; j++) {
+    for (size_t e = 0; e < d; e++)
+        acc[e] = 0.0;
+    for (size_t j = 0; j < n; j++) /* acc[e] in order of j (j outside: V is row-major) */
+        for (size_t e = 0; e < d; e++) {
             float ve = v[j * d + e];
-            acc += w[j] * (double)(fp8 ? to_f16(c, ve) : to_bf16(c, ve)); /* exact: 11 + 11 bits */
+            acc[e] += w[j] * (double)(fp8 ? to_f16(c, ve) : to_bf16(c, ve)); /* exact: 11 + 11 bits */
         }
-        float o = n ? (float)acc * inv : 0.0f;
+    for (size_t e = 0; e < d; e++) {
+        float o = n ? (float)acc[e] * inv : 0.0f;
         float ob = to_bf16(c, o);                                       /* step 7 */
         if (gate) {
             double g = (double)to_bf16(c, gate[e]);
@@ -98,7 +122,7 @@ int lowp_sparse_attn(const lowp_sparse_attn_args *a, const float *q, const float
         (!(a->k_scale > 0) || !(a->v_scale > 0) || !isfinite(a->k_scale) || !isfinite(a->v_scale)))
         return lowp_why_set(why, wl, "sparse attention: K / V scales %g / %g (finite, positive)", a->k_scale,
                             a->v_scale);
-    double *w = malloc((n + 1) * sizeof *w);
+    double *w = malloc((n + 1 + a->dim) * sizeof *w), *acc = w ? w + n + 1 : NULL;
     float *qb = malloc(a->dim * sizeof *qb);
     if (w == NULL || qb == NULL) {
         free(w);
@@ -106,12 +130,12 @@ int lowp_sparse_attn(const lowp_sparse_attn_args *a, const float *q, const float
         return lowp_why_set(why, wl, "sparse attention: out of memory for %zu tokens", n);
     }
     if (a->path == LOWP_SPARSE_EXACT)
-        exact_path(a, q, k, v, n, gate, out, w);
+        exact_path(a, q, k, v, n, gate, out, w, acc);
     else {
         sparse_codecs c;
         lowp_codec_init(&c.bf16, LOWP_BF16, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_OFF, NULL, 0);
         lowp_codec_init(&c.f16, LOWP_F16, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_OFF, NULL, 0);
-        production_path(&c, a, q, k, v, n, gate, out, w, qb);
+        production_path(&c, a, q, k, v, n, gate, out, w, acc, qb);
     }
     free(w);
     free(qb);

@@ -33,8 +33,9 @@ static uint16_t magnitude(lowp_format f, uint16_t code) { return code & (uint16_
 
 double lowp_select_halfgap(lowp_format f, double x)
 {
-    lowp_codec c;
-    if (lowp_codec_init(&c, f, LOWP_PROFILE_OCP, LOWP_RN, LOWP_SAT_OFF, NULL, 0))
+    lowp_codec c; /* x is a value of f, so no overflow: the format's own saturation rule
+                   * (E2M1 has no other: SAT_OFF would refuse it) */
+    if (lowp_codec_init(&c, f, LOWP_PROFILE_OCP, LOWP_RN, LOWP_SAT_DEFAULT, NULL, 0))
         return NAN;
     uint16_t code = lowp_encode_f64(&c, x);
     if (lowp_code_is_nan(f, code) || lowp_code_is_inf(f, code) || lowp_decode_f64(f, code) != x)
@@ -60,16 +61,37 @@ void lowp_select_quant_bound(lowp_block_format f, float dec, const uint8_t *code
     lowp_format sf = f == LOWP_NVFP4 ? LOWP_E4M3 : LOWP_E8M0;
     double emax = lowp_decode_f64(ef, lowp_format_max_code(ef));
     double smin = has ? lowp_decode_f64(sf, f == LOWP_NVFP4 ? 1 : 0) : 1.0; /* smallest positive scale */
+    /* Each element code's value and half gap, and each scale code's value, decoded the first
+     * time the code occurs (scale codes have 8 bits; element codes of up to 8 bits are
+     * memoized, wider ones decoded every time). */
+    double ev[256], eh[256], sv[256];
+    unsigned char eknown[256] = {0}, sknown[256] = {0};
+    int memo = lowp_format_bits(ef) <= 8;
     for (size_t i = 0; i < n; i++) {
         uint16_t code = lowp_block_code_at(f, codes, i);
-        double s = has ? lowp_decode_f64(sf, scales[i / bs]) : 1.0;
-        double e = lowp_decode_f64(ef, code);
-        if (s == 0.0) /* the block amax rounded to a zero scale: |x| <= M smin g (1 + eps) */
+        uint8_t sc = has ? scales[i / bs] : 0;
+        if (has && !sknown[sc]) {
+            sv[sc] = lowp_decode_f64(sf, sc);
+            sknown[sc] = 1;
+        }
+        double e, h;
+        if (memo && eknown[code]) {
+            e = ev[code];
+            h = eh[code];
+        } else {
+            e = lowp_decode_f64(ef, code);
+            h = lowp_code_is_nan(ef, code) ? NAN : halfgap_code(ef, magnitude(ef, code));
+            if (memo) {
+                ev[code] = e;
+                eh[code] = h;
+                eknown[code] = 1;
+            }
+        }
+        double sval = has ? sv[sc] : 1.0;
+        if (sval == 0.0) /* the block amax rounded to a zero scale: |x| <= M smin g (1 + eps) */
             delta[i] = emax * smin * (double)dec * (1 + EPS_RECIPE);
-        else if (lowp_code_is_nan(ef, code))
-            delta[i] = INFINITY;
-        else
-            delta[i] = bound_of(e, halfgap_code(ef, magnitude(ef, code)), s * (double)dec);
+        else /* a NaN element (NaN half gap) or scale: bound_of gives Inf */
+            delta[i] = bound_of(e, h, sval * (double)dec);
     }
 }
 
@@ -162,6 +184,64 @@ int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const 
         }
     }
     free(eps);
+    return 0;
+}
+
+int lowp_dsa_score_bounds(const lowp_dsa_config *c, const float *q, const float *w, const float *kq, const float *ks,
+                          const double *kdelta, size_t seq_len, size_t pos, const float *scores, double *bounds,
+                          char *why, size_t wl)
+{
+    if (c == NULL || c->heads < 1 || c->head_dim < 1)
+        return lowp_why_set(why, wl, "DSA bounds: bad configuration");
+    if (pos >= seq_len)
+        return lowp_why_set(why, wl, "DSA bounds: query position %zu outside the sequence of %zu tokens", pos,
+                            seq_len);
+    size_t H = c->heads, d = c->head_dim, vis = pos + 1;
+    float *qq = malloc((H * d + 3 * H) * sizeof *qq);
+    double *dq = calloc(H * d + 1, sizeof *dq);
+    if (qq == NULL || dq == NULL) {
+        free(qq);
+        free(dq);
+        return lowp_why_set(why, wl, "DSA bounds: out of memory");
+    }
+    float *qs = qq + H * d, *wb = qs + H, *wh = wb + H, dscale;
+    if (lowp_dsa_query(c, q, w, qq, qs, wb, wh, &dscale, why, wl)) {
+        free(qq);
+        free(dq);
+        return -1;
+    }
+    if (c->keys != LOWP_DSA_KEYS_BF16) /* q's E4M3 codes at its per-head scale */
+        for (size_t i = 0; i < H * d; i++)
+            dq[i] = lowp_select_elem_bound(LOWP_E4M3, (double)qq[i], (double)qs[i / d]);
+    double gd = gamma_n(d - 1), gh = gamma_n(H - 1);
+    for (size_t n = 0; n < vis; n++) {
+        const float *kn = kq + n * d;
+        const double *dk = kdelta ? kdelta + n * d : NULL;
+        double kss = (double)ks[n], err = 0.0, labs = 0.0, hs = 0.0;
+        for (size_t h = 0; h < H; h++) {
+            const float *qh = qq + h * d;
+            const double *dqh = dq + h * d;
+            double qsh = (double)qs[h], A = 0.0, P = 0.0, s = 0.0;
+            for (size_t i = 0; i < d; i++) {
+                double dki = dk ? dk[i] : 0.0, xh = (double)qh[i] * qsh, kh = (double)kn[i] * kss;
+                A += fabs(xh) * dki + dqh[i] * (fabs(kh) + dki);
+                P += fabs((double)qh[i] * (double)kn[i]);
+                s += (double)qh[i] * (double)kn[i];
+            }
+            float D = (float)s; /* lowp_select_dot's value */
+            double relu = D > 0 ? (double)D : 0.0;
+            double E = kss * qsh * (gd * P + r32(D)) + A;   /* >= |ks qs D - q.k| */
+            float t1 = wb[h] * qs[h], l = (float)relu * wh[h];
+            double ew = r32(wh[h]) + (double)dscale * r32(t1); /* >= |wh - wb qs dscale| */
+            err += kss * relu * ew + fabs((double)wb[h]) * (double)dscale * E + kss * r32(l);
+            labs += fabs((double)l);
+            hs += (double)l;
+        }
+        double Sc = (double)(float)hs, b = err + kss * (gh * labs + r32(Sc)) + r32(scores[n]);
+        bounds[n] = isnan(b) ? INFINITY : b * INFLATE;
+    }
+    free(qq);
+    free(dq);
     return 0;
 }
 

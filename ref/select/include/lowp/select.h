@@ -192,9 +192,18 @@ typedef struct lowp_dsa_config {
 lowp_dsa_config lowp_dsa_config_default(void);
 
 /* Quantized keys as the dot reads them: kq[seq_len][head_dim] (E4M3 values, or E2M1 x sf
- * for FP4) and ks[seq_len] (the FP8 per-token scale; 1 for FP4). Returns 0 or -1. */
+ * for FP4) and ks[seq_len] (the FP8 per-token scale; 1 for FP4). kdelta (may be NULL) gets
+ * each element's bound against the BF16 key in the key's units (lowp_select_elem_bound of
+ * the E4M3 value at ks, of the E2M1 element at sf; 0 for BF16 keys). Returns 0 or -1. */
 int lowp_dsa_keys_quantize(const lowp_dsa_config *c, const float *k, size_t seq_len, float *kq, float *ks,
-                           char *why, size_t why_len);
+                           double *kdelta, char *why, size_t why_len);
+
+/* The query side of lowp_dsa_scores for q[heads][head_dim] and w[heads]: qq (E4M3 values, or
+ * q itself for BF16 keys), qs[heads] their scales (1 for BF16), wb[heads] the BF16 weights
+ * bf16(w_h * fp32(heads^-0.5)), wh[heads] the folded weights fl32(fl32(wb_h qs_h) dscale)
+ * and *dscale = fp32(head_dim^-0.5). Returns 0 or -1. */
+int lowp_dsa_query(const lowp_dsa_config *c, const float *q, const float *w, float *qq, float *qs, float *wb,
+                   float *wh, float *dscale, char *why, size_t why_len);
 
 /* Scores of the visible keys for one query (q[heads][head_dim], w[heads]) at position pos:
  * scores[0..*visible), *visible = min(pos + 1, seq_len). Returns 0 or -1. */
@@ -359,7 +368,31 @@ int lowp_sparse_attn(const lowp_sparse_attn_args *a, const float *q, const float
  *       b = sum_c |q_c| eps_c + gamma_{d-1} sum_c |q_c kb_c| + r32(s)
  *   The bounds are computed in binary64 and multiplied by 1 + 2^-40, which covers the
  *   roundings of their own few hundred nonnegative terms (each at most 2^-53 relative).
- * DSA and NSA have no bound here (not certified; the results say so). */
+ *   lowp_select_run quantizes main keys whose head dim is not a multiple of the block size
+ *   with each row padded with zeros to whole blocks (as lowp_sweep_quantize_exact lays them
+ *   out); dk is then the padded layout's element bound of each real element, and the bound
+ *   holds unchanged (tests/test_select_stability.c checks d = 80 under MX's 32).
+ *   DSA (lowp_dsa_score_bounds): the exact score of key n is
+ *     s*_n = sum_h ReLU(q_h . k_n) wb_h c      (q, k the BF16 inputs, wb_h the BF16 head
+ *     weight, c = fp32(head_dim^-0.5): the weight as the reference path has it before its
+ *     own rounding). The quantized path reads x_h = qq_h qs_h and y_n = kq_n ks_n, element
+ *     bounds dq (E4M3 at qs_h; 0 for BF16) and dk (lowp_dsa_keys_quantize's kdelta). ReLU is
+ *     1-Lipschitz and positive-homogeneous (ReLU(ks qs D) = ks qs ReLU(D), scales > 0), the
+ *     head weight enters linearly:
+ *       A_h = sum_i |x_hi| dk_ni + dq_hi (|y_ni| + dk_ni),  P_h = sum_i |qq_hi kq_ni|
+ *       E_h = ks qs_h (gamma_{d-1} P_h + r32(D_h)) + A_h         >= |ks qs_h D_h - q_h.k_n|
+ *       ew_h = r32(wh_h) + c r32(fl32(wb_h qs_h))                >= |wh_h - wb_h qs_h c|
+ *       l_h = fl32(ReLU(D_h) wh_h), Sc = fl32(binary64 sum_h l_h), s = fl32(Sc ks):
+ *       b = sum_h (ks ReLU(D_h) ew_h + |wb_h| c E_h + ks r32(l_h))
+ *           + ks (gamma_{H-1} sum_h |l_h| + r32(Sc)) + r32(s)
+ *     The same bound serves the BF16 reference (qs = ks = 1, dq = dk = 0). No clamp
+ *     exception: DSA's scales come from each row's amax (floored), so |x / s| stays within
+ *     the largest code's half gap.
+ * NSA has no bound here (lowp_select_run reports it not certifiable). What it would take,
+ * not implemented: its scores are softmax probabilities summed over a group. With logit
+ * bounds b_i (MoBA's, times the fp32 head_dim^-0.5 and its rounding) and B = max b_i, lse
+ * moves by at most B, so each p_i lies within a factor e^{+-2B} of the exact one, plus the
+ * binary32 roundings of exp and of the group sum; forced blocks are exact. */
 
 /* h(x) of the element bound: half the gap above |x| in f, x a value of f (the largest
  * finite value: half the gap below it). NaN for a value f does not hold. */
@@ -387,6 +420,13 @@ int lowp_qsa_score_bounds(const lowp_qsa_config *c, const float *qo, const doubl
 int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
                            size_t seq_len, size_t pos, const float *scores, double *bounds, char *why,
                            size_t why_len);
+
+/* bounds[0..pos] for DSA scores as lowp_dsa_scores computed them (same arguments), kdelta
+ * [seq_len][head_dim] the keys' element bounds (NULL: 0). A NaN bound is returned as +Inf.
+ * Returns 0 or -1. */
+int lowp_dsa_score_bounds(const lowp_dsa_config *c, const float *q, const float *w, const float *kq, const float *ks,
+                          const double *kdelta, size_t seq_len, size_t pos, const float *scores, double *bounds,
+                          char *why, size_t why_len);
 
 /* 1 when the top-k set sel[0..nsel) of scores[0..n) is certified by bounds[0..n) (the
  * rule above), else 0. */

@@ -98,7 +98,7 @@ typedef struct lowp_select_result {
     char values[16];
     double err_sel, err_val, err_both, sel_share;
     /* Certified stability (lowp/select.h): 1 when the selector has a score bound (QSA,
-     * MoBA) and every quantized key was within its element bound; certified counts the
+     * DSA, MoBA) and every quantized key was within its element bound; certified counts the
      * selections certified stable (both sides certified). */
     int certifiable;
     size_t certified;
@@ -111,6 +111,21 @@ int lowp_select_run(const lowp_select_spec *spec, const lowp_select_inputs *in, 
                     void (*progress)(void *arg, size_t done, size_t total), void *arg, char *why,
                     size_t why_len);
 void lowp_select_result_free(lowp_select_result *r); /* NULL-safe, idempotent */
+
+/* The reference side of a run: the inputs as the selectors read them, the reference keys,
+ * their scores, bounds and selections, and the exact attention outputs. It depends only on
+ * the selector's kind and geometry and on the inputs, not on the keys, recipe, scale or
+ * values of the spec, so a sweep over key formats makes it once per case:
+ * lowp_select_run_ref fills an empty ref on its first call and reuses it after, refusing
+ * (-1) a spec of another kind or geometry, or other inputs (compared by pointer and size:
+ * the caller must not change the arrays between calls). lowp_select_run is
+ * lowp_select_run_ref with a fresh ref. The results are the same either way. */
+typedef struct lowp_select_ref lowp_select_ref;
+lowp_select_ref *lowp_select_ref_new(void); /* NULL: out of memory */
+void lowp_select_ref_free(lowp_select_ref *ref); /* NULL-safe */
+int lowp_select_run_ref(const lowp_select_spec *spec, const lowp_select_inputs *in, lowp_select_ref *ref,
+                        lowp_select_result *out, void (*progress)(void *arg, size_t done, size_t total), void *arg,
+                        char *why, size_t why_len);
 
 #ifdef __cplusplus
 }
