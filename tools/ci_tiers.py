@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/ci_tiers.py LOG BUILD_DIR OLD_REPORT > reports/ci-tiers-table.md
+"""tools/ci_tiers.py LOG BUILD_DIR OLD_REPORT > TABLE.md (the per-test table of reports/ci-tiers.md)
 
 The per-test table of reports/ci-tiers.md from one `.ci/run` log: each test's seconds in
 the main stage and in the ASan stage (the two `ctest` runs, in that order, in LOG), its
