@@ -452,10 +452,14 @@ START_TEST(refusals)
     ck_assert_msg(strstr(why, "empty") != NULL, "%s", why);
     fixture_free(&fx);
     /* the split length rule */
-    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 131072), 1024);
-    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 4096), 128);     /* the floor */
-    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(32, 8, 32768), 4096);  /* the cap */
-    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(3, 8, 100000), 2352);  /* 2343.75 -> 2352 */
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 131072), 1024);   /* 1024 items */
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 32768), 256);     /* 1024 items */
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(4, 8, 131072), 2048);   /* the length floor */
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 4096), 128);      /* the floor */
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(32, 8, 32768), 1024);   /* 8192 items */
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 8, 1048576), 4096);  /* floor's cap */
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(64, 8, 1048576), 16384); /* the cap */
+    ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(3, 8, 100000), 1568);   /* 1562 -> 1568 */
     ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 1, 5), 16);
     ck_assert_uint_eq(lowp_gpu_decode_chunk_tokens(1, 1, 100), 112);
 }

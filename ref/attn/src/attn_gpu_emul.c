@@ -67,14 +67,21 @@ int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *w
 
 size_t lowp_gpu_decode_chunk_tokens(size_t batch, size_t num_kv_heads, size_t max_len)
 {
-    const size_t items = 1024;
     size_t work = batch * num_kv_heads * max_len;
-    size_t c = (work + items - 1) / items;
+    size_t c = (work + 8191) / 8192;   /* about 8192 work items */
+    size_t floor_len = max_len / 64;   /* at most 64 splits per sequence ... */
+    if (floor_len > 4096)
+        floor_len = 4096;
+    if (c < floor_len)
+        c = floor_len;
+    size_t few = (work + 1023) / 1024; /* ... but at least about 1024 work items */
+    if (c > few)
+        c = few;
     c = (c + 15) / 16 * 16;
     if (c < 128)
         c = 128;
-    if (c > 4096)
-        c = 4096;
+    if (c > 16384)
+        c = 16384;
     size_t cap = (max_len + 15) / 16 * 16;
     if (cap < 16)
         cap = 16;

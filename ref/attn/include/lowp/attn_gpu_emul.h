@@ -80,16 +80,18 @@ extern "C" {
 int lowp_gpu_decode_check(const lowp_kv_config *cfg, size_t num_q_heads, char *why,
                           size_t why_len);
 
-/* Split length: the smallest multiple of 16 >= ceil(batch * num_kv_heads * max_len /
- * 1024), at least 128, at most 4096 and at most max_len rounded up to 16: about 1024 work
- * items (warps) while splits stay between 128 and 4096 positions. Chosen from a sweep on
- * the H200 (tools/gpu_run.sh with `lowp gpu bench --chunk C`, C = 128 .. 16384, batch
- * 1..64 x context 4K..1M, BF16 / FP8 / NVFP4; reports/gpu-decode-splits-h200.md):
- * over the 105 shapes this rule's time is within 1.06x of the best tested split length on
- * geometric mean, 1.28x at worst; the previous rule (8192 items) was 1.15x and 2.7x (batch
- * 1 x 128K NVFP4 with splits of 128: 291.6 us against 106.3 us with 1024). A warp streams
- * one split through its ring, so short splits pay the ring's start-up latency each time,
- * and long ones leave few warps; the report names the shapes where 4096 is too long. */
+/* Split length: max(ceil(W / 8192), min(floor(max_len / 64), 4096)), then at most
+ * ceil(W / 1024), rounded up to a multiple of 16, at least 128, at most 16384 and at most
+ * max_len rounded up to 16 (W = batch * num_kv_heads * max_len). That is about 8192 work
+ * items (warps) when there is that much work, otherwise at most 64 splits per sequence so
+ * that a split stays long enough to amortise the ring's start-up, but never fewer than
+ * about 1024 work items while splits can stay >= 128. Chosen from a sweep on the H200
+ * (tools/gpu_run.sh with `lowp gpu bench --chunk C`, C = 128 .. 16384, batch 1..64 x
+ * context 4K..1M, BF16 / FP8 / NVFP4 / MXFP4; reports/gpu-decode-splits-h200.md): over the
+ * 105 shapes this rule's split is within 1.040x of the best tested split on geometric mean,
+ * 1.28x at worst; ceil(W / 1024) alone (128..4096) was 1.056x and up to 1.25x slower at
+ * batch 16-64 x 4K-32K, ceil(W / 8192) alone 1.15x and 2.7x (batch 1 x 128K NVFP4, splits
+ * of 128), the rule without the 1024-item cap 1.044x and 1.34x (batch 1 x 128K). */
 size_t lowp_gpu_decode_chunk_tokens(size_t batch, size_t num_kv_heads, size_t max_len);
 
 /* qk_scale of step 2: fl32(sm_scale * log2(e) * k_global), computed in binary64 and

@@ -18,7 +18,7 @@
  *          layer's pages (a page table of n sequences over the same pages), q rounded to
  *          BF16 as the kernel takes it, the BF16 output widened to binary32. The split
  *          length is lowp_gpu_decode_chunk_tokens of a batch of one (128 positions for any
- *          sequence shorter than 349,525), what a decode step at that position would use.
+ *          sequence shorter than 8,256), what a decode step at that position would use.
  *          Formats the kernel lacks (mxfp8, fp8_e5m2) are refused at creation.
  *
  * Statistics (spec.stats): the store also keeps the exact binary32 K and V it was given
