@@ -24,9 +24,15 @@ exit 1 if any differs (2 on bad arguments):
   rounded to the digits the README shows).
 - what cannot run here is skipped with its reason: commands that need a GPU (`lowp gpu
   bench`, `lowp gpu conform` without --emulator-only, `lowp gpu attn` without --emulate),
-  a launcher (mpirun, sbatch), or minutes (the model evaluation); their figures are traced
-  instead to the committed report the README names (TRACES below): each shown figure
-  must appear in it.
+  a launcher (mpirun, sbatch), or minutes (the model evaluation, the attention sweep);
+  their figures are traced instead to the committed report the README names (TRACES
+  below): each shown figure must appear in it, as must every number of the *GPU results*
+  bullets in the reports each bullet names (UNTRACED lists the one figure no report holds)
+  and the Tests table's tier times in reports/ci-tiers.md's per-test sums. The CPU
+  benchmark tables (every figure a rate of another day's machine) are listed as skipped.
+- Rounding: a table cell or traced number matches when it is the
+  value rounded to the digits shown (a derived percent: within half a shown digit plus the
+  rounding of the report's own figure).
 
 What a rerun legitimately changes, and so is not compared (applied to both sides):
 - run times and rates: a number followed by s, ms, us or ns, by GB/s or MB/s, and an
@@ -345,33 +351,41 @@ def cells_check(want_rows, got_row_of, colmap):
     return bad
 
 
-def fig_stats(lines, blocks, env):
-    start, rows = table_after(lines, "Excerpt of `lowp stats`")
+def fig_table(lines, anchor, lookup_of, colmap):
+    """The table after anchor, each row's cells (colmap: column index -> output column) against
+    the output row lookup_of(rows) names for it."""
+    start, rows = table_after(lines, anchor)
     if start is None:
-        return None, "differs", "no `lowp stats` excerpt", []
-    got = columns(env.sh("lowp stats", env.scratch("stats")), "format ")
-    by = {(g["format"], g["recipe"]): g for g in got}
-    colmap = {2: "global_scale", 3: "SQNR_dB", 4: "rel_L2", 5: "cosine", 6: "sat", 7: "flushed",
-              8: "sc_zero", 9: "sc_sub", 10: "blk_p99"}
-    bad = cells_check(rows[2:], lambda r: by.get((r[0], r[1])), colmap)
+        return None, "differs", "no table after %r" % anchor, []
+    bad = cells_check(rows[2:], lookup_of(rows[2:]), colmap)
     return start, ("differs" if bad else "ok"), "", bad
+
+
+def fig_stats(lines, blocks, env):
+    def lookup_of(rows):
+        got = columns(env.sh("lowp stats", env.scratch("stats")), "format ")
+        by = {(g["format"], g["recipe"]): g for g in got}
+        return lambda r: by.get((r[0], r[1]))
+    return fig_table(lines, "Excerpt of `lowp stats`", lookup_of,
+                     {2: "global_scale", 3: "SQNR_dB", 4: "rel_L2", 5: "cosine", 6: "sat", 7: "flushed",
+                      8: "sc_zero", 9: "sc_sub", 10: "blk_p99"})
 
 
 def fig_calibrate(lines, blocks, env):
-    start, rows = table_after(lines, "`lowp calibrate --scale 0.01")
-    if start is None:
-        return None, "differs", "no `lowp calibrate` table", []
-    out = {}
-    for scale in sorted({r[0] for r in rows[2:]}):
-        got = columns(env.sh("lowp calibrate --format nvfp4 --scale " + scale, env.scratch("calib-" + scale)),
-                      "format ")
-        fixed = next((g for g in got if g["recipe"] == "sglang-kv" and g["method"] == "fixed-1.0"), None)
-        amax = next((g for g in got if g["method"] == "amax" and g["scope"] == "tensor"
-                     and g["scale"] == "nearest"), None)
-        out[(scale, "1.0 (sglang-kv)")], out[(scale, "amax-calibrated")] = fixed, amax
-    colmap = {2: "SQNR_dB", 3: "sc_zero", 4: "sc_sub", 5: "blk_p50", 6: "blk_p99"}
-    bad = cells_check(rows[2:], lambda r: out.get((r[0], r[1])), colmap)
-    return start, ("differs" if bad else "ok"), "", bad
+    """Rows by tensor scale: `1.0 (sglang-kv)` is the fixed-1.0 row of `lowp calibrate --scale S`,
+    `amax-calibrated` its first amax row (tensor scope, nearest)."""
+    def lookup_of(rows):
+        out = {}
+        for scale in sorted({r[0] for r in rows}):
+            got = columns(env.sh("lowp calibrate --format nvfp4 --scale " + scale, env.scratch("calib-" + scale)),
+                          "format ")
+            out[(scale, "1.0 (sglang-kv)")] = next(
+                (g for g in got if g["recipe"] == "sglang-kv" and g["method"] == "fixed-1.0"), None)
+            out[(scale, "amax-calibrated")] = next(
+                (g for g in got if g["method"] == "amax" and g["scope"] == "tensor" and g["scale"] == "nearest"), None)
+        return lambda r: out.get((r[0], r[1]))
+    return fig_table(lines, "`lowp calibrate --scale 0.01", lookup_of,
+                     {2: "SQNR_dB", 3: "sc_zero", 4: "sc_sub", 5: "blk_p50", 6: "blk_p99"})
 
 
 def fig_certify(lines, blocks, env):
@@ -438,7 +452,7 @@ def trace_bench(lines, blocks, env):
         return ln, "differs", "the README no longer names " + path.replace("-grid.csv", ".md"), []
     with open(os.path.join(ROOT, path)) as f:
         rows = [l.strip().split(",") for l in f]
-    head, rows = rows[0], [dict(zip(rows[0], r)) for r in rows[1:]]
+    rows = [dict(zip(rows[0], r)) for r in rows[1:]]
     pat = re.compile(r"(\w+)\s+batch\s+(\d+) ctx\s+(\d+):\s+([\d.]+) us\s+([\d.]+) GB/s\s+read\s+([\d.]+) GB/s\s+"
                      r"([\d.]+)%.*SM (\d+) MHz \(min (\d+), limited (\d+)%\)")
     bad = []
