@@ -101,6 +101,7 @@ double lowp_gpu_extend_pairs(const lowp_gpu_extend_args *a)
 
 typedef struct job {
     const lowp_gpu_extend_args *a;
+    uint16_t e4m3[256]; /* step 1's element of every code (lowp_gpu_decode_element_bf16) */
     size_t G, nw_max; /* warps per (sequence, head): the most any sequence needs */
     float qks;
     const lowp_mma_params *mma;
@@ -140,9 +141,9 @@ static void run_warp(const job *J, size_t b, size_t h, size_t w, uint16_t *kr, u
                 const uint8_t *kc = a->k + ((row0 + pos) * HK + h) * Dq;
                 const uint8_t *vc = a->v + ((row0 + pos) * HK + h) * Dv;
                 for (size_t d = 0; d < Dq; d++)
-                    kr[j * Dq + d] = lowp_gpu_decode_element_bf16(LOWP_FP8_E4M3, kc[d], 0);
+                    kr[j * Dq + d] = J->e4m3[kc[d]];
                 for (size_t d = 0; d < Dv; d++)
-                    vt[d * KB + j] = lowp_gpu_decode_element_bf16(LOWP_FP8_E4M3, vc[d], 0);
+                    vt[d * KB + j] = J->e4m3[vc[d]];
             } else { /* never read: +0 */
                 memset(kr + j * Dq, 0, Dq * sizeof *kr);
                 for (size_t d = 0; d < Dv; d++)
@@ -210,6 +211,8 @@ int lowp_gpu_extend_emulate(const lowp_gpu_extend_args *a, uint16_t *out, char *
     job J = {.a = a, .G = a->num_q_heads / a->num_kv_heads,
              .qks = lowp_gpu_decode_score_scale(LOWP_FP8_E4M3, sm, 1.0f),
              .mma = a->mma ? a->mma : &lowp_mma_sm90_bf16, .out = out};
+    for (unsigned c = 0; c < 256; c++)
+        J.e4m3[c] = lowp_gpu_decode_element_bf16(LOWP_FP8_E4M3, (uint16_t)c, 0);
     size_t qmax = 0;
     for (size_t b = 0; b < a->batch; b++) {
         size_t ql = (size_t)(a->qo_indptr[b + 1] - a->qo_indptr[b]);
@@ -228,7 +231,7 @@ int lowp_gpu_extend_emulate(const lowp_gpu_extend_args *a, uint16_t *out, char *
 #pragma omp for schedule(dynamic, 1)
         for (size_t it = 0; it < n_items; it++) {
             size_t w = it % J.nw_max, h = (it / J.nw_max) % HK, b = it / J.nw_max / HK;
-            if (ok)
+            if (ok && (a->sample <= 1 || it % a->sample == a->sample_phase % a->sample))
                 run_warp(&J, b, h, w, kr, vt, o);
         }
         if (!ok) {
@@ -263,7 +266,8 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
         double *kd = malloc(n * HK * Dq * sizeof *kd);
         double *vd = malloc(n * HK * Dv * sizeof *vd);
         double *od = malloc(ql * NQ * Dv * sizeof *od);
-        if (qd == NULL || kd == NULL || vd == NULL || od == NULL) {
+        unsigned char *vfin = malloc(HK);
+        if (qd == NULL || kd == NULL || vd == NULL || od == NULL || vfin == NULL) {
             rc = lowp_why_set(why, why_len, "out of memory for sequence %zu's reference", b);
             goto next;
         }
@@ -284,6 +288,14 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
             memcpy(ref + q0 * NQ * Dv, od, ql * NQ * Dv * sizeof *od);
         if (bound == NULL)
             goto next;
+        /* V at every position of the sequence: a masked one still meets P = +0 in the
+         * kernel's MMA (step 5), and 0 x NaN is NaN there, not in exact attention */
+        for (size_t h = 0; h < HK; h++) {
+            vfin[h] = 1;
+            for (size_t j = 0; j < n && vfin[h]; j++)
+                for (size_t d = 0; d < Dv; d++)
+                    vfin[h] &= isfinite(vd[(j * HK + h) * Dv + d]) != 0;
+        }
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t row = 0; row < ql * NQ; row++) {
             const size_t i = row / NQ, hq = row % NQ, h = hq / G, nv = P + i + 1;
@@ -292,18 +304,21 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
             double *e = malloc(nv * sizeof *e), *A = malloc(nv * sizeof *A),
                    *Qe = malloc(nv * sizeof *Qe), *vb = malloc(Dv * sizeof *vb),
                    *vm = malloc(Dv * sizeof *vm);
+            double qerr[LOWP_GPU_EXTEND_MAX_DIM]; /* |bf16(q) - q| per dim */
             int finite = e != NULL && A != NULL && Qe != NULL && vb != NULL && vm != NULL;
-            for (size_t d = 0; finite && d < Dq; d++)
+            for (size_t d = 0; finite && d < Dq; d++) {
                 finite = isfinite(qr[d]);
+                qerr[d] = fabs((double)lowp_f32_from_bf16(lowp_bf16_from_f32((float)qr[d])) -
+                               qr[d]);
+            }
             double mx = -INFINITY;
             for (size_t j = 0; finite && j < nv; j++) {
                 const double *kr = kd + (j * HK + h) * Dq;
                 double dot = 0.0, abs = 0.0, qe = 0.0;
                 for (size_t d = 0; d < Dq; d++) {
-                    double qb = (double)lowp_f32_from_bf16(lowp_bf16_from_f32((float)qr[d]));
                     dot += qr[d] * kr[d];
                     abs += fabs(qr[d] * kr[d]);
-                    qe += fabs(qb - qr[d]) * fabs(kr[d]);
+                    qe += qerr[d] * fabs(kr[d]);
                 }
                 e[j] = sm * L2E * dot;
                 A[j] = abs;
@@ -313,11 +328,7 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
                 else if (e[j] > mx)
                     mx = e[j];
             }
-            for (size_t j = 0; finite && j < nv; j++) {
-                const double *vr = vd + (j * HK + h) * Dv;
-                for (size_t d = 0; d < Dv; d++)
-                    finite = finite && isfinite(vr[d]);
-            }
+            finite = finite && vfin[h];
             if (finite) {
                 const size_t T = (nv + KB - 1) / KB;
                 double delta = 0.0, L = 0.0;
@@ -330,6 +341,9 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
                     L += e[j];
                 }
                 delta += 4.0 * u;
+                /* weights p_j (1 + e_j), |ln(1 + e_j)| <= delta, normalised: each moves by at
+                 * most (e^(2 delta) - 1) of itself, whatever delta (not only to first order) */
+                const double wexp = expm1(2.0 * delta), grow = 1.0 + wexp;
                 for (size_t d = 0; d < Dv; d++)
                     vb[d] = vm[d] = 0.0;
                 for (size_t j = 0; j < nv; j++) {
@@ -342,9 +356,10 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
                 }
                 for (size_t d = 0; d < Dv; d++) {
                     double o = fabs(od[row * Dv + d]), V = vb[d] / L;
-                    bd[d] = 2.0 * (0x1p-8 * o + 0x1p-8 * V + 2.0 * delta * V +
-                                   4.0 * (double)T * 36.0 * u * V +
-                                   (18.0 * (double)T + 4.0) * 2.0 * u * (o + V)) +
+                    bd[d] = 2.0 * grow *
+                                (0x1p-8 * o + 0x1p-8 * V + wexp * V +
+                                 4.0 * (double)T * 36.0 * u * V +
+                                 (18.0 * (double)T + 4.0) * 2.0 * u * (o + V)) +
                             (double)nv * 0x1p-132 * vm[d] + 0x1p-133;
                 }
             } else {
@@ -362,6 +377,7 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
         free(kd);
         free(vd);
         free(od);
+        free(vfin);
     }
     return rc;
 }

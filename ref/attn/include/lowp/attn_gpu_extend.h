@@ -37,8 +37,9 @@
  *    e_k[16ks .. 16ks+15], acc), MMA = lowp_mma_dot_add_bf16 with the H200's parameters
  *    (group 16: the 16 products of a k-step are fused with acc; the model is independent of
  *    the order of the 16 products within a step, so only the grouping of dims into k-steps
- *    is part of the definition; the kernel feeds dims 16ks + {2t, 2t+1, 2t+8, 2t+9} from
- *    lane t of each quad as the m16n8k16 fragment layout does).
+ *    is part of the definition; lane t of each quad of the kernel feeds dims 16ks + 4t ..
+ *    4t + 3 as the k slots 2t, 2t+1, 2t+8, 2t+9 of the m16n8k16 fragments, the emulator
+ *    dims 16ks .. 16ks + 15 in order: the same value).
  *    s = acc * qk_scale, qk_scale = lowp_gpu_decode_score_scale(FP8_E4M3, sm_scale, 1) =
  *    fl32(sm_scale log2(e)) (the workspace holds the values with the global scale already
  *    folded in: k_scale = v_scale = 1), then the mask of step 3.
@@ -75,8 +76,11 @@
  *       Ds_j = sm log2(e) ((qk_dim/16) 36 u A_j + Q_j) + 2u |s2_j|   (log2 units);
  *   - probabilities: exp2_sw within 2 ulp (4u relative; test_attn_gpu_emul measures the
  *     worst), the subtraction s - m' within u |s - m'|: relative error of p_j at most
- *     delta = ln2 max_j (Ds_j + u |s2_j - max|) + 4u; an error common to every p_j (the
- *     running max's, alpha's) cancels in o / l; differing ones cost 2 delta V_d;
+ *     p_j (1 + e_j) with |ln(1 + e_j)| <= delta = ln2 max_j (Ds_j + u |s2_j - max|) + 4u;
+ *     an error common to every p_j (the running max's, alpha's) cancels in o / l; the
+ *     normalised weights move by at most W = e^(2 delta) - 1 of themselves (for any delta,
+ *     not only to first order: large scores make the query's rounding cost much), so
+ *     they cost W V_d, and V_d itself may grow by the factor 1 + W;
  *   - P rounded to BF16 in the numerator only: 2^-8 V_d (2^-9 relative, doubled);
  *   - P.V: 4T MMA steps, each < 36 u of its largest term, which is at most the running
  *     sum: 4T 36 u V_d;
@@ -86,10 +90,11 @@
  *   - underflow: a probability below 2^-126 keeps an absolute error up to the BF16
  *     subnormal spacing 2^-133 (exp2_sw gives 0 below 2^-150): n 2^-132 max_j |v_jd|; an
  *     output below 2^-126: 2^-133.
- *   Bound = 2 x (2^-8 |out_d| + 2^-8 V_d + 2 delta V_d + 4T 36 u V_d
+ *   Bound = 2 (1 + W) (2^-8 |out_d| + 2^-8 V_d + W V_d + 4T 36 u V_d
  *                + (18T + 4) 2u (|out_d| + V_d)) + n 2^-132 max_j |v_jd| + 2^-133,
- *   the factor 2 covering second-order terms. +Inf (not compared) where the row has a
- *   non-finite input or |scores| could reach 2^100 (binary32 overflow of acc is possible).
+ *   the factor 2 covering second-order terms of the small ones. +Inf (not compared) where
+ *   the row has a non-finite input (a non-finite V anywhere in the sequence's kv_len: a
+ *   masked V reaches the row through P = 0) or |scores| could reach 2^100.
  */
 #ifndef LOWP_ATTN_GPU_EXTEND_H
 #define LOWP_ATTN_GPU_EXTEND_H
@@ -122,6 +127,11 @@ typedef struct lowp_gpu_extend_args {
     const uint8_t *v;          /* E4M3 [kv_rows][num_kv_heads][vo_dim] */
     const lowp_mma_params *mma; /* NULL: lowp_mma_sm90_bf16 (emulator only) */
     int threads;               /* emulator's OpenMP threads, 0 = default */
+    /* Emulator only: with sample > 1, only work items (sequence b, KV head h, warp w) whose
+     * index (b num_kv_heads + h) nw + w (nw = warps of the longest chunk) is congruent to
+     * sample_phase modulo sample are computed; other outputs are left as they are (a check
+     * of long chunks compares those rows only). 0 or 1: all. */
+    size_t sample, sample_phase;
 } lowp_gpu_extend_args;
 
 /* 0 if the kernel can run these arguments, else -1 with a one-line reason: NULL pointers,

@@ -1,0 +1,52 @@
+/* lowp/gpu_extend.h: causal extend / prefill attention on the GPU over an FP8 E4M3
+ * workspace (SGLang's paths 1 and 2, lowp/kvcache.h PREFILL and EXTEND).
+ *
+ * The arithmetic is defined in lowp/attn_gpu_extend.h; lowp_gpu_extend_emulate reproduces
+ * the output of lowp_gpu_extend bit for bit (gpu/check/extend_check.c proves it on the
+ * H200). FlashAttention-2 style: one CTA of 4 warps per (sequence, KV head, 64 packed GQA
+ * query rows); each warp owns 16 rows (the M of mma.sync.m16n8k16, BF16 in, FP32
+ * accumulate); 64-position K/V blocks of the FP8 workspace are staged through shared
+ * memory by cp.async (two stages) and converted to BF16 in registers. No split-K.
+ *
+ * Built for sm_90 (run on the H200) and sm_100a / sm_120a (compiled, never run).
+ */
+#ifndef LOWP_GPU_EXTEND_H
+#define LOWP_GPU_EXTEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "lowp/attn_gpu_extend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lowp_gpu_extend_desc {
+    /* The shapes and the host copies of the index arrays (checked by
+     * lowp_gpu_extend_check; its q, k, v must be non-NULL but are not read: pass the device
+     * pointers there too, or any non-NULL value). */
+    lowp_gpu_extend_args host;
+    /* The same index arrays on the device (prefix_len_dev NULL iff host.prefix_len is). */
+    const int32_t *qo_indptr_dev, *kv_indptr_dev, *prefix_len_dev;
+    const uint16_t *q_dev; /* BF16 [qo_indptr[batch]][num_q_heads][qk_dim] */
+    const uint8_t *k_dev;  /* E4M3 [kv_rows][num_kv_heads][qk_dim], 16-byte aligned */
+    const uint8_t *v_dev;  /* E4M3 [kv_rows][num_kv_heads][vo_dim], 16-byte aligned */
+} lowp_gpu_extend_desc;
+
+/* Shared memory bytes a CTA uses for these head dims (for occupancy reports). */
+size_t lowp_gpu_extend_smem_bytes(size_t qk_dim, size_t vo_dim);
+
+/* out_dev: BF16 [qo_indptr[batch]][num_q_heads][vo_dim]. Everything checkable is checked
+ * on the host before any launch (lowp_gpu_extend_check on the host arrays; NULL or
+ * misaligned device pointers); the launch is checked. Asynchronous on stream. 0, or -1
+ * with one sentence in why. */
+int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev, cudaStream_t stream,
+                    char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOWP_GPU_EXTEND_H */
