@@ -30,3 +30,9 @@ add_test(NAME gpu_extend_emulator
 set_tests_properties(gpu_extend_emulator PROPERTIES LABELS quick TIMEOUT 600)
 
 # Blackwell builds of the kernel: compiled (the library's CUDA_ARCHITECTURES), never run.
+
+# The bench (gpu/bench/extend_bench.c): TFLOP/s of the kernel on SGLang's extend shapes.
+add_executable(lowp_gpu_extend_bench ${LOWP_GPU_DIR}/bench/extend_bench.c)
+target_compile_options(lowp_gpu_extend_bench PRIVATE ${LOWP_WARNINGS} -O2)
+target_link_libraries(lowp_gpu_extend_bench PRIVATE lowp_gpu_extend lowp_cli_parse m)
+set_target_properties(lowp_gpu_extend_bench PROPERTIES LINKER_LANGUAGE CXX)
