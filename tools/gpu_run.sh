@@ -35,6 +35,8 @@
 #      compute-sanitizer memcheck / racecheck on its --small case -> sanitizer-*-extend.log
 #      lowp_gpu_extend_bench  -> gpu-extend-bench-h200.txt/.csv (TFLOP/s per shape)
 #      tools/sdpa_extend_bench.py -> sdpa-extend-bench-h200.csv (PyTorch SDPA, same shapes)
+#      lowp gpu attn --path extend|prefill vs --emulate (byte for byte) and vs lowp attn
+#                                (within the bound) on a 300-query chunk over 2000 tokens
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
 #   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend
 #   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
@@ -117,7 +119,7 @@ want mma && TARGETS="$TARGETS lowp_gpu_mma_probe"
 { want kvwrite || want sanitize-kv; } && TARGETS="$TARGETS lowp_gpu_kv_write_check"
 want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
 want certify && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
-want extend && TARGETS="$TARGETS lowp_gpu_extend_check lowp_gpu_extend_bench"
+want extend && TARGETS="$TARGETS lowp_gpu_extend_check lowp_gpu_extend_bench" # + lowp_cli
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
   P=${TMPDIR:-/tmp}/lowp-deps
   say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
@@ -398,6 +400,30 @@ if want extend; then
   else summ "extend bench" "not built" 0 "see build.log"; fi
   run_step "sdpa_extend_bench.py" 150 sdpa-extend-bench-h200.csv python3 tools/sdpa_extend_bench.py \
     --out "$OUT/sdpa-extend-bench-h200.csv"
+  if [ -x "$LOWP" ]; then
+    # lowp gpu attn --path extend|prefill on the GPU vs --emulate (byte for byte), both
+    # checked against lowp attn --path ... within the bound
+    python3 - "$OUT" <<'PYEOF'
+import sys, numpy as np
+out = sys.argv[1]
+rng = np.random.default_rng(20261201)
+np.save(out + "/ext-q.npy", rng.standard_normal((300, 32, 128)).astype(np.float32))
+np.save(out + "/ext-k.npy", rng.standard_normal((2000, 8, 128)).astype(np.float32))
+np.save(out + "/ext-v.npy", rng.standard_normal((2000, 8, 128)).astype(np.float32))
+PYEOF
+    for p in extend prefill; do
+      t=$(date +%s)
+      IN="--q $OUT/ext-q.npy --k $OUT/ext-k.npy --v $OUT/ext-v.npy --kv-format nvfp4"
+      "$LOWP" attn $IN --path $p --out "$OUT/ext-attn-$p.npy" > "$OUT/ext-attn-$p.txt" 2>&1
+      "$LOWP" gpu attn --path $p $IN --out "$OUT/ext-gpu-$p.npy" --check-against "$OUT/ext-attn-$p.npy" > "$OUT/ext-gpu-$p.txt" 2>&1
+      r1=$?
+      "$LOWP" gpu attn --path $p $IN --emulate --out "$OUT/ext-emu-$p.npy" > "$OUT/ext-emu-$p.txt" 2>&1
+      if cmp -s "$OUT/ext-gpu-$p.npy" "$OUT/ext-emu-$p.npy"; then st=identical; else st=DIFFERENT; fi
+      [ $r1 = 0 ] || st="$st, bound FAIL rc=$r1"
+      summ "gpu attn --path $p vs --emulate" "$st" $(($(date +%s) - t)) "ext-gpu-$p.txt"
+    done
+    rm -f "$OUT"/ext-[qkv].npy
+  fi
 fi
 if want mma; then
   if [ -x "$GPUB/lowp_gpu_mma_probe" ]; then
