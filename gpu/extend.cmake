@@ -19,6 +19,8 @@ target_compile_options(lowp_gpu_extend_check PRIVATE ${LOWP_WARNINGS} -O2)
 target_link_libraries(lowp_gpu_extend_check PRIVATE lowp_gpu_extend lowp_cli_parse
   OpenMP::OpenMP_C m)
 set_target_properties(lowp_gpu_extend_check PROPERTIES LINKER_LANGUAGE CXX)
+# tests/lib/lowp_test_base.h: the random draws of the tests (no Check)
+target_include_directories(lowp_gpu_extend_check PRIVATE ${PROJECT_SOURCE_DIR}/tests/lib)
 add_test(NAME gpu_extend
          COMMAND lowp_gpu_extend_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-report.md --quick)
 set_tests_properties(gpu_extend PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800)

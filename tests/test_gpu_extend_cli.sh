@@ -8,22 +8,7 @@
 . "$(dirname "$0")/lib/cli_test.sh"
 cli_test_start test_gpu_extend_cli "$1"
 
-cat > "$tmp/gen.pl" <<'EOF'
-# gen.pl FILE D0,D1,D2 SEED SCALE: float32 .npy of SCALE * N(0,1), deterministic (xorshift32).
-require "npy.pl";
-my ($file, $shape, $seed, $scale) = @ARGV;
-my @d = split /,/, $shape; my $n = 1; $n *= $_ for @d;
-my $x = ($seed * 2654435761 + 12345) & 0xffffffff; $x = 1 if $x == 0;
-sub nxt { $x ^= ($x << 13) & 0xffffffff; $x ^= $x >> 17; $x ^= ($x << 5) & 0xffffffff; return ($x + 0.5) / 4294967296.0; }
-my @v;
-for (my $i = 0; $i < $n; $i += 2) {
-  my ($u1, $u2) = (nxt(), nxt()); my $r = sqrt(-2 * log($u1));
-  push @v, $scale * $r * cos(6.283185307179586 * $u2), $scale * $r * sin(6.283185307179586 * $u2);
-}
-splice @v, $n;
-npy_write($file, "<f4", "f<", \@d, @v);
-EOF
-gen() { perl -I"$cli_test_lib" "$tmp/gen.pl" "$@"; }
+gen() { perl -I"$cli_test_lib" "$cli_test_lib/gen_npy.pl" "$@"; }
 
 # 37 queries (GQA 6: 12 query / 2 KV heads) over 150 tokens: a prefix of 113, key blocks
 # of 64 crossed; qk_dim 128 != vo_dim 64

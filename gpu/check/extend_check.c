@@ -38,6 +38,7 @@
 #include "lowp/bits.h"
 #include "lowp/cases.h"
 #include "lowp/gpu_extend.h"
+#include "lowp_test_base.h" /* tests/lib, named in gpu/extend.cmake */
 
 typedef struct ecase {
     lowp_gpu_extend_args a;
@@ -59,21 +60,17 @@ typedef struct stats {
     char first_mismatch[512], first_outside[512];
 } stats;
 
-static double urand(uint64_t *s) { return (double)(lowp_splitmix64(s) >> 11) * 0x1p-53; }
-static size_t irange(uint64_t *s, size_t lo, size_t hi) /* [lo, hi] */
+/* The draws are tests/lib/lowp_test_base.h's (lowp_splitmix64 underneath). */
+static size_t irange(uint64_t *s, size_t lo, size_t hi) /* [lo, hi], hi < 2^31 */
 {
-    return lo + (size_t)(lowp_splitmix64(s) % (uint64_t)(hi - lo + 1));
+    return (size_t)lowp_test_irange(s, (int)lo, (int)hi);
 }
-static size_t loguni(uint64_t *s, size_t lo, size_t hi)
+static size_t loguni(uint64_t *s, size_t lo, size_t hi) /* log-uniform in [lo, hi] */
 {
-    double x = exp(log((double)lo) + urand(s) * (log((double)hi + 1.0) - log((double)lo)));
+    double x = exp(log((double)lo) +
+                   lowp_test_urand(s) * (log((double)hi + 1.0) - log((double)lo)));
     size_t v = (size_t)x;
     return v < lo ? lo : (v > hi ? hi : v);
-}
-static double gauss(uint64_t *s)
-{
-    double u = urand(s), v = urand(s);
-    return sqrt(-2.0 * log(u > 0 ? u : 0x1p-53)) * cos(6.283185307179586 * v);
 }
 
 static uint8_t draw_code(uint64_t *s, int adversarial)
@@ -109,7 +106,7 @@ static int ecase_make(ecase *c, uint64_t seed, size_t idx, int longc, int small)
     memset(c, 0, sizeof *c);
     uint64_t s = seed ^ (0x9E3779B97F4A7C15ull * (idx + 1)) ^ (longc ? 0x10000000000ull : 0);
     lowp_splitmix64(&s);
-    c->kind = (int)(idx % 2);
+    c->kind = small ? 1 : (int)(idx % 2); /* the sanitizer's case: an extend */
     c->adversarial = !longc && !small && irange(&s, 0, 7) == 0;
     c->nan_visible = c->adversarial && irange(&s, 0, 3) == 0;
     size_t nseq = small ? 2 : irange(&s, 1, longc ? 2 : 3);
@@ -151,9 +148,9 @@ static int ecase_make(ecase *c, uint64_t seed, size_t idx, int longc, int small)
     c->bound = malloc(c->nout * sizeof *c->bound);
     if (!c->q32 || !c->q || !c->k || !c->v || !c->emu || !c->gpu || !c->ref || !c->bound)
         return -1;
-    double qsc = c->adversarial ? exp2((double)irange(&s, 0, 12) - 6.0) : 0.5 + 3.5 * urand(&s);
+    double qsc = c->adversarial ? exp2((double)irange(&s, 0, 12) - 6.0) : 0.5 + 3.5 * lowp_test_urand(&s);
     for (size_t x = 0; x < nq * NQ * Dq; x++) {
-        c->q32[x] = (float)(qsc * gauss(&s));
+        c->q32[x] = (float)(qsc * lowp_test_gauss(&s));
         c->q[x] = lowp_bf16_from_f32(c->q32[x]);
     }
     memset(c->k, 0x7F, rows * HK * Dq); /* NaN poison: rows past each kv_len, and unused */
