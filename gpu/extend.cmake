@@ -12,7 +12,7 @@ set_target_properties(lowp_gpu_extend PROPERTIES
   CUDA_STANDARD_REQUIRED ON)
 target_compile_options(lowp_gpu_extend PRIVATE ${LOWP_GPU_EXACT_CUDA_FLAGS})
 target_include_directories(lowp_gpu_extend PUBLIC ${LOWP_GPU_DIR}/include)
-target_link_libraries(lowp_gpu_extend PUBLIC lowp_static CUDA::cudart_static PRIVATE m)
+target_link_libraries(lowp_gpu_extend PUBLIC lowp_gpu_kv lowp_static CUDA::cudart_static PRIVATE m)
 
 add_executable(lowp_gpu_extend_check ${LOWP_GPU_DIR}/check/extend_check.c)
 target_compile_options(lowp_gpu_extend_check PRIVATE ${LOWP_WARNINGS} -O2)

@@ -6,7 +6,14 @@
  *                         [--batch B] [--q-heads H] [--kv-heads H] [--dim D]
  *
  * Each shape: 3 warm-up launches, then --reps (default 10) launches timed one by one with
- * CUDA events; the median is reported. TFLOP/s counts 4 x q_heads x dim per visible
+ * CUDA events; the median is reported. For an extend (P > 0) also, in the same way:
+ *   ws_us    lowp_gpu_extend_workspace: the NVFP4 prefix (page size 16, NHD) dequantized
+ *            into the FP8 workspace, plus the chunk cast; its bytes = the prefix's codes and
+ *            scales read + the chunk's BF16 read + the workspace written;
+ *   stream   a cudaMemcpy device to device moving the same bytes (half read, half written):
+ *            ws_eff = stream time / ws time (the issue's target: >= 0.8);
+ *   kvw_us   lowp_gpu_kv_write of the chunk (BF16 -> NVFP4, sglang-kv): its share of the
+ *            attention time (the issue's target: <= 1%). TFLOP/s counts 4 x q_heads x dim per visible
  * query-key pair (2 x dim for Q.K, 2 x dim for P.V: the issue's convention), pairs =
  * C (P + 1) + C (C - 1) / 2 per sequence. The data are constant codes (the kernel has no
  * data-dependent branch: exp2_sw is branch-free, every block is streamed whatever it holds).
@@ -80,7 +87,8 @@ int main(int argc, char **argv)
         return 2;
     }
     if (out)
-        fprintf(out, "kernel,batch,chunk,prefix,q_heads,kv_heads,dim,us_median,tflops,smem_bytes\n");
+        fprintf(out, "kernel,batch,chunk,prefix,q_heads,kv_heads,dim,us_median,tflops,smem_bytes,"
+                     "ws_us,ws_bytes,ws_gbps,stream_gbps,ws_eff,kvw_us,kvw_share\n");
     struct cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("lowp_gpu_extend_bench on %s: batch %zu, %zu q / %zu kv heads, dim %zu, median of "
@@ -104,6 +112,29 @@ int main(int argc, char **argv)
     CK(cudaMemset(dq, 0x3E, batch * cmax * HQ * D * 2)); /* BF16 0x3E3E: about 0.19 */
     CK(cudaMemset(dk, 0x30, rows * HK * D));             /* E4M3 0x30: 0.5 */
     CK(cudaMemset(dv, 0x30, rows * HK * D));
+    /* the workspace path's buffers: the chunk in BF16, the FP8 workspace, slots */
+    void *kch, *vch, *kws, *vws, *copy_a, *copy_b;
+    int64_t *dslots;
+    int32_t *dpt;
+    CK(cudaMalloc(&kch, batch * cmax * HK * D * 2));
+    CK(cudaMalloc(&vch, batch * cmax * HK * D * 2));
+    CK(cudaMemset(kch, 0x3E, batch * cmax * HK * D * 2));
+    CK(cudaMemset(vch, 0x3E, batch * cmax * HK * D * 2));
+    kws = dk; /* the fill writes the workspace the attention reads */
+    vws = dv;
+    CK(cudaMalloc((void **)&dslots, batch * cmax * sizeof *dslots));
+    size_t ps = 16, pages_per = (size_t)(cmax + pmax + ps - 1) / ps;
+    CK(cudaMalloc((void **)&dpt, (2 * (batch + 1) + batch * pages_per) * sizeof *dpt));
+    size_t copy_max = 2 * rows * HK * D + 2 * batch * cmax * HK * D * 2 + rows * HK * D;
+    CK(cudaMalloc(&copy_a, copy_max / 2 + 16));
+    CK(cudaMalloc(&copy_b, copy_max / 2 + 16));
+    lowp_kv_config kcfg = lowp_kv_config_default(LOWP_NVFP4, batch * pages_per, ps, HK, D, D);
+    lowp_gpu_kvcache *gc = NULL;
+    char cwhy[256];
+    if (lowp_gpu_kvcache_create(&kcfg, &gc, cwhy, sizeof cwhy)) {
+        fprintf(stderr, "lowp_gpu_extend_bench: cache: %s\n", cwhy);
+        return 2;
+    }
     float *ms = malloc((reps ? reps : 1) * sizeof *ms);
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
@@ -143,15 +174,101 @@ int main(int argc, char **argv)
             CK(cudaGetLastError());
             qsort(ms, reps, sizeof *ms, cmp_f);
             double us = reps ? 1e3 * ms[reps / 2] : 0.0;
+            double ws_us = 0, ws_gbps = 0, st_gbps = 0, kvw_us = 0;
+            double ws_bytes = 0;
+            if (prefixes[pi] > 0 && reps) {
+                /* page table: sequence b owns pages b * pages_per .., in order */
+                size_t npg = (size_t)(prefixes[pi] + chunks[ci] + ps - 1) / ps;
+                int32_t *hpt = malloc((2 * (batch + 1) + batch * npg) * sizeof *hpt);
+                int64_t *hsl = malloc(batch * chunks[ci] * sizeof *hsl);
+                if (!hpt || !hsl) {
+                    fprintf(stderr, "lowp_gpu_extend_bench: out of memory\n");
+                    return 2;
+                }
+                int32_t *ip = hpt, *last = hpt + batch + 1, *ix = hpt + 2 * (batch + 1);
+                ip[0] = 0;
+                for (size_t b = 0; b < batch; b++) {
+                    ip[b + 1] = ip[b] + (int32_t)npg;
+                    last[b] = (int32_t)(prefixes[pi] + chunks[ci] - (npg - 1) * ps);
+                    for (size_t j = 0; j < npg; j++)
+                        ix[b * npg + j] = (int32_t)(b * pages_per + j);
+                    for (size_t i = 0; i < chunks[ci]; i++) {
+                        size_t t = prefixes[pi] + i;
+                        hsl[b * chunks[ci] + i] = (int64_t)((b * pages_per + t / ps) * ps + t % ps);
+                    }
+                }
+                CK(cudaMemcpy(dpt, hpt, (2 * (batch + 1) + batch * npg) * sizeof *hpt,
+                              cudaMemcpyHostToDevice));
+                CK(cudaMemcpy(dslots, hsl, batch * chunks[ci] * sizeof *hsl,
+                              cudaMemcpyHostToDevice));
+                lowp_kv_page_table pt = {batch, ip, ix, last};
+                lowp_gpu_extend_ws_desc wd = {.cache = gc, .pt_host = &pt, .pt_indptr_dev = dpt,
+                                              .pt_indices_dev = dpt + 2 * (batch + 1),
+                                              .host = d.host, .qo_indptr_dev = dqo,
+                                              .kv_indptr_dev = dkv, .prefix_len_dev = dpre,
+                                              .k_chunk_dev = kch, .v_chunk_dev = vch};
+                ws_bytes = (double)batch * ((double)prefixes[pi] * HK * D * 2 * (0.5 + 1.0 / 16) +
+                                            (double)chunks[ci] * HK * D * 2 * 2 +
+                                            (double)(prefixes[pi] + chunks[ci]) * HK * D * 2);
+                size_t half = (size_t)(ws_bytes / 2) / 16 * 16;
+                for (int pass = 0; pass < 3; pass++) {
+                    for (int w = 0; w < 2; w++) { /* warm-up */
+                        int r = pass == 0 ? lowp_gpu_extend_workspace(&wd, kws, vws, 0, why, sizeof why)
+                              : pass == 1 ? (cudaMemcpy(copy_b, copy_a, half, cudaMemcpyDeviceToDevice) != cudaSuccess)
+                                          : lowp_gpu_kv_write(gc, LOWP_GPU_IN_BF16, kch, vch, dslots, NULL,
+                                                              batch * chunks[ci], 0, why, sizeof why);
+                        if (r) {
+                            fprintf(stderr, "lowp_gpu_extend_bench: %s\n",
+                                    pass == 1 ? "cudaMemcpy failed" : why);
+                            return 2;
+                        }
+                    }
+                    CK(cudaDeviceSynchronize());
+                    for (size_t r = 0; r < reps; r++) {
+                        CK(cudaEventRecord(e0, 0));
+                        if (pass == 0)
+                            lowp_gpu_extend_workspace(&wd, kws, vws, 0, why, sizeof why);
+                        else if (pass == 1)
+                            cudaMemcpyAsync(copy_b, copy_a, half, cudaMemcpyDeviceToDevice, 0);
+                        else
+                            lowp_gpu_kv_write(gc, LOWP_GPU_IN_BF16, kch, vch, dslots, NULL,
+                                              batch * chunks[ci], 0, why, sizeof why);
+                        CK(cudaEventRecord(e1, 0));
+                        CK(cudaEventSynchronize(e1));
+                        CK(cudaEventElapsedTime(&ms[r], e0, e1));
+                    }
+                    CK(cudaGetLastError());
+                    qsort(ms, reps, sizeof *ms, cmp_f);
+                    double t = 1e3 * ms[reps / 2];
+                    if (pass == 0)
+                        ws_us = t;
+                    else if (pass == 1)
+                        st_gbps = t > 0 ? 2.0 * (double)half / (t * 1e-6) / 1e9 : 0.0;
+                    else
+                        kvw_us = t;
+                }
+                ws_gbps = ws_us > 0 ? ws_bytes / (ws_us * 1e-6) / 1e9 : 0.0;
+                free(hpt);
+                free(hsl);
+            }
             double pairs = lowp_gpu_extend_pairs(&d.host);
             double tf = us > 0 ? 4.0 * (double)HQ * (double)D * pairs / (us * 1e-6) / 1e12 : 0.0;
             const char *kind = prefixes[pi] ? "extend" : "prefill";
-            printf("%-8s %8llu %8llu %12.1f %10.1f\n", kind, (unsigned long long)chunks[ci],
+            printf("%-8s %8llu %8llu %12.1f %10.1f", kind, (unsigned long long)chunks[ci],
                    (unsigned long long)prefixes[pi], us, tf);
+            if (ws_us > 0)
+                printf("   ws %9.1f us %7.1f GB/s (stream %7.1f: %.2f)   kv write %7.1f us "
+                       "(%.2f%% of the attention)",
+                       ws_us, ws_gbps, st_gbps, st_gbps > 0 ? ws_gbps / st_gbps : 0.0, kvw_us,
+                       us > 0 ? 100.0 * kvw_us / us : 0.0);
+            printf("\n");
             if (out)
-                fprintf(out, "%s,%zu,%llu,%llu,%zu,%zu,%zu,%.2f,%.2f,%zu\n", kind, batch,
-                        (unsigned long long)chunks[ci], (unsigned long long)prefixes[pi], HQ,
-                        HK, D, us, tf, lowp_gpu_extend_smem_bytes(D, D));
+                fprintf(out, "%s,%zu,%llu,%llu,%zu,%zu,%zu,%.2f,%.2f,%zu,%.2f,%.0f,%.1f,%.1f,%.3f,"
+                             "%.2f,%.4f\n",
+                        kind, batch, (unsigned long long)chunks[ci],
+                        (unsigned long long)prefixes[pi], HQ, HK, D, us, tf,
+                        lowp_gpu_extend_smem_bytes(D, D), ws_us, ws_bytes, ws_gbps, st_gbps,
+                        st_gbps > 0 ? ws_gbps / st_gbps : 0.0, kvw_us, us > 0 ? kvw_us / us : 0.0);
         }
     if (out)
         fclose(out);
@@ -163,5 +280,12 @@ int main(int argc, char **argv)
     cudaFree(dqo);
     cudaFree(dkv);
     cudaFree(dpre);
+    cudaFree(kch);
+    cudaFree(vch);
+    cudaFree(dslots);
+    cudaFree(dpt);
+    cudaFree(copy_a);
+    cudaFree(copy_b);
+    lowp_gpu_kvcache_destroy(gc);
     return 0;
 }

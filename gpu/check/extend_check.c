@@ -2,8 +2,8 @@
  * (lowp/gpu_extend.h) against its CPU emulator (bit for bit) and binary64 attention (within
  * the bound derived in lowp/attn_gpu_extend.h), as a ctest program and for tools/gpu_run.sh.
  *
- *   lowp_gpu_extend_check REPORT.md [--quick] [--cases N] [--long N] [--seed S]
- *                         [--emulator-only] [--small] [--only I]
+ *   lowp_gpu_extend_check REPORT.md [--quick] [--cases N] [--long N] [--ws N] [--ws-long N]
+ *                         [--seed S] [--emulator-only] [--small] [--only I]
  *
  * Cases (default 2 x 10^5 short ones and 8 long; --quick 4000 and 4), half initial prefill (prefix_len NULL, path PREFILL) and half extend (path
  * EXTEND): ragged batches of 1..4 sequences, chunks 1..8K (log-uniform, most short),
@@ -14,6 +14,9 @@
  * 4 of those NaN codes at visible positions (compared bit for bit only). Long cases:
  * only every k-th warp is emulated (the emulator's sample), and with chunks over 256 the
  * binary64 comparison is skipped (its cost is chunk x prefix x heads x dims).
+ * --ws N, --ws-long N (default 2000 and 2; --quick 100 and 1): cases of the workspace path
+ * (ws_case below: the dequantize kernel's bytes, the attention on them, the chunk's
+ * quantize-on-write), GPU only.
  * --small: one small case (for compute-sanitizer memcheck / racecheck). --only I: short case
  * I of the run alone (to reproduce a failure it printed).
  *
@@ -343,10 +346,306 @@ static void compare(const ecase *c, const uint16_t *gpu, int want_ref, stats *st
     }
 }
 
+/* ---- The workspace path (SGLang path 2): gather + dequantize, attention, quantize-on-write
+ * One case: a random NVFP4 cache (layout, V scale order, page size 1 / 16 / 64, shuffled
+ * pages, per-tensor or per-head global scales, some large enough that the workspace cast
+ * overflows to NaN), sequences with cached prefixes and BF16 chunks. Checked: every
+ * workspace byte against lowp_kv_path_run(EXTEND) (value, sign of zero, NaN), the
+ * attention on the GPU workspace against the emulator on the same bytes, and the chunk's
+ * quantize-on-write (lowp_gpu_kv_write) against lowp_kvcache_write_pos, every cache byte.
+ * Returns 0 (adds to *bad the failed checks) or -1 on an error (why). */
+static int ws_case(uint64_t seed, size_t idx, int longc, size_t *bad, size_t *bytes_checked,
+                   char *why, size_t wl)
+{
+    static const size_t dims[] = {64, 128, 192, 256}, pss[] = {1, 16, 64};
+    uint64_t s = seed ^ (0xD1B54A32D192ED03ull * (idx + 7));
+    lowp_splitmix64(&s);
+    size_t nseq = irange(&s, 1, 3), HK = irange(&s, 1, 3), G = irange(&s, 1, 6);
+    size_t Dq = dims[irange(&s, 0, 3)], Dv = dims[irange(&s, 0, 3)], PS = pss[irange(&s, 0, 2)];
+    lowp_kv_config cfg = lowp_kv_config_default(LOWP_NVFP4, 1, PS, HK, Dq, Dv);
+    cfg.layout = irange(&s, 0, 1) ? LOWP_KV_HND : LOWP_KV_NHD;
+    if (PS % 4 == 0 && irange(&s, 0, 1))
+        cfg.v_sf_order = LOWP_KV_SF_INTERLEAVE4;
+    cfg.scale_gran = irange(&s, 0, 1) ? LOWP_KV_SCALE_HEAD : LOWP_KV_SCALE_TENSOR;
+    int32_t qo[4] = {0}, kv[4] = {0}, pre[3], ptr[4] = {0}, last[3];
+    size_t len[3], pages = 0;
+    for (size_t b = 0; b < nseq; b++) {
+        pre[b] = (int32_t)(longc ? loguni(&s, 16384, 131072) : loguni(&s, 1, 300) - 1);
+        size_t ql = loguni(&s, 1, 64);
+        qo[b + 1] = qo[b] + (int32_t)ql;
+        len[b] = (size_t)pre[b] + ql; /* the chunk's slots are allocated: it is written after */
+        kv[b + 1] = kv[b] + (int32_t)(len[b] + irange(&s, 0, 2));
+        size_t np = (len[b] + PS - 1) / PS;
+        ptr[b + 1] = ptr[b] + (int32_t)np;
+        last[b] = (int32_t)(len[b] - (np - 1) * PS);
+        pages += np;
+    }
+    cfg.num_pages = pages + irange(&s, 0, 3); /* unused pages stay poisoned */
+    size_t NQ = HK * G, nq = (size_t)qo[nseq], rows = (size_t)kv[nseq];
+    size_t ng = cfg.scale_gran == LOWP_KV_SCALE_HEAD ? HK : 1;
+    float kg[3], vg[3];
+    for (size_t h = 0; h < ng; h++) { /* 2^-9 .. 2^-1: the large ones overflow the cast */
+        kg[h] = (float)exp2(-(double)irange(&s, 1, 9));
+        vg[h] = (float)exp2(-(double)irange(&s, 1, 9));
+    }
+    int32_t *idxs = malloc(pages * sizeof *idxs);
+    int64_t *slots = malloc(nq * sizeof *slots);
+    size_t nkf = 0, nvf = 0;
+    for (size_t b = 0; b < nseq; b++) {
+        nkf = len[b] * HK * Dq > nkf ? len[b] * HK * Dq : nkf;
+        nvf = len[b] * HK * Dv > nvf ? len[b] * HK * Dv : nvf;
+    }
+    float *kf = malloc(nkf * sizeof *kf), *vf = malloc(nvf * sizeof *vf);
+    uint16_t *kch = malloc(nq * HK * Dq * 2), *vch = malloc(nq * HK * Dv * 2);
+    uint16_t *q = malloc(nq * NQ * Dq * 2), *og = malloc(nq * NQ * Dv * 2),
+             *oe = malloc(nq * NQ * Dv * 2);
+    uint8_t *kws = malloc(rows * HK * Dq), *vws = malloc(rows * HK * Dv);
+    lowp_kvcache *cc = NULL, *back = NULL;
+    lowp_gpu_kvcache *gc = NULL;
+    void *dbufs[9] = {NULL};
+    int rc = 0;
+    if (!idxs || !slots || !kf || !vf || !kch || !vch || !q || !og || !oe || !kws || !vws) {
+        rc = -1;
+        snprintf(why, wl, "workspace case %zu: out of memory", idx);
+        goto out;
+    }
+    for (size_t i = 0; i < pages; i++) /* shuffled pages */
+        idxs[i] = (int32_t)i;
+    for (size_t i = pages; i > 1; i--) {
+        size_t j = irange(&s, 0, i - 1);
+        int32_t t = idxs[i - 1];
+        idxs[i - 1] = idxs[j];
+        idxs[j] = t;
+    }
+    lowp_kv_page_table pt = {nseq, ptr, idxs, last};
+    if (lowp_kvcache_create(&cfg, &cc, why, wl) || lowp_kvcache_create(&cfg, &back, why, wl) ||
+        lowp_kvcache_set_global_scales(cc, kg, vg, ng, why, wl) ||
+        lowp_gpu_kvcache_create(&cfg, &gc, why, wl) ||
+        lowp_gpu_kvcache_set_global_scales(gc, kg, vg, ng, why, wl)) {
+        rc = -1;
+        goto out;
+    }
+    for (size_t x = 0; x < nq * NQ * Dq; x++)
+        q[x] = lowp_bf16_from_f32((float)lowp_test_gauss(&s));
+    /* per sequence: float K/V (the chunk's rounded to BF16, the kernels' input), the prefix
+     * written into the CPU cache, the model's workspace values kept for the comparison */
+    double **kexp = calloc(nseq, sizeof *kexp), **vexp = calloc(nseq, sizeof *vexp);
+    if (!kexp || !vexp) {
+        rc = -1;
+        snprintf(why, wl, "out of memory");
+        goto out2;
+    }
+    for (size_t b = 0; b < nseq; b++) {
+        double amp = exp2((double)irange(&s, 0, 12)); /* up to 4096: past 448 after scaling */
+        for (size_t x = 0; x < len[b] * HK * Dq; x++)
+            kf[x] = (float)(amp * lowp_test_gauss(&s));
+        for (size_t x = 0; x < len[b] * HK * Dv; x++)
+            vf[x] = (float)(amp * lowp_test_gauss(&s));
+        size_t P = (size_t)pre[b];
+        for (size_t t = P; t < len[b]; t++) { /* the chunk: BF16 values */
+            size_t i = (size_t)qo[b] + t - P;
+            for (size_t x = 0; x < HK * Dq; x++) {
+                kch[i * HK * Dq + x] = lowp_bf16_from_f32(kf[t * HK * Dq + x]);
+                kf[t * HK * Dq + x] = lowp_f32_from_bf16(kch[i * HK * Dq + x]);
+            }
+            for (size_t x = 0; x < HK * Dv; x++) {
+                vch[i * HK * Dv + x] = lowp_bf16_from_f32(vf[t * HK * Dv + x]);
+                vf[t * HK * Dv + x] = lowp_f32_from_bf16(vch[i * HK * Dv + x]);
+            }
+            size_t page, slot;
+            lowp_kv_locate(&pt, PS, b, t, &page, &slot, NULL, 0);
+            slots[i] = (int64_t)(page * PS + slot);
+        }
+        for (size_t t = 0; t < P; t++)
+            if (lowp_kvcache_write_pos(cc, &pt, b, t, kf + t * HK * Dq, vf + t * HK * Dv, NULL,
+                                       NULL, why, wl)) {
+                rc = -1;
+                goto out2;
+            }
+        lowp_kv_path_args pa = lowp_kv_path_args_init(LOWP_KV_PATH_EXTEND, &cfg, len[b], 0, NQ,
+                                                       NULL, kf, vf);
+        pa.k_gs = kg;
+        pa.v_gs = vg;
+        pa.chunk_start = P;
+        kexp[b] = malloc(len[b] * HK * Dq * sizeof(double));
+        vexp[b] = malloc(len[b] * HK * Dv * sizeof(double));
+        if (!kexp[b] || !vexp[b] ||
+            lowp_kv_path_run(&pa, 1, NULL, kexp[b], vexp[b], NULL, NULL, NULL, why, wl)) {
+            rc = -1;
+            goto out2;
+        }
+    }
+    if (lowp_gpu_kvcache_upload(gc, cc, why, wl)) {
+        rc = -1;
+        goto out2;
+    }
+    {
+#define WCK(call)                                                                                  \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            snprintf(why, wl, "%s: %s", #call, cudaGetErrorString(e_));                            \
+            rc = -1;                                                                               \
+            goto out2;                                                                             \
+        }                                                                                          \
+    } while (0)
+        size_t sz[9] = {sizeof ptr, pages * 4, sizeof qo, sizeof kv, sizeof pre,
+                        nq * HK * Dq * 2, nq * HK * Dv * 2, rows * HK * Dq, rows * HK * Dv};
+        for (int i = 0; i < 9; i++)
+            WCK(cudaMalloc(&dbufs[i], sz[i] ? sz[i] : 16));
+        const void *hs[7] = {ptr, idxs, qo, kv, pre, kch, vch};
+        for (int i = 0; i < 7; i++)
+            WCK(cudaMemcpy(dbufs[i], hs[i], sz[i], cudaMemcpyHostToDevice));
+        WCK(cudaMemset(dbufs[7], 0x7F, sz[7])); /* NaN poison where nothing is written */
+        WCK(cudaMemset(dbufs[8], 0x7F, sz[8]));
+        lowp_gpu_extend_args ea = {.batch = nseq, .qo_indptr = qo, .kv_indptr = kv,
+                                   .prefix_len = pre, .kv_rows = rows, .num_q_heads = NQ,
+                                   .num_kv_heads = HK, .qk_dim = Dq, .vo_dim = Dv, .q = q,
+                                   .k = kws, .v = vws, .threads = 1};
+        lowp_gpu_extend_ws_desc wd = {.cache = gc, .pt_host = &pt, .pt_indptr_dev = dbufs[0],
+                                      .pt_indices_dev = dbufs[1], .host = ea,
+                                      .qo_indptr_dev = dbufs[2], .kv_indptr_dev = dbufs[3],
+                                      .prefix_len_dev = dbufs[4], .k_chunk_dev = dbufs[5],
+                                      .v_chunk_dev = dbufs[6]};
+        if (lowp_gpu_extend_workspace(&wd, dbufs[7], dbufs[8], 0, why, wl)) {
+            rc = -1;
+            goto out2;
+        }
+        WCK(cudaDeviceSynchronize());
+        WCK(cudaMemcpy(kws, dbufs[7], sz[7], cudaMemcpyDeviceToHost));
+        WCK(cudaMemcpy(vws, dbufs[8], sz[8], cudaMemcpyDeviceToHost));
+        size_t wbad = 0;
+        for (size_t b = 0; b < nseq && !wbad; b++)
+            for (size_t w = 0; w < 2 && !wbad; w++) {
+                size_t D = w ? Dv : Dq, n = len[b] * HK * D;
+                const uint8_t *ws = (w ? vws : kws) + (size_t)kv[b] * HK * D;
+                const double *ex = w ? vexp[b] : kexp[b];
+                for (size_t x = 0; x < n; x++) {
+                    double got = lowp_decode_f64(LOWP_E4M3, ws[x]);
+                    int same = (isnan(got) && isnan(ex[x])) ||
+                               (got == ex[x] && signbit(got) == signbit(ex[x]));
+                    (*bytes_checked)++;
+                    if (!same) {
+                        printf("WORKSPACE MISMATCH case %zu: seq %zu %s position %zu head %zu "
+                               "dim %zu (prefix %d): gpu code 0x%02x (%a), model %a\n",
+                               idx, b, w ? "V" : "K", x / (HK * D), x / D % HK, x % D, pre[b],
+                               ws[x], got, ex[x]);
+                        wbad = 1;
+                        break;
+                    }
+                }
+            }
+        *bad += wbad;
+        /* the attention on the GPU's workspace, against the emulator on the same bytes */
+        lowp_gpu_extend_desc d = {.host = ea, .qo_indptr_dev = dbufs[2], .kv_indptr_dev = dbufs[3],
+                                  .prefix_len_dev = dbufs[4], .q_dev = NULL, .k_dev = dbufs[7],
+                                  .v_dev = dbufs[8]};
+        void *dq = NULL, *dout = NULL;
+        WCK(cudaMalloc(&dq, nq * NQ * Dq * 2));
+        WCK(cudaMalloc(&dout, nq * NQ * Dv * 2));
+        WCK(cudaMemcpy(dq, q, nq * NQ * Dq * 2, cudaMemcpyHostToDevice));
+        d.q_dev = dq;
+        int arc = lowp_gpu_extend(&d, dout, 0, why, wl);
+        cudaError_t e2 = arc ? cudaSuccess : cudaDeviceSynchronize();
+        if (e2 == cudaSuccess && !arc)
+            e2 = cudaMemcpy(og, dout, nq * NQ * Dv * 2, cudaMemcpyDeviceToHost);
+        cudaFree(dq);
+        cudaFree(dout);
+        if (arc || e2 != cudaSuccess) {
+            if (e2 != cudaSuccess)
+                snprintf(why, wl, "extend after the workspace: %s", cudaGetErrorString(e2));
+            rc = -1;
+            goto out2;
+        }
+        memset(oe, 0xFF, nq * NQ * Dv * 2); /* 0xFFFF: not emulated (a long case) */
+        if (longc)
+            ea.sample = 31, ea.sample_phase = idx, ea.threads = 0;
+        if (lowp_gpu_extend_emulate(&ea, oe, why, wl)) {
+            rc = -1;
+            goto out2;
+        }
+        for (size_t x = 0; x < nq * NQ * Dv; x++)
+            if (oe[x] != 0xFFFFu && og[x] != oe[x]) {
+                printf("ATTENTION MISMATCH (workspace case %zu): output %zu: gpu 0x%04x emulator "
+                       "0x%04x\n", idx, x, og[x], oe[x]);
+                (*bad)++;
+                break;
+            }
+        /* the chunk into the cache: the GPU writer against the CPU writer, every byte */
+        int64_t *dslots = NULL;
+        WCK(cudaMalloc((void **)&dslots, nq * sizeof *dslots));
+        WCK(cudaMemcpy(dslots, slots, nq * sizeof *slots, cudaMemcpyHostToDevice));
+        int wrc = lowp_gpu_kv_write(gc, LOWP_GPU_IN_BF16, dbufs[5], dbufs[6], dslots, slots, nq,
+                                    0, why, wl);
+        cudaError_t e3 = wrc ? cudaSuccess : cudaDeviceSynchronize();
+        cudaFree(dslots);
+        if (wrc || e3 != cudaSuccess) {
+            if (e3 != cudaSuccess)
+                snprintf(why, wl, "quantize-on-write: %s", cudaGetErrorString(e3));
+            rc = -1;
+            goto out2;
+        }
+        for (size_t b = 0; b < nseq; b++)
+            for (size_t t = (size_t)pre[b]; t < len[b]; t++) {
+                size_t i = (size_t)qo[b] + t - (size_t)pre[b];
+                float kr[4 * 256], vr[4 * 256];
+                for (size_t x = 0; x < HK * Dq; x++)
+                    kr[x] = lowp_f32_from_bf16(kch[i * HK * Dq + x]);
+                for (size_t x = 0; x < HK * Dv; x++)
+                    vr[x] = lowp_f32_from_bf16(vch[i * HK * Dv + x]);
+                if (lowp_kvcache_write_pos(cc, &pt, b, t, kr, vr, NULL, NULL, why, wl)) {
+                    rc = -1;
+                    goto out2;
+                }
+            }
+        if (lowp_gpu_kvcache_download(gc, back, why, wl)) {
+            rc = -1;
+            goto out2;
+        }
+        for (int w = 0; w < 2; w++)
+            for (int part = 0; part < 2; part++) {
+                size_t n1 = 0, n2 = 0;
+                const uint8_t *x1 = lowp_kvcache_cbuffer(cc, (lowp_kv_which)w, (lowp_kv_part)part, &n1);
+                const uint8_t *x2 = lowp_kvcache_cbuffer(back, (lowp_kv_which)w, (lowp_kv_part)part, &n2);
+                if (x1 && x2 && (n1 != n2 || memcmp(x1, x2, n1))) {
+                    printf("CACHE MISMATCH (workspace case %zu): %s %s after the chunk's write\n",
+                           idx, w ? "V" : "K", part ? "scales" : "codes");
+                    (*bad)++;
+                }
+            }
+#undef WCK
+    }
+out2:
+    for (size_t b = 0; kexp && vexp && b < nseq; b++) {
+        free(kexp[b]);
+        free(vexp[b]);
+    }
+    free(kexp);
+    free(vexp);
+out:
+    for (int i = 0; i < 9; i++)
+        cudaFree(dbufs[i]);
+    lowp_gpu_kvcache_destroy(gc);
+    lowp_kvcache_destroy(cc);
+    lowp_kvcache_destroy(back);
+    free(idxs);
+    free(slots);
+    free(kf);
+    free(vf);
+    free(kch);
+    free(vch);
+    free(q);
+    free(og);
+    free(oe);
+    free(kws);
+    free(vws);
+    return rc;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: lowp_gpu_extend_check REPORT.md [--quick] [--cases N] [--long N] "
-                    "[--seed S] [--emulator-only] [--small] [--only I]\n");
+                    "[--ws N] [--ws-long N] [--seed S] [--emulator-only] [--small] [--only I]\n");
     return 2;
 }
 
@@ -355,6 +654,7 @@ int main(int argc, char **argv)
     if (argc < 2 || argv[1][0] == '-')
         return usage();
     size_t ncases = 200000, nlong = 8; /* short cases: half prefill, half extend */
+    size_t nws = 2000, nws_long = 2;   /* workspace-path cases (GPU only) */
     uint64_t seed = 0x5eed2026ull;
     int emulator_only = 0, small = 0;
     long long only = -1;
@@ -363,6 +663,8 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--quick")) {
             ncases = 4000;
             nlong = 4;
+            nws = 100;
+            nws_long = 1;
         } else if (!strcmp(a, "--emulator-only")) {
             emulator_only = 1;
         } else if (!strcmp(a, "--small")) {
@@ -372,6 +674,12 @@ int main(int argc, char **argv)
             i++;
         } else if (v && !strcmp(a, "--long")) {
             nlong = lowp_cli_parse_count("--long", v, 1);
+            i++;
+        } else if (v && !strcmp(a, "--ws")) {
+            nws = lowp_cli_parse_count("--ws", v, 1);
+            i++;
+        } else if (v && !strcmp(a, "--ws-long")) {
+            nws_long = lowp_cli_parse_count("--ws-long", v, 1);
             i++;
         } else if (v && !strcmp(a, "--only")) {
             only = (long long)lowp_cli_parse_u64("--only", v, 0, UINT32_MAX);
@@ -395,7 +703,11 @@ int main(int argc, char **argv)
     if (small) {
         ncases = 1;
         nlong = 0;
+        nws = 1;
+        nws_long = 0;
     }
+    if (emulator_only || only >= 0)
+        nws = nws_long = 0; /* the workspace path needs the GPU */
     stats st;
     memset(&st, 0, sizeof st);
     struct timespec t0, t1;
@@ -453,6 +765,14 @@ int main(int argc, char **argv)
     free(cs);
     for (int i = 0; i < 7; i++)
         cudaFree(g_dev[i].p);
+    size_t ws_bad = 0, ws_bytes = 0, ws_done = 0;
+    for (size_t i = 0; i < nws + nws_long && !fail; i++) {
+        if (ws_case(seed, i, i >= nws, &ws_bad, &ws_bytes, why, sizeof why)) {
+            fail = 1;
+            break;
+        }
+        ws_done++;
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (fail) {
@@ -479,6 +799,12 @@ int main(int argc, char **argv)
                st.ref_outside[k], st.ref_cases[k], st.worst[k], st.ref_skipped[k]);
         bad += st.mismatched[k] + st.ref_outside[k];
     }
+    fprintf(rep, "\nWorkspace path (NVFP4 paged prefix -> FP8 workspace, attention on it, the "
+                 "chunk's quantize-on-write): %zu cases (%zu long), %zu workspace bytes against "
+                 "lowp_kv_path_run, %zu failed checks.\n", ws_done, nws_long, ws_bytes, ws_bad);
+    printf("gpu extend workspace path: %zu cases, %zu workspace bytes compared, %zu failed "
+           "checks\n", ws_done, ws_bytes, ws_bad);
+    bad += ws_bad;
     if (st.first_mismatch[0])
         fprintf(rep, "\nFirst output not bit-exact: %s\n", st.first_mismatch);
     if (st.first_outside[0])

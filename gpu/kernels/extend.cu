@@ -39,6 +39,7 @@
 #include "lowp/exp2_sw.h"
 #include "lowp/format.h"
 #include "lowp/gpu_extend.h"
+#include "lowp/kvcache.h"
 #include "lowp/why.h"
 #include "decode_bf16.cuh"
 #include "decode_e2m1.h"
@@ -258,6 +259,91 @@ __global__ void __launch_bounds__(128) extend_kernel(Params p)
     }
 }
 
+/* ---- The workspace fill (lowp/gpu_extend.h, lowp_gpu_extend_workspace) ---------------- */
+struct WsParams {
+    const uint8_t *kc, *vc, *ks, *vs; /* the NVFP4 cache's codes and block scales */
+    const float *kg, *vg;             /* decode-side global scales, n_global each */
+    const int32_t *pt_indptr, *pt_indices, *qo, *kv, *pre;
+    const uint16_t *kch, *vch;        /* the chunk, BF16 */
+    uint8_t *kws, *vws;
+    const uint8_t *cast;              /* [65536]: BF16 bits -> torch E4M3 code */
+    const float *e2m1, *e4m3;         /* [16], [256]: binary32 values of the codes */
+    int H, Dq, Dv, PS, hnd, k_il, v_il, per_head;
+};
+
+/* Row (page, slot, head) -> row index of codes and of (linear) scales. */
+__device__ __forceinline__ size_t ws_row(const WsParams &p, size_t page, int slot, int h)
+{
+    return p.hnd ? (page * p.H + h) * p.PS + slot : (page * p.PS + slot) * p.H + h;
+}
+
+/* Offset of block scale s of (page, slot, head) among S a row: lowp/kvcache.h's formula,
+ * the 4-token interleave when il. */
+__device__ __forceinline__ size_t ws_scale_off(const WsParams &p, size_t page, int slot, int h,
+                                               int s, int S, int il)
+{
+    int t = slot, u = s;
+    if (il) {
+        const int q4 = S / 4;
+        t = (slot / 4) * 4 + s / q4;
+        u = (s % q4) * 4 + slot % 4;
+    }
+    return ws_row(p, page, t, h) * (size_t)S + u;
+}
+
+__global__ void __launch_bounds__(256) ws_fill_kernel(WsParams p)
+{
+    __shared__ float e2m1[16], e4m3[256];
+    for (int i = threadIdx.x; i < 272; i += blockDim.x) {
+        if (i < 16)
+            e2m1[i] = p.e2m1[i];
+        else
+            e4m3[i - 16] = p.e4m3[i - 16];
+    }
+    __syncthreads();
+    const int b = blockIdx.y, P = p.pre[b], ql = p.qo[b + 1] - p.qo[b], n = P + ql;
+    const int nbk = p.Dq / 16, nbv = p.Dv / 16, nb = nbk + nbv;
+    const size_t total = (size_t)n * p.H * nb;
+    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        const int blk = (int)(idx % nb), h = (int)(idx / nb % p.H), t = (int)(idx / nb / p.H);
+        const bool isk = blk < nbk;
+        const int j = isk ? blk : blk - nbk, D = isk ? p.Dq : p.Dv;
+        uint8_t o[16];
+        if (t < P) {
+            const size_t page = (size_t)p.pt_indices[p.pt_indptr[b] + t / p.PS];
+            const int slot = t % p.PS;
+            const uint8_t *code = (isk ? p.kc : p.vc) + ws_row(p, page, slot, h) * (D / 2) + 8 * j;
+            const uint8_t sc = (isk ? p.ks : p.vs)[ws_scale_off(p, page, slot, h, j, D / 16,
+                                                                 isk ? p.k_il : p.v_il)];
+            const float sf = e4m3[sc], g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
+            const uint2 w = *reinterpret_cast<const uint2 *>(code);
+#pragma unroll
+            for (int i = 0; i < 16; i++) {
+                const uint32_t word = i < 8 ? w.x : w.y;
+                const float x = (e2m1[(word >> (4 * (i & 7))) & 0xFu] * sf) * g;
+                o[i] = __ldg(p.cast + (pack_bf16(x, 0.0f) & 0xFFFFu));
+            }
+        } else {
+            const uint16_t *src = (isk ? p.kch : p.vch) +
+                                  ((size_t)(p.qo[b] + t - P) * p.H + h) * D + 16 * j;
+            const uint4 a = *reinterpret_cast<const uint4 *>(src);
+            const uint4 c = *reinterpret_cast<const uint4 *>(src + 8);
+            const uint32_t wv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+#pragma unroll
+            for (int i = 0; i < 16; i++)
+                o[i] = __ldg(p.cast + ((wv[i / 2] >> (16 * (i & 1))) & 0xFFFFu));
+        }
+        uint4 out;
+        out.x = o[0] | (o[1] << 8) | (o[2] << 16) | ((uint32_t)o[3] << 24);
+        out.y = o[4] | (o[5] << 8) | (o[6] << 16) | ((uint32_t)o[7] << 24);
+        out.z = o[8] | (o[9] << 8) | (o[10] << 16) | ((uint32_t)o[11] << 24);
+        out.w = o[12] | (o[13] << 8) | (o[14] << 16) | ((uint32_t)o[15] << 24);
+        *reinterpret_cast<uint4 *>((isk ? p.kws : p.vws) +
+                                   (((size_t)p.kv[b] + t) * p.H + h) * D + 16 * j) = out;
+    }
+}
+
 template <int DV> cudaError_t launch(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
 {
     cudaError_t e = cudaFuncSetAttribute(extend_kernel<DV>,
@@ -338,5 +424,133 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
     if (e != cudaSuccess)
         return lowp_why_set(why, why_len, "extend kernel launch (%zu bytes of shared memory): %s",
                             smem, cudaGetErrorString(e));
+    return 0;
+}
+
+/* The workspace's device tables, made once (lowp's codec on the host): the torch cast of
+ * every BF16 code, and the E2M1 / E4M3 values. Not thread-safe on first use. */
+static uint8_t *g_cast;
+static float *g_vals; /* [16 + 256] */
+
+static int ws_tables(char *why, size_t why_len)
+{
+    if (g_cast)
+        return 0;
+    lowp_codec torch_e4m3;
+    if (lowp_codec_init(&torch_e4m3, LOWP_E4M3, LOWP_PROFILE_TORCH, LOWP_RN, LOWP_SAT_OFF, why,
+                        why_len))
+        return -1;
+    static uint8_t cast[65536];
+    static float vals[272];
+    for (unsigned c = 0; c < 65536; c++)
+        cast[c] = (uint8_t)lowp_encode_f32(&torch_e4m3, lowp_f32_from_bf16((uint16_t)c));
+    for (unsigned c = 0; c < 16; c++)
+        vals[c] = lowp_decode_f32(LOWP_E2M1, (uint16_t)c);
+    for (unsigned c = 0; c < 256; c++)
+        vals[16 + c] = lowp_decode_f32(LOWP_E4M3, (uint16_t)c);
+    uint8_t *dc = NULL;
+    float *dv = NULL;
+    cudaError_t e = cudaMalloc(&dc, sizeof cast);
+    if (e == cudaSuccess)
+        e = cudaMalloc(&dv, sizeof vals);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(dc, cast, sizeof cast, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(dv, vals, sizeof vals, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        cudaFree(dc);
+        cudaFree(dv);
+        return lowp_why_set(why, why_len, "workspace tables: %s", cudaGetErrorString(e));
+    }
+    g_cast = dc;
+    g_vals = dv;
+    return 0;
+}
+
+extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8_t *k_ws_dev,
+                                         uint8_t *v_ws_dev, cudaStream_t stream, char *why,
+                                         size_t why_len)
+{
+    if (d == NULL || d->cache == NULL || d->pt_host == NULL)
+        return lowp_why_set(why, why_len, "desc, cache and page table must not be NULL");
+    const lowp_gpu_extend_args *a = &d->host;
+    const lowp_kv_config *cfg = &d->cache->cfg;
+    if (lowp_gpu_extend_check(a, why, why_len) || lowp_gpu_kvcache_check(d->cache, why, why_len))
+        return -1;
+    if (cfg->format != LOWP_NVFP4)
+        return lowp_why_set(why, why_len,
+                            "the workspace is dequantized from an nvfp4 cache; this one is %s",
+                            lowp_block_format_name(cfg->format));
+    if (cfg->num_heads != a->num_kv_heads || cfg->qk_dim != a->qk_dim ||
+        cfg->vo_dim != a->vo_dim)
+        return lowp_why_set(why, why_len,
+                            "the cache has %zu KV heads and dims %zu/%zu; the extend %zu and "
+                            "%zu/%zu",
+                            cfg->num_heads, cfg->qk_dim, cfg->vo_dim, a->num_kv_heads,
+                            a->qk_dim, a->vo_dim);
+    if (a->prefix_len == NULL || d->prefix_len_dev == NULL)
+        return lowp_why_set(why, why_len, "an extend workspace needs prefix_len (host and device)");
+    if (lowp_kv_page_table_check(d->pt_host, cfg->num_pages, cfg->page_size, why, why_len))
+        return -1;
+    if (d->pt_host->batch != a->batch)
+        return lowp_why_set(why, why_len, "the page table has %zu sequences, the extend %zu",
+                            d->pt_host->batch, a->batch);
+    for (size_t b = 0; b < a->batch; b++)
+        if (lowp_kv_seq_len(d->pt_host, cfg->page_size, b) < (size_t)a->prefix_len[b])
+            return lowp_why_set(why, why_len,
+                                "sequence %zu: the page table holds %zu positions, the prefix "
+                                "is %d",
+                                b, lowp_kv_seq_len(d->pt_host, cfg->page_size, b),
+                                a->prefix_len[b]);
+    if (!d->pt_indptr_dev || !d->pt_indices_dev || !d->qo_indptr_dev || !d->kv_indptr_dev ||
+        !d->k_chunk_dev || !d->v_chunk_dev || !k_ws_dev || !v_ws_dev)
+        return lowp_why_set(why, why_len, "device pointers must not be NULL");
+    if (((uintptr_t)d->k_chunk_dev | (uintptr_t)d->v_chunk_dev | (uintptr_t)k_ws_dev |
+         (uintptr_t)v_ws_dev) % 16)
+        return lowp_why_set(why, why_len, "chunk and workspace must be 16-byte aligned");
+    if (a->batch > 65535)
+        return lowp_why_set(why, why_len, "batch %zu: at most 65535", a->batch);
+    if (ws_tables(why, why_len))
+        return -1;
+    WsParams p = {};
+    p.kc = d->cache->k_codes;
+    p.vc = d->cache->v_codes;
+    p.ks = d->cache->k_scales;
+    p.vs = d->cache->v_scales;
+    p.kg = d->cache->k_global;
+    p.vg = d->cache->v_global;
+    p.pt_indptr = d->pt_indptr_dev;
+    p.pt_indices = d->pt_indices_dev;
+    p.qo = d->qo_indptr_dev;
+    p.kv = d->kv_indptr_dev;
+    p.pre = d->prefix_len_dev;
+    p.kch = d->k_chunk_dev;
+    p.vch = d->v_chunk_dev;
+    p.kws = k_ws_dev;
+    p.vws = v_ws_dev;
+    p.cast = g_cast;
+    p.e2m1 = g_vals;
+    p.e4m3 = g_vals + 16;
+    p.H = (int)cfg->num_heads;
+    p.Dq = (int)cfg->qk_dim;
+    p.Dv = (int)cfg->vo_dim;
+    p.PS = (int)cfg->page_size;
+    p.hnd = cfg->layout == LOWP_KV_HND;
+    p.k_il = cfg->k_sf_order == LOWP_KV_SF_INTERLEAVE4;
+    p.v_il = cfg->v_sf_order == LOWP_KV_SF_INTERLEAVE4;
+    p.per_head = d->cache->n_global > 1;
+    size_t nmax = 0;
+    for (size_t b = 0; b < a->batch; b++) {
+        size_t n = (size_t)a->prefix_len[b] + (size_t)(a->qo_indptr[b + 1] - a->qo_indptr[b]);
+        nmax = n > nmax ? n : nmax;
+    }
+    size_t work = nmax * cfg->num_heads * (cfg->qk_dim + cfg->vo_dim) / 16;
+    size_t blocks = (work + 255) / 256;
+    if (blocks > 65535)
+        blocks = 65535; /* a grid-stride loop covers the rest */
+    ws_fill_kernel<<<dim3((unsigned)(blocks ? blocks : 1), (unsigned)a->batch), 256, 0, stream>>>(p);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return lowp_why_set(why, why_len, "workspace kernel launch: %s", cudaGetErrorString(e));
     return 0;
 }

@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "lowp/attn_gpu_extend.h"
+#include "lowp/gpu_kvcache.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,6 +46,34 @@ size_t lowp_gpu_extend_smem_bytes(size_t qk_dim, size_t vo_dim);
  * with one sentence in why. */
 int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev, cudaStream_t stream,
                     char *why, size_t why_len);
+
+/* ---- The workspace (SGLang path 2, lowp/kvcache.h EXTEND) ------------------------------
+ * Fill the FP8 E4M3 workspace of an extend: for sequence b, positions t < prefix_len[b]
+ * come from the NVFP4 paged cache (position t of sequence b of the page table, which must
+ * hold at least prefix_len[b] positions), each element x = fl32(fl32(E2M1 value x E4M3
+ * block scale) x g), g the decode-side global scale of the KV head, then RN to BF16, then
+ * torch's non-saturating .to(float8_e4m3fn) (a NaN block scale, i.e. a poisoned slot,
+ * gives NaN); positions prefix_len[b] .. prefix_len[b] + q_len_b - 1 are the chunk's BF16
+ * K/V rows (k_chunk_dev [qo_indptr[batch]][num_kv_heads][qk_dim], v likewise) cast the same
+ * way. Row kv_indptr[b] + t of the workspace ([rows][num_kv_heads][dim], k_ws_dev and
+ * v_ws_dev, 16-byte aligned) gets position t; rows past each kv_len are not written.
+ * lowp_kv_path_run(EXTEND) is the CPU model of every byte (gpu/check/extend_check.c
+ * compares them). The torch cast is a 65536-entry table made on the host by lowp's codec
+ * (e4m3, torch, rn): lowp's definition, not a second encoder. Refused on the host before
+ * any launch: a cache that is not NVFP4 or whose num_heads / dims differ from the shapes,
+ * lowp_gpu_extend_check's reasons, a page table that does not cover a prefix, NULL
+ * pointers. Asynchronous on stream. */
+typedef struct lowp_gpu_extend_ws_desc {
+    const lowp_gpu_kvcache *cache;      /* NVFP4 */
+    const lowp_kv_page_table *pt_host;  /* checked; gives the prefixes' pages */
+    const int32_t *pt_indptr_dev, *pt_indices_dev; /* the same, on the device */
+    lowp_gpu_extend_args host;          /* shapes and host index arrays (prefix_len given) */
+    const int32_t *qo_indptr_dev, *kv_indptr_dev, *prefix_len_dev;
+    const uint16_t *k_chunk_dev, *v_chunk_dev; /* BF16 */
+} lowp_gpu_extend_ws_desc;
+
+int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8_t *k_ws_dev,
+                              uint8_t *v_ws_dev, cudaStream_t stream, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }
