@@ -25,10 +25,11 @@ add_test(NAME gpu_extend
          COMMAND lowp_gpu_extend_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-report.md --quick)
 set_tests_properties(gpu_extend PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800)
 # Any machine: the emulator against binary64 attention within the derived bound, on the
-# same random and adversarial cases (the GPU comparison is skipped).
+# same random and adversarial cases (the GPU comparison is skipped), and the workspace
+# fill's block function run on the host against lowp_kv_path_run(EXTEND).
 add_test(NAME gpu_extend_emulator
          COMMAND lowp_gpu_extend_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-emulator.md
-                 --emulator-only --cases 300 --long 0)
+                 --emulator-only --cases 300 --long 0 --ws 100 --ws-long 1)
 set_tests_properties(gpu_extend_emulator PROPERTIES LABELS quick TIMEOUT 600)
 
 # Blackwell builds of the kernel: compiled (the library's CUDA_ARCHITECTURES), never run.

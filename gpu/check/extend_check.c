@@ -16,7 +16,8 @@
  * binary64 comparison is skipped (its cost is chunk x prefix x heads x dims).
  * --ws N, --ws-long N (default 2000 and 2; --quick 100 and 1): cases of the workspace path
  * (ws_case below: the dequantize kernel's bytes, the attention on them, the chunk's
- * quantize-on-write), GPU only.
+ * quantize-on-write); with --emulator-only the fill runs on the host
+ * (lowp_gpu_extend_workspace_emulate: the kernel's block function) against the model.
  * --small: one small case (for compute-sanitizer memcheck / racecheck). --only I: short case
  * I of the run alone (to reproduce a failure it printed).
  *
@@ -346,6 +347,37 @@ static void compare(const ecase *c, const uint16_t *gpu, int want_ref, stats *st
     }
 }
 
+/* Every workspace byte of a workspace case against the model's values (value, sign of
+ * zero, NaN); prints the first difference. Returns 1 if any differs. */
+static size_t ws_compare(size_t idx, size_t nseq, size_t HK, size_t Dq, size_t Dv,
+                         const size_t *len, const int32_t *kv, const int32_t *pre,
+                         const uint8_t *kws, const uint8_t *vws, double *const *kexp,
+                         double *const *vexp, size_t *bytes_checked)
+{
+    size_t wbad = 0;
+    for (size_t b = 0; b < nseq && !wbad; b++)
+        for (size_t w = 0; w < 2 && !wbad; w++) {
+            size_t D = w ? Dv : Dq, n = len[b] * HK * D;
+            const uint8_t *ws = (w ? vws : kws) + (size_t)kv[b] * HK * D;
+            const double *ex = w ? vexp[b] : kexp[b];
+            for (size_t x = 0; x < n; x++) {
+                double got = lowp_decode_f64(LOWP_E4M3, ws[x]);
+                int same = (isnan(got) && isnan(ex[x])) ||
+                           (got == ex[x] && signbit(got) == signbit(ex[x]));
+                (*bytes_checked)++;
+                if (!same) {
+                    printf("WORKSPACE MISMATCH case %zu: seq %zu %s position %zu head %zu "
+                           "dim %zu (prefix %d): gpu code 0x%02x (%a), model %a\n",
+                           idx, b, w ? "V" : "K", x / (HK * D), x / D % HK, x % D, pre[b],
+                           ws[x], got, ex[x]);
+                    wbad = 1;
+                    break;
+                }
+            }
+        }
+    return wbad;
+}
+
 /* ---- The workspace path (SGLang path 2): gather + dequantize, attention, quantize-on-write
  * One case: a random NVFP4 cache (layout, V scale order, page size 1 / 16 / 64, shuffled
  * pages, per-tensor or per-head global scales, some large enough that the workspace cast
@@ -354,8 +386,8 @@ static void compare(const ecase *c, const uint16_t *gpu, int want_ref, stats *st
  * attention on the GPU workspace against the emulator on the same bytes, and the chunk's
  * quantize-on-write (lowp_gpu_kv_write) against lowp_kvcache_write_pos, every cache byte.
  * Returns 0 (adds to *bad the failed checks) or -1 on an error (why). */
-static int ws_case(uint64_t seed, size_t idx, int longc, size_t *bad, size_t *bytes_checked,
-                   char *why, size_t wl)
+static int ws_case(uint64_t seed, size_t idx, int longc, int gpu, size_t *bad,
+                   size_t *bytes_checked, char *why, size_t wl)
 {
     static const size_t dims[] = {64, 128, 192, 256}, pss[] = {1, 16, 64};
     uint64_t s = seed ^ (0xD1B54A32D192ED03ull * (idx + 7));
@@ -420,8 +452,8 @@ static int ws_case(uint64_t seed, size_t idx, int longc, size_t *bad, size_t *by
     lowp_kv_page_table pt = {nseq, ptr, idxs, last};
     if (lowp_kvcache_create(&cfg, &cc, why, wl) || lowp_kvcache_create(&cfg, &back, why, wl) ||
         lowp_kvcache_set_global_scales(cc, kg, vg, ng, why, wl) ||
-        lowp_gpu_kvcache_create(&cfg, &gc, why, wl) ||
-        lowp_gpu_kvcache_set_global_scales(gc, kg, vg, ng, why, wl)) {
+        (gpu && (lowp_gpu_kvcache_create(&cfg, &gc, why, wl) ||
+                 lowp_gpu_kvcache_set_global_scales(gc, kg, vg, ng, why, wl)))) {
         rc = -1;
         goto out;
     }
@@ -475,6 +507,21 @@ static int ws_case(uint64_t seed, size_t idx, int longc, size_t *bad, size_t *by
             goto out2;
         }
     }
+    if (!gpu) { /* the kernel's own block function on the host */
+        lowp_gpu_extend_args ea = {.batch = nseq, .qo_indptr = qo, .kv_indptr = kv,
+                                   .prefix_len = pre, .kv_rows = rows, .num_q_heads = NQ,
+                                   .num_kv_heads = HK, .qk_dim = Dq, .vo_dim = Dv, .q = q,
+                                   .k = kws, .v = vws};
+        memset(kws, 0x7F, rows * HK * Dq);
+        memset(vws, 0x7F, rows * HK * Dv);
+        if (lowp_gpu_extend_workspace_emulate(cc, &pt, &ea, kch, vch, kws, vws, why, wl)) {
+            rc = -1;
+            goto out2;
+        }
+        *bad += ws_compare(idx, nseq, HK, Dq, Dv, len, kv, pre, kws, vws, kexp, vexp,
+                           bytes_checked);
+        goto out2;
+    }
     if (lowp_gpu_kvcache_upload(gc, cc, why, wl)) {
         rc = -1;
         goto out2;
@@ -514,28 +561,8 @@ static int ws_case(uint64_t seed, size_t idx, int longc, size_t *bad, size_t *by
         WCK(cudaDeviceSynchronize());
         WCK(cudaMemcpy(kws, dbufs[7], sz[7], cudaMemcpyDeviceToHost));
         WCK(cudaMemcpy(vws, dbufs[8], sz[8], cudaMemcpyDeviceToHost));
-        size_t wbad = 0;
-        for (size_t b = 0; b < nseq && !wbad; b++)
-            for (size_t w = 0; w < 2 && !wbad; w++) {
-                size_t D = w ? Dv : Dq, n = len[b] * HK * D;
-                const uint8_t *ws = (w ? vws : kws) + (size_t)kv[b] * HK * D;
-                const double *ex = w ? vexp[b] : kexp[b];
-                for (size_t x = 0; x < n; x++) {
-                    double got = lowp_decode_f64(LOWP_E4M3, ws[x]);
-                    int same = (isnan(got) && isnan(ex[x])) ||
-                               (got == ex[x] && signbit(got) == signbit(ex[x]));
-                    (*bytes_checked)++;
-                    if (!same) {
-                        printf("WORKSPACE MISMATCH case %zu: seq %zu %s position %zu head %zu "
-                               "dim %zu (prefix %d): gpu code 0x%02x (%a), model %a\n",
-                               idx, b, w ? "V" : "K", x / (HK * D), x / D % HK, x % D, pre[b],
-                               ws[x], got, ex[x]);
-                        wbad = 1;
-                        break;
-                    }
-                }
-            }
-        *bad += wbad;
+        *bad += ws_compare(idx, nseq, HK, Dq, Dv, len, kv, pre, kws, vws, kexp, vexp,
+                           bytes_checked);
         /* the attention on the GPU's workspace, against the emulator on the same bytes */
         lowp_gpu_extend_desc d = {.host = ea, .qo_indptr_dev = dbufs[2], .kv_indptr_dev = dbufs[3],
                                   .prefix_len_dev = dbufs[4], .q_dev = NULL, .k_dev = dbufs[7],
@@ -706,8 +733,10 @@ int main(int argc, char **argv)
         nws = 1;
         nws_long = 0;
     }
-    if (emulator_only || only >= 0)
-        nws = nws_long = 0; /* the workspace path needs the GPU */
+    if (only >= 0)
+        nws = nws_long = 0;
+    if (emulator_only && nws > 200) /* on the host: the kernel's block function alone */
+        nws = 200;
     stats st;
     memset(&st, 0, sizeof st);
     struct timespec t0, t1;
@@ -767,7 +796,7 @@ int main(int argc, char **argv)
         cudaFree(g_dev[i].p);
     size_t ws_bad = 0, ws_bytes = 0, ws_done = 0;
     for (size_t i = 0; i < nws + nws_long && !fail; i++) {
-        if (ws_case(seed, i, i >= nws, &ws_bad, &ws_bytes, why, sizeof why)) {
+        if (ws_case(seed, i, i >= nws, !emulator_only, &ws_bad, &ws_bytes, why, sizeof why)) {
             fail = 1;
             break;
         }

@@ -272,15 +272,15 @@ struct WsParams {
 };
 
 /* Row (page, slot, head) -> row index of codes and of (linear) scales. */
-__device__ __forceinline__ size_t ws_row(const WsParams &p, size_t page, int slot, int h)
+__host__ __device__ __forceinline__ size_t ws_row(const WsParams &p, size_t page, int slot, int h)
 {
     return p.hnd ? (page * p.H + h) * p.PS + slot : (page * p.PS + slot) * p.H + h;
 }
 
 /* Offset of block scale s of (page, slot, head) among S a row: lowp/kvcache.h's formula,
  * the 4-token interleave when il. */
-__device__ __forceinline__ size_t ws_scale_off(const WsParams &p, size_t page, int slot, int h,
-                                               int s, int S, int il)
+__host__ __device__ __forceinline__ size_t ws_scale_off(const WsParams &p, size_t page, int slot,
+                                                        int h, int s, int S, int il)
 {
     int t = slot, u = s;
     if (il) {
@@ -289,6 +289,58 @@ __device__ __forceinline__ size_t ws_scale_off(const WsParams &p, size_t page, i
         u = (s % q4) * 4 + slot % 4;
     }
     return ws_row(p, page, t, h) * (size_t)S + u;
+}
+
+/* binary32 -> BF16 bits, RN (cvt.rn.bf16.f32 on the device; its model on the host) */
+__host__ __device__ __forceinline__ uint32_t ws_bf16(float x)
+{
+#ifdef __CUDA_ARCH__
+    return pack_bf16(x, 0.0f) & 0xFFFFu;
+#else
+    return lowp_bf16_from_f32(x);
+#endif
+}
+
+/* The 16 workspace bytes of block blk (K blocks first, then V) of head h, position t of
+ * sequence b: the device kernel runs it, and lowp_gpu_extend_workspace_emulate on the host
+ * with host pointers (the same code, so a logic error shows up without a GPU). */
+__host__ __device__ __forceinline__ void ws_block(const WsParams &p, const float *e2m1,
+                                                  const float *e4m3, int b, int t, int h,
+                                                  int blk)
+{
+    const int P = p.pre[b], nbk = p.Dq / 16;
+    const bool isk = blk < nbk;
+    const int j = isk ? blk : blk - nbk, D = isk ? p.Dq : p.Dv;
+    uint8_t o[16];
+    if (t < P) {
+        const size_t page = (size_t)p.pt_indices[p.pt_indptr[b] + t / p.PS];
+        const int slot = t % p.PS;
+        const uint8_t *code = (isk ? p.kc : p.vc) + ws_row(p, page, slot, h) * (D / 2) + 8 * j;
+        const uint8_t sc = (isk ? p.ks : p.vs)[ws_scale_off(p, page, slot, h, j, D / 16,
+                                                             isk ? p.k_il : p.v_il)];
+        const float sf = e4m3[sc], g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
+        const uint2 w = *reinterpret_cast<const uint2 *>(code);
+        for (int i = 0; i < 16; i++) {
+            const uint32_t word = i < 8 ? w.x : w.y;
+            const float x = (e2m1[(word >> (4 * (i & 7))) & 0xFu] * sf) * g;
+            o[i] = p.cast[ws_bf16(x)];
+        }
+    } else {
+        const uint16_t *src =
+            (isk ? p.kch : p.vch) + ((size_t)(p.qo[b] + t - P) * p.H + h) * D + 16 * j;
+        const uint4 a = *reinterpret_cast<const uint4 *>(src);
+        const uint4 c = *reinterpret_cast<const uint4 *>(src + 8);
+        const uint32_t wv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+        for (int i = 0; i < 16; i++)
+            o[i] = p.cast[(wv[i / 2] >> (16 * (i & 1))) & 0xFFFFu];
+    }
+    uint4 out;
+    out.x = o[0] | (o[1] << 8) | (o[2] << 16) | ((uint32_t)o[3] << 24);
+    out.y = o[4] | (o[5] << 8) | (o[6] << 16) | ((uint32_t)o[7] << 24);
+    out.z = o[8] | (o[9] << 8) | (o[10] << 16) | ((uint32_t)o[11] << 24);
+    out.w = o[12] | (o[13] << 8) | (o[14] << 16) | ((uint32_t)o[15] << 24);
+    *reinterpret_cast<uint4 *>((isk ? p.kws : p.vws) + (((size_t)p.kv[b] + t) * p.H + h) * D +
+                               16 * j) = out;
 }
 
 __global__ void __launch_bounds__(256) ws_fill_kernel(WsParams p)
@@ -301,47 +353,13 @@ __global__ void __launch_bounds__(256) ws_fill_kernel(WsParams p)
             e4m3[i - 16] = p.e4m3[i - 16];
     }
     __syncthreads();
-    const int b = blockIdx.y, P = p.pre[b], ql = p.qo[b + 1] - p.qo[b], n = P + ql;
-    const int nbk = p.Dq / 16, nbv = p.Dv / 16, nb = nbk + nbv;
+    const int b = blockIdx.y, n = p.pre[b] + p.qo[b + 1] - p.qo[b];
+    const int nb = (p.Dq + p.Dv) / 16;
     const size_t total = (size_t)n * p.H * nb;
     for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (size_t)gridDim.x * blockDim.x) {
-        const int blk = (int)(idx % nb), h = (int)(idx / nb % p.H), t = (int)(idx / nb / p.H);
-        const bool isk = blk < nbk;
-        const int j = isk ? blk : blk - nbk, D = isk ? p.Dq : p.Dv;
-        uint8_t o[16];
-        if (t < P) {
-            const size_t page = (size_t)p.pt_indices[p.pt_indptr[b] + t / p.PS];
-            const int slot = t % p.PS;
-            const uint8_t *code = (isk ? p.kc : p.vc) + ws_row(p, page, slot, h) * (D / 2) + 8 * j;
-            const uint8_t sc = (isk ? p.ks : p.vs)[ws_scale_off(p, page, slot, h, j, D / 16,
-                                                                 isk ? p.k_il : p.v_il)];
-            const float sf = e4m3[sc], g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
-            const uint2 w = *reinterpret_cast<const uint2 *>(code);
-#pragma unroll
-            for (int i = 0; i < 16; i++) {
-                const uint32_t word = i < 8 ? w.x : w.y;
-                const float x = (e2m1[(word >> (4 * (i & 7))) & 0xFu] * sf) * g;
-                o[i] = __ldg(p.cast + (pack_bf16(x, 0.0f) & 0xFFFFu));
-            }
-        } else {
-            const uint16_t *src = (isk ? p.kch : p.vch) +
-                                  ((size_t)(p.qo[b] + t - P) * p.H + h) * D + 16 * j;
-            const uint4 a = *reinterpret_cast<const uint4 *>(src);
-            const uint4 c = *reinterpret_cast<const uint4 *>(src + 8);
-            const uint32_t wv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
-#pragma unroll
-            for (int i = 0; i < 16; i++)
-                o[i] = __ldg(p.cast + ((wv[i / 2] >> (16 * (i & 1))) & 0xFFFFu));
-        }
-        uint4 out;
-        out.x = o[0] | (o[1] << 8) | (o[2] << 16) | ((uint32_t)o[3] << 24);
-        out.y = o[4] | (o[5] << 8) | (o[6] << 16) | ((uint32_t)o[7] << 24);
-        out.z = o[8] | (o[9] << 8) | (o[10] << 16) | ((uint32_t)o[11] << 24);
-        out.w = o[12] | (o[13] << 8) | (o[14] << 16) | ((uint32_t)o[15] << 24);
-        *reinterpret_cast<uint4 *>((isk ? p.kws : p.vws) +
-                                   (((size_t)p.kv[b] + t) * p.H + h) * D + 16 * j) = out;
-    }
+         idx += (size_t)gridDim.x * blockDim.x)
+        ws_block(p, e2m1, e4m3, b, (int)(idx / nb / p.H), (int)(idx / nb % p.H),
+                 (int)(idx % nb));
 }
 
 template <int DV> cudaError_t launch(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
@@ -431,32 +449,46 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
  * every BF16 code, and the E2M1 / E4M3 values. Not thread-safe on first use. */
 static uint8_t *g_cast;
 static float *g_vals; /* [16 + 256] */
+static uint8_t h_cast[65536]; /* the host copies (the emulator's) */
+static float h_vals[272];
+static int h_ready;
 
-static int ws_tables(char *why, size_t why_len)
+static int ws_host_tables(char *why, size_t why_len)
 {
-    if (g_cast)
+    if (h_ready)
         return 0;
     lowp_codec torch_e4m3;
     if (lowp_codec_init(&torch_e4m3, LOWP_E4M3, LOWP_PROFILE_TORCH, LOWP_RN, LOWP_SAT_OFF, why,
                         why_len))
         return -1;
-    static uint8_t cast[65536];
-    static float vals[272];
     for (unsigned c = 0; c < 65536; c++)
-        cast[c] = (uint8_t)lowp_encode_f32(&torch_e4m3, lowp_f32_from_bf16((uint16_t)c));
+        h_cast[c] = (uint8_t)lowp_encode_f32(&torch_e4m3, lowp_f32_from_bf16((uint16_t)c));
     for (unsigned c = 0; c < 16; c++)
-        vals[c] = lowp_decode_f32(LOWP_E2M1, (uint16_t)c);
+        h_vals[c] = lowp_decode_f32(LOWP_E2M1, (uint16_t)c);
     for (unsigned c = 0; c < 256; c++)
-        vals[16 + c] = lowp_decode_f32(LOWP_E4M3, (uint16_t)c);
+        h_vals[16 + c] = lowp_decode_f32(LOWP_E4M3, (uint16_t)c);
+    h_ready = 1;
+    return 0;
+}
+
+static int ws_tables(char *why, size_t why_len)
+{
+    if (g_cast)
+        return 0;
+    if (ws_host_tables(why, why_len))
+        return -1;
+    const uint8_t *cast = h_cast;
+    const float *vals = h_vals;
+    const size_t cast_bytes = sizeof h_cast, vals_bytes = sizeof h_vals;
     uint8_t *dc = NULL;
     float *dv = NULL;
-    cudaError_t e = cudaMalloc(&dc, sizeof cast);
+    cudaError_t e = cudaMalloc(&dc, cast_bytes);
     if (e == cudaSuccess)
-        e = cudaMalloc(&dv, sizeof vals);
+        e = cudaMalloc(&dv, vals_bytes);
     if (e == cudaSuccess)
-        e = cudaMemcpy(dc, cast, sizeof cast, cudaMemcpyHostToDevice);
+        e = cudaMemcpy(dc, cast, cast_bytes, cudaMemcpyHostToDevice);
     if (e == cudaSuccess)
-        e = cudaMemcpy(dv, vals, sizeof vals, cudaMemcpyHostToDevice);
+        e = cudaMemcpy(dv, vals, vals_bytes, cudaMemcpyHostToDevice);
     if (e != cudaSuccess) {
         cudaFree(dc);
         cudaFree(dv);
@@ -467,15 +499,12 @@ static int ws_tables(char *why, size_t why_len)
     return 0;
 }
 
-extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8_t *k_ws_dev,
-                                         uint8_t *v_ws_dev, cudaStream_t stream, char *why,
-                                         size_t why_len)
+/* The host-side checks of a workspace fill shared by the kernel's launcher and the
+ * emulator: cfg the cache's config, pt the page table. */
+static int ws_check(const lowp_kv_config *cfg, const lowp_kv_page_table *pt,
+                    const lowp_gpu_extend_args *a, char *why, size_t why_len)
 {
-    if (d == NULL || d->cache == NULL || d->pt_host == NULL)
-        return lowp_why_set(why, why_len, "desc, cache and page table must not be NULL");
-    const lowp_gpu_extend_args *a = &d->host;
-    const lowp_kv_config *cfg = &d->cache->cfg;
-    if (lowp_gpu_extend_check(a, why, why_len) || lowp_gpu_kvcache_check(d->cache, why, why_len))
+    if (lowp_gpu_extend_check(a, why, why_len))
         return -1;
     if (cfg->format != LOWP_NVFP4)
         return lowp_why_set(why, why_len,
@@ -488,28 +517,110 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
                             "%zu/%zu",
                             cfg->num_heads, cfg->qk_dim, cfg->vo_dim, a->num_kv_heads,
                             a->qk_dim, a->vo_dim);
-    if (a->prefix_len == NULL || d->prefix_len_dev == NULL)
-        return lowp_why_set(why, why_len, "an extend workspace needs prefix_len (host and device)");
-    if (lowp_kv_page_table_check(d->pt_host, cfg->num_pages, cfg->page_size, why, why_len))
+    if (a->prefix_len == NULL)
+        return lowp_why_set(why, why_len, "an extend workspace needs prefix_len");
+    if (lowp_kv_page_table_check(pt, cfg->num_pages, cfg->page_size, why, why_len))
         return -1;
-    if (d->pt_host->batch != a->batch)
+    if (pt->batch != a->batch)
         return lowp_why_set(why, why_len, "the page table has %zu sequences, the extend %zu",
-                            d->pt_host->batch, a->batch);
+                            pt->batch, a->batch);
     for (size_t b = 0; b < a->batch; b++)
-        if (lowp_kv_seq_len(d->pt_host, cfg->page_size, b) < (size_t)a->prefix_len[b])
+        if (lowp_kv_seq_len(pt, cfg->page_size, b) < (size_t)a->prefix_len[b])
             return lowp_why_set(why, why_len,
                                 "sequence %zu: the page table holds %zu positions, the prefix "
                                 "is %d",
-                                b, lowp_kv_seq_len(d->pt_host, cfg->page_size, b),
-                                a->prefix_len[b]);
+                                b, lowp_kv_seq_len(pt, cfg->page_size, b), a->prefix_len[b]);
+    if (a->batch > 65535)
+        return lowp_why_set(why, why_len, "batch %zu: at most 65535", a->batch);
+    return 0;
+}
+
+static void ws_params_shape(WsParams *p, const lowp_kv_config *cfg, size_t n_global)
+{
+    p->H = (int)cfg->num_heads;
+    p->Dq = (int)cfg->qk_dim;
+    p->Dv = (int)cfg->vo_dim;
+    p->PS = (int)cfg->page_size;
+    p->hnd = cfg->layout == LOWP_KV_HND;
+    p->k_il = cfg->k_sf_order == LOWP_KV_SF_INTERLEAVE4;
+    p->v_il = cfg->v_sf_order == LOWP_KV_SF_INTERLEAVE4;
+    p->per_head = n_global > 1;
+}
+
+extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
+                                                 const lowp_kv_page_table *pt,
+                                                 const lowp_gpu_extend_args *a,
+                                                 const uint16_t *k_chunk, const uint16_t *v_chunk,
+                                                 uint8_t *k_ws, uint8_t *v_ws, char *why,
+                                                 size_t why_len)
+{
+    if (cache == NULL || pt == NULL || a == NULL || k_chunk == NULL || v_chunk == NULL ||
+        k_ws == NULL || v_ws == NULL)
+        return lowp_why_set(why, why_len, "cache, page table, args, chunk and workspace must "
+                                          "not be NULL");
+    const lowp_kv_config *cfg = lowp_kvcache_config(cache);
+    if (ws_check(cfg, pt, a, why, why_len) || ws_host_tables(why, why_len))
+        return -1;
+    if (((uintptr_t)k_chunk | (uintptr_t)v_chunk | (uintptr_t)k_ws | (uintptr_t)v_ws) % 16)
+        return lowp_why_set(why, why_len, "chunk and workspace must be 16-byte aligned");
+    size_t n_global = cfg->scale_gran == LOWP_KV_SCALE_HEAD ? cfg->num_heads : 1, bytes;
+    float kg[LOWP_GPU_EXTEND_MAX_GROUP * 64], vg[LOWP_GPU_EXTEND_MAX_GROUP * 64];
+    if (n_global > sizeof kg / sizeof kg[0])
+        return lowp_why_set(why, why_len, "%zu per-head global scales: at most %zu", n_global,
+                            sizeof kg / sizeof kg[0]);
+    for (size_t h = 0; h < n_global; h++) {
+        kg[h] = lowp_kvcache_global_scale(cache, LOWP_KV_K, h);
+        vg[h] = lowp_kvcache_global_scale(cache, LOWP_KV_V, h);
+    }
+    WsParams p = {};
+    p.kc = lowp_kvcache_cbuffer(cache, LOWP_KV_K, LOWP_KV_CODES, &bytes);
+    p.vc = lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_CODES, &bytes);
+    p.ks = lowp_kvcache_cbuffer(cache, LOWP_KV_K, LOWP_KV_SCALES, &bytes);
+    p.vs = lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_SCALES, &bytes);
+    p.kg = kg;
+    p.vg = vg;
+    p.pt_indptr = pt->indptr;
+    p.pt_indices = pt->indices;
+    p.qo = a->qo_indptr;
+    p.kv = a->kv_indptr;
+    p.pre = a->prefix_len;
+    p.kch = k_chunk;
+    p.vch = v_chunk;
+    p.kws = k_ws;
+    p.vws = v_ws;
+    p.cast = h_cast;
+    p.e2m1 = h_vals;
+    p.e4m3 = h_vals + 16;
+    ws_params_shape(&p, cfg, n_global);
+    const int nb = (p.Dq + p.Dv) / 16;
+    for (size_t b = 0; b < a->batch; b++) {
+        const int n = a->prefix_len[b] + a->qo_indptr[b + 1] - a->qo_indptr[b];
+        for (int t = 0; t < n; t++)
+            for (int h = 0; h < p.H; h++)
+                for (int blk = 0; blk < nb; blk++)
+                    ws_block(p, p.e2m1, p.e4m3, (int)b, t, h, blk);
+    }
+    return 0;
+}
+
+extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8_t *k_ws_dev,
+                                         uint8_t *v_ws_dev, cudaStream_t stream, char *why,
+                                         size_t why_len)
+{
+    if (d == NULL || d->cache == NULL || d->pt_host == NULL)
+        return lowp_why_set(why, why_len, "desc, cache and page table must not be NULL");
+    const lowp_gpu_extend_args *a = &d->host;
+    const lowp_kv_config *cfg = &d->cache->cfg;
+    if (lowp_gpu_kvcache_check(d->cache, why, why_len) || ws_check(cfg, d->pt_host, a, why, why_len))
+        return -1;
+    if (d->prefix_len_dev == NULL)
+        return lowp_why_set(why, why_len, "an extend workspace needs prefix_len_dev");
     if (!d->pt_indptr_dev || !d->pt_indices_dev || !d->qo_indptr_dev || !d->kv_indptr_dev ||
         !d->k_chunk_dev || !d->v_chunk_dev || !k_ws_dev || !v_ws_dev)
         return lowp_why_set(why, why_len, "device pointers must not be NULL");
     if (((uintptr_t)d->k_chunk_dev | (uintptr_t)d->v_chunk_dev | (uintptr_t)k_ws_dev |
          (uintptr_t)v_ws_dev) % 16)
         return lowp_why_set(why, why_len, "chunk and workspace must be 16-byte aligned");
-    if (a->batch > 65535)
-        return lowp_why_set(why, why_len, "batch %zu: at most 65535", a->batch);
     if (ws_tables(why, why_len))
         return -1;
     WsParams p = {};
@@ -531,14 +642,7 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
     p.cast = g_cast;
     p.e2m1 = g_vals;
     p.e4m3 = g_vals + 16;
-    p.H = (int)cfg->num_heads;
-    p.Dq = (int)cfg->qk_dim;
-    p.Dv = (int)cfg->vo_dim;
-    p.PS = (int)cfg->page_size;
-    p.hnd = cfg->layout == LOWP_KV_HND;
-    p.k_il = cfg->k_sf_order == LOWP_KV_SF_INTERLEAVE4;
-    p.v_il = cfg->v_sf_order == LOWP_KV_SF_INTERLEAVE4;
-    p.per_head = d->cache->n_global > 1;
+    ws_params_shape(&p, cfg, d->cache->n_global);
     size_t nmax = 0;
     for (size_t b = 0; b < a->batch; b++) {
         size_t n = (size_t)a->prefix_len[b] + (size_t)(a->qo_indptr[b + 1] - a->qo_indptr[b]);
