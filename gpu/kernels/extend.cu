@@ -19,11 +19,19 @@
  * V [64][vo_dim + 16] FP8 bytes; the padding makes every fragment load conflict-free.
  * Blocks past kv_len are zero-filled by cp.async (src-size 0), never read (step 3).
  *
- * What to expect (d = 128, per warp and 64-position block): 128 mma.sync (64 QK, 64 PV),
- * and about 2000 other instructions (1024 scores: 32 exp2_sw per lane at about 16
- * instructions; the FP8 -> BF16 conversions of K and V, done by each of the 4 warps).
- * Issue, not the tensor cores, bounds it: roughly a third of mma.sync's peak, 150-250
- * TFLOP/s on the H200 (measured by `lowp gpu bench --extend`, reports under reports/).
+ * What to expect (d = 128). Shared memory 55,296 bytes a CTA (Q 18,432 + two stages of
+ * K and V, 36,864): 4 CTAs an SM by shared memory; ptxas gives 158 registers a thread
+ * (224 for vo_dim 256, no spills), so 3 CTAs (12 warps) an SM. Per warp and 64-position
+ * block: 128 mma.sync m16n8k16 (64 for Q.K, 64 for P.V: 524,288 FLOP) and about 2,000
+ * other instructions (1,024 scores: 32 exp2_sw a lane at about 16 instructions each; the
+ * FP8 -> BF16 conversions of K and V, which each of the 4 warps repeats; byte permutes of
+ * V; the rescales). Issue, not the tensor cores, bounds it: at 4 instructions a clock an
+ * SM, about 525 clocks a warp-block, i.e. at most ~260 TFLOP/s on 132 SMs at 1.98 GHz,
+ * realistically 150-250 (causal imbalance, latency at 12 warps an SM). That would meet
+ * the issue's 0.5x of SDPA on extends (cuDNN ~300 TFLOP/s there) and likely not on 4K-8K
+ * prefills (cuDNN 521-617). The next steps, if measured so: K/V converted once a CTA into
+ * BF16 shared memory (ldmatrix), the hardware ex2 modelled (issue item 3).
+ * Measured by lowp_gpu_extend_bench (tools/gpu_run.sh step extend).
  */
 #include <math.h>
 #include <stdint.h>
@@ -124,7 +132,9 @@ __global__ void __launch_bounds__(128) extend_kernel(Params p)
     extern __shared__ __align__(16) uint8_t sm[];
     const int b = blockIdx.z, h = blockIdx.y;
     const int q0 = p.qo[b], ql = p.qo[b + 1] - q0, P = p.pre ? p.pre[b] : 0;
-    const int kvlen = P + ql, nrows = ql * p.G, Rc = blockIdx.x * CROWS;
+    /* the last query tiles (the most key blocks) first, so that the short ones fill the
+     * tail of the grid; the CTA grouping changes no bit (step 2) */
+    const int kvlen = P + ql, nrows = ql * p.G, Rc = (gridDim.x - 1 - blockIdx.x) * CROWS;
     const size_t row0 = (size_t)p.kv[b];
     if (Rc >= nrows)
         return;
