@@ -282,6 +282,10 @@ static int cpu_side(ecase *c, int want_ref, char *why, size_t wl)
     return lowp_gpu_extend_reference(&c->a, c->q32, c->ref, c->bound, why, wl);
 }
 
+/* Failure lines printed at most (the counts in the report are complete). */
+#define MAX_LINES 20
+static size_t g_lines;
+
 /* Compare one case (gpu NULL: emulator only) and add to st. */
 static void compare(const ecase *c, const uint16_t *gpu, int want_ref, stats *st)
 {
@@ -299,8 +303,28 @@ static void compare(const ecase *c, const uint16_t *gpu, int want_ref, stats *st
         }
         if (ndiff) {
             st->mismatched[k]++;
+            if (st->mismatched[0] + st->mismatched[1] == 1) {
+                /* the first failing case in detail: how far apart (BF16 ulps when both are
+                 * finite and of one sign), and which rows (a wrong index shows as whole rows
+                 * or heads, an arithmetic difference as scattered 1-ulp outputs) */
+                size_t near = 0, shown = 0, Dv = c->a.vo_dim;
+                for (size_t x = 0; x < c->nout; x++) {
+                    if (c->emu[x] == 0xFFFFu || gpu[x] == c->emu[x])
+                        continue;
+                    int dist = (int)gpu[x] - (int)c->emu[x];
+                    near += (gpu[x] >> 15) == (c->emu[x] >> 15) && (dist == 1 || dist == -1);
+                    if (shown < 8 && x % Dv == 0) {
+                        size_t b2, i2, h2, d2;
+                        locate(c, x, &b2, &i2, &h2, &d2);
+                        printf("  differing row: seq %zu query %zu head %zu\n", b2, i2, h2);
+                        shown++;
+                    }
+                }
+                printf("  %zu of %zu differing outputs are 1 BF16 ulp apart\n", near, ndiff);
+            }
             locate(c, first, &b, &i, &hq, &d);
-            printf("MISMATCH %s: %zu outputs differ; first: seq %zu query %zu head %zu dim %zu: "
+            if (g_lines++ < MAX_LINES)
+                printf("MISMATCH %s: %zu outputs differ; first: seq %zu query %zu head %zu dim %zu: "
                    "gpu 0x%04x (%a) emulator 0x%04x (%a)\n",
                    c->desc, ndiff, b, i, hq, d, gpu[first],
                    (double)lowp_f32_from_bf16(gpu[first]), c->emu[first],
@@ -335,7 +359,8 @@ static void compare(const ecase *c, const uint16_t *gpu, int want_ref, stats *st
     if (outside) {
         st->ref_outside[k]++;
         locate(c, first, &b, &i, &hq, &d);
-        printf("OUTSIDE BOUND %s: %zu outputs; first: seq %zu query %zu head %zu dim %zu: "
+        if (g_lines++ < MAX_LINES)
+            printf("OUTSIDE BOUND %s: %zu outputs; first: seq %zu query %zu head %zu dim %zu: "
                "got %.9g exact %.9g bound %.3g\n",
                c->desc, outside, b, i, hq, d, (double)lowp_f32_from_bf16(got[first]),
                c->ref[first], c->bound[first]);
