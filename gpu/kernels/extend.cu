@@ -545,16 +545,27 @@ static int ws_check(const lowp_kv_config *cfg, const lowp_kv_page_table *pt,
     return 0;
 }
 
-static void ws_params_shape(WsParams *p, const lowp_kv_config *cfg, size_t n_global)
+/* Every field of a workspace fill's parameters: the cache's buffers and global scales (kg,
+ * vg: n_global each), the index arrays, the chunk, the workspace and the tables (vals: the
+ * 16 E2M1 then the 256 E4M3 values), device or host pointers alike. */
+static WsParams ws_params(const lowp_kv_config *cfg, size_t n_global, const uint8_t *kc,
+                          const uint8_t *vc, const uint8_t *ks, const uint8_t *vs,
+                          const float *kg, const float *vg, const int32_t *pt_indptr,
+                          const int32_t *pt_indices, const int32_t *qo, const int32_t *kv,
+                          const int32_t *pre, const uint16_t *kch, const uint16_t *vch,
+                          uint8_t *kws, uint8_t *vws, const uint8_t *cast, const float *vals)
 {
-    p->H = (int)cfg->num_heads;
-    p->Dq = (int)cfg->qk_dim;
-    p->Dv = (int)cfg->vo_dim;
-    p->PS = (int)cfg->page_size;
-    p->hnd = cfg->layout == LOWP_KV_HND;
-    p->k_il = cfg->k_sf_order == LOWP_KV_SF_INTERLEAVE4;
-    p->v_il = cfg->v_sf_order == LOWP_KV_SF_INTERLEAVE4;
-    p->per_head = n_global > 1;
+    WsParams p = {kc, vc, ks, vs, kg, vg, pt_indptr, pt_indices, qo, kv, pre, kch, vch, kws,
+                  vws, cast, vals, vals + 16, 0, 0, 0, 0, 0, 0, 0, 0};
+    p.H = (int)cfg->num_heads;
+    p.Dq = (int)cfg->qk_dim;
+    p.Dv = (int)cfg->vo_dim;
+    p.PS = (int)cfg->page_size;
+    p.hnd = cfg->layout == LOWP_KV_HND;
+    p.k_il = cfg->k_sf_order == LOWP_KV_SF_INTERLEAVE4;
+    p.v_il = cfg->v_sf_order == LOWP_KV_SF_INTERLEAVE4;
+    p.per_head = n_global > 1;
+    return p;
 }
 
 extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
@@ -582,26 +593,12 @@ extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
         kg[h] = lowp_kvcache_global_scale(cache, LOWP_KV_K, h);
         vg[h] = lowp_kvcache_global_scale(cache, LOWP_KV_V, h);
     }
-    WsParams p = {};
-    p.kc = lowp_kvcache_cbuffer(cache, LOWP_KV_K, LOWP_KV_CODES, &bytes);
-    p.vc = lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_CODES, &bytes);
-    p.ks = lowp_kvcache_cbuffer(cache, LOWP_KV_K, LOWP_KV_SCALES, &bytes);
-    p.vs = lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_SCALES, &bytes);
-    p.kg = kg;
-    p.vg = vg;
-    p.pt_indptr = pt->indptr;
-    p.pt_indices = pt->indices;
-    p.qo = a->qo_indptr;
-    p.kv = a->kv_indptr;
-    p.pre = a->prefix_len;
-    p.kch = k_chunk;
-    p.vch = v_chunk;
-    p.kws = k_ws;
-    p.vws = v_ws;
-    p.cast = h_cast;
-    p.e2m1 = h_vals;
-    p.e4m3 = h_vals + 16;
-    ws_params_shape(&p, cfg, n_global);
+    WsParams p = ws_params(cfg, n_global, lowp_kvcache_cbuffer(cache, LOWP_KV_K, LOWP_KV_CODES, &bytes),
+                           lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_CODES, &bytes),
+                           lowp_kvcache_cbuffer(cache, LOWP_KV_K, LOWP_KV_SCALES, &bytes),
+                           lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_SCALES, &bytes), kg, vg,
+                           pt->indptr, pt->indices, a->qo_indptr, a->kv_indptr, a->prefix_len,
+                           k_chunk, v_chunk, k_ws, v_ws, h_cast, h_vals);
     const int nb = (p.Dq + p.Dv) / 16;
     for (size_t b = 0; b < a->batch; b++) {
         const int n = a->prefix_len[b] + a->qo_indptr[b + 1] - a->qo_indptr[b];
@@ -633,26 +630,11 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
         return lowp_why_set(why, why_len, "chunk and workspace must be 16-byte aligned");
     if (ws_tables(why, why_len))
         return -1;
-    WsParams p = {};
-    p.kc = d->cache->k_codes;
-    p.vc = d->cache->v_codes;
-    p.ks = d->cache->k_scales;
-    p.vs = d->cache->v_scales;
-    p.kg = d->cache->k_global;
-    p.vg = d->cache->v_global;
-    p.pt_indptr = d->pt_indptr_dev;
-    p.pt_indices = d->pt_indices_dev;
-    p.qo = d->qo_indptr_dev;
-    p.kv = d->kv_indptr_dev;
-    p.pre = d->prefix_len_dev;
-    p.kch = d->k_chunk_dev;
-    p.vch = d->v_chunk_dev;
-    p.kws = k_ws_dev;
-    p.vws = v_ws_dev;
-    p.cast = g_cast;
-    p.e2m1 = g_vals;
-    p.e4m3 = g_vals + 16;
-    ws_params_shape(&p, cfg, d->cache->n_global);
+    const lowp_gpu_kvcache *c = d->cache;
+    WsParams p = ws_params(cfg, c->n_global, c->k_codes, c->v_codes, c->k_scales, c->v_scales,
+                           c->k_global, c->v_global, d->pt_indptr_dev, d->pt_indices_dev,
+                           d->qo_indptr_dev, d->kv_indptr_dev, d->prefix_len_dev, d->k_chunk_dev,
+                           d->v_chunk_dev, k_ws_dev, v_ws_dev, g_cast, g_vals);
     size_t nmax = 0;
     for (size_t b = 0; b < a->batch; b++) {
         size_t n = (size_t)a->prefix_len[b] + (size_t)(a->qo_indptr[b + 1] - a->qo_indptr[b]);
