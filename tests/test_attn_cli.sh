@@ -17,23 +17,6 @@
 cli_test_start test_attn_cli "$1"
 
 # ---- input generators ---------------------------------------------------------------
-cat > "$tmp/gen.pl" <<'EOF'
-# gen.pl FILE D0,D1,D2 SEED SCALE [SPIKE:PERIOD]: float32 .npy of SCALE * N(0,1), every
-# PERIOD-th element replaced by +-SPIKE (alternating). Deterministic (xorshift32).
-require "npy.pl";
-my ($file, $shape, $seed, $scale, $spike) = @ARGV;
-my @d = split /,/, $shape; my $n = 1; $n *= $_ for @d;
-my $x = ($seed * 2654435761 + 12345) & 0xffffffff; $x = 1 if $x == 0;
-sub nxt { $x ^= ($x << 13) & 0xffffffff; $x ^= $x >> 17; $x ^= ($x << 5) & 0xffffffff; return ($x + 0.5) / 4294967296.0; }
-my @v;
-for (my $i = 0; $i < $n; $i += 2) {
-  my ($u1, $u2) = (nxt(), nxt()); my $r = sqrt(-2 * log($u1));
-  push @v, $scale * $r * cos(6.283185307179586 * $u2), $scale * $r * sin(6.283185307179586 * $u2);
-}
-splice @v, $n;
-if (defined $spike) { my ($sv, $per) = split /:/, $spike; for (my $i = 0; $i < $n; $i += $per) { $v[$i] = ($i / $per) % 2 ? -$sv : $sv; } }
-npy_write($file, "<f4", "f<", \@d, @v);
-EOF
 cat > "$tmp/ints.pl" <<'EOF'
 # ints.pl FILE DESCR V...: a 1-D .npy of the values ('<i4', '<i8' or '<f4')
 require "npy.pl";
@@ -41,7 +24,7 @@ my ($file, $descr, @v) = @ARGV;
 my %pk = ("<i4" => "l<", "<i8" => "q<", "<f4" => "f<");
 npy_write($file, $descr, $pk{$descr}, [scalar(@v)], @v);
 EOF
-gen() { perl -I"$cli_test_lib" "$tmp/gen.pl" "$@"; }
+gen() { perl -I"$cli_test_lib" "$cli_test_lib/gen_npy.pl" "$@"; }
 ints() { perl -I"$cli_test_lib" "$tmp/ints.pl" "$@"; }
 
 # A decode-and-verify case: 2 query tokens, GQA 8 query / 2 KV heads, dim 64, 100 tokens

@@ -15,6 +15,19 @@
  *       to BF16) attends in the decode kernel; O is its BF16 output as float32
  *       [1, num_q_heads, vo_dim]. --emulate runs the CPU emulators of both kernels instead
  *       (any machine): the two files are identical byte for byte.
+ *   lowp gpu attn --path extend|prefill --q Q --k K --v V --kv-format F --out O.npy
+ *                 [--emulate] [--chunk-start C] [--recipe R] [--k-scale G] [--v-scale G]
+ *                 [--sm-scale S] [--check-against A.npy]
+ *       `lowp attn --path extend|prefill` on the GPU's extend kernel (lowp/gpu_extend.h):
+ *       Q [q_len, num_q_heads, qk_dim] are the chunk's queries at positions ctx - q_len ..
+ *       ctx - 1; the FP8 workspace holds the path's values (lowp_kv_path_run: the NVFP4
+ *       prefix dequantized and cast to E4M3 for extend, the chunk's BF16 K/V cast to E4M3);
+ *       O is the kernel's BF16 output as float32 [q_len, num_q_heads, vo_dim]. --emulate
+ *       runs lowp_gpu_extend_emulate instead (any machine; identical bytes). --check-against
+ *       A.npy (`lowp attn --path ...`'s output, exact attention on the same path values):
+ *       every output must lie within the kernel's derived bound (lowp/attn_gpu_extend.h) of
+ *       it, plus A's own binary32 rounding; exit 1 otherwise. The workspace is built on the
+ *       host from the CPU data-path model (the GPU dequantize kernel is not in this build).
  *   lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]
  *                  [--head-dim N] [--page-size N] [--layout nhd|hnd] [--reps N]
  *                  [--max-gb X] [--chunk N] [--settle-ms-per-gb X] [--stages N] [--warps N]
@@ -33,9 +46,11 @@
 #include "cli.h"
 #include "shard.h"
 #include "lowp/attn_gpu_emul.h"
+#include "lowp/attn_gpu_extend.h"
 #include "lowp/attn_sweep.h"
 #include "lowp/block.h"
 #include "lowp/calib.h"
+#include "lowp/format.h"
 #include "lowp/kvcache.h"
 #ifdef LOWP_HAVE_GPU
 #include <cuda_runtime_api.h>
@@ -43,6 +58,7 @@
 #include "lowp/gpu_bench.h"
 #include "lowp/gpu_conform.h"
 #include "lowp/gpu_decode.h"
+#include "lowp/gpu_extend.h"
 #include "lowp/gpu_kvcache.h"
 #endif
 
@@ -58,12 +74,16 @@ static void gpu_usage(FILE *f)
           "                     [--recipe R] [--k-scale G] [--v-scale G] [--sm-scale S]\n"
           "                     [--page-size N] [--layout nhd|hnd] [--k-sf-order O] [--v-sf-order O]\n"
           "                     [--chunk N]\n"
+          "       lowp gpu attn --path extend|prefill --q Q --k K --v V --kv-format F --out O.npy\n"
+          "                     [--emulate] [--chunk-start C] [--recipe R] [--k-scale G] [--v-scale G]\n"
+          "                     [--sm-scale S] [--check-against A.npy]\n"
           "       lowp gpu bench [--formats a,b] [--batch a,b] [--ctx a,b] [--q-heads N] [--kv-heads N]\n"
           "                      [--head-dim N] [--page-size N] [--layout nhd|hnd] [--reps N]\n"
           "                      [--max-gb X] [--chunk N] [--settle-ms-per-gb X] [--stages N] [--warps N]\n"
           "                      [--csv FILE]\n"
           "  Q [1, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx, num_kv_heads, vo_dim]:\n"
-          "  a decode (one query token at position ctx - 1). Formats: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4;\n"
+          "  a decode (one query token at position ctx - 1); with --path extend|prefill, Q [q_len, ...] is\n"
+          "  the chunk at positions ctx - q_len .. ctx - 1 (extend: an nvfp4 cache). Formats: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4;\n"
           "  head dims multiples of 64 up to 512; up to 16 query heads per KV head.\n",
           f);
 }
@@ -361,10 +381,10 @@ static int gpu_bench(int argc, char **argv)
 
 /* ---- attn --------------------------------------------------------------------------- */
 typedef struct gattn {
-    const char *q, *k, *v, *out, *format, *recipe, *layout, *k_sf, *v_sf;
+    const char *q, *k, *v, *out, *format, *recipe, *layout, *k_sf, *v_sf, *path, *check;
     double k_scale, v_scale, sm_scale;
-    int k_scale_set, v_scale_set, emulate;
-    size_t page_size, chunk;
+    int k_scale_set, v_scale_set, emulate, chunk_start_set, decode_opts;
+    size_t page_size, chunk, chunk_start;
 } gattn;
 
 /* The values of x, a [d0, d1, d2] array (option opt), as a BF16 kernel input: each
@@ -387,6 +407,220 @@ static void bf16_input_check(const char *opt, const float *x, const size_t d[3])
                       "type; its largest finite value is %.9g)", opt, i0, i1, i2, (double)x[i],
                       (double)lowp_f32_from_bf16(0x7F7F));
     }
+}
+
+#ifdef LOWP_HAVE_GPU
+#define CUDA_OK(call)                                                                        \
+    do {                                                                                     \
+        cudaError_t e_ = (call);                                                             \
+        if (e_ != cudaSuccess)                                                               \
+            lowp_cli_fail("%s: %s", #call, cudaGetErrorString(e_));                          \
+    } while (0)
+#endif
+
+/* `lowp gpu attn --path extend|prefill` (the header's description). */
+static int gpu_attn_extend(const gattn *a, lowp_kv_path path)
+{
+#ifndef LOWP_HAVE_GPU
+    if (!a->emulate)
+        no_cuda("attn --path extend|prefill (without --emulate)");
+#else
+    if (!a->emulate) {
+        int ndev = 0;
+        if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+            fprintf(stderr, "lowp gpu attn: no CUDA device (--emulate runs the CPU emulator)\n");
+            return 77;
+        }
+    }
+#endif
+    char why[512];
+    lowp_block_format f;
+    if (lowp_block_format_parse(a->format, &f))
+        lowp_cli_fail("--kv-format: unknown format '%s'", a->format);
+    if (path == LOWP_KV_PATH_EXTEND && f != LOWP_NVFP4)
+        lowp_cli_fail("--path extend dequantizes an NVFP4 prefix into the FP8 workspace; "
+                      "--kv-format is %s", a->format);
+    if ((a->k_scale_set && a->k_scale != 1.0) || (a->v_scale_set && a->v_scale != 1.0))
+        if (!lowp_block_has_global_scale(f))
+            lowp_cli_fail("--k-scale / --v-scale: %s has no global scale (only 1 is accepted)",
+                          a->format);
+    lowp_cli_check_writable("--out", a->out);
+    lowp_cli_check_not_input("--out", a->out, "--q", a->q);
+    lowp_cli_check_not_input("--out", a->out, "--k", a->k);
+    lowp_cli_check_not_input("--out", a->out, "--v", a->v);
+    size_t qd[3], kd[3], vd[3], ad[3];
+    float *q = lowp_cli_load_f32_3("--q", a->q, qd, "[q_len, num_q_heads, qk_dim]");
+    float *k = lowp_cli_load_f32_3("--k", a->k, kd, "[ctx, num_kv_heads, qk_dim]");
+    float *v = lowp_cli_load_f32_3("--v", a->v, vd, "[ctx, num_kv_heads, vo_dim]");
+    if (vd[0] != kd[0] || vd[1] != kd[1])
+        lowp_cli_fail("--v is [%zu, %zu, .] but --k is [%zu, %zu, .] (same tokens and KV heads)",
+                      vd[0], vd[1], kd[0], kd[1]);
+    if (qd[2] != kd[2])
+        lowp_cli_fail("--q has qk_dim %zu but --k has %zu", qd[2], kd[2]);
+    size_t ql = qd[0], ctx = kd[0], H = kd[1], NQ = qd[1], Dq = kd[2], Dv = vd[2];
+    if (ql > ctx)
+        lowp_cli_fail("--q has %zu query tokens but the context has %zu", ql, ctx);
+    if (ctx > INT32_MAX)
+        lowp_cli_fail("--k: %zu tokens; the kernel's indices are int32", ctx);
+    size_t P = ctx - ql;
+    if (a->chunk_start_set && a->chunk_start != P)
+        lowp_cli_fail("--chunk-start %zu: the kernel's chunk is the queries, tokens %zu .. %zu",
+                      a->chunk_start, P, ctx - 1);
+    if (NQ % H)
+        lowp_cli_fail("--q has %zu query heads, not a multiple of --k's %zu KV heads", NQ, H);
+    float *ref_in = NULL;
+    if (a->check) {
+        ref_in = lowp_cli_load_f32_3("--check-against", a->check, ad,
+                                     "[q_len, num_q_heads, vo_dim]");
+        if (ad[0] != ql || ad[1] != NQ || ad[2] != Dv)
+            lowp_cli_fail("--check-against is [%zu, %zu, %zu]; the output is [%zu, %zu, %zu]",
+                          ad[0], ad[1], ad[2], ql, NQ, Dv);
+    }
+    bf16_input_check("--q", q, qd);
+    bf16_input_check("--k", k, kd);
+    bf16_input_check("--v", v, vd);
+    lowp_kv_config cfg = lowp_kv_config_default(f, 1, 16, H, Dq, Dv);
+    if (a->recipe && lowp_recipe_parse(a->recipe, &cfg.recipe))
+        lowp_cli_fail("--recipe: unknown recipe '%s'", a->recipe);
+    if (lowp_kv_config_check(&cfg, why, sizeof why))
+        lowp_cli_fail("cache: %s", why);
+    size_t nq = ql * NQ * Dq, nk = ctx * H * Dq, nv = ctx * H * Dv, no = ql * NQ * Dv;
+    /* the global scales as `lowp attn` picks them (calibrated from the inputs' amax) */
+    float kg = a->k_scale_set ? (float)a->k_scale
+                              : lowp_sweep_global_scale(f, cfg.recipe, LOWP_SWEEP_SCALE_CALIBRATED,
+                                                        lowp_calib_amax(k, nk)).dec;
+    float vg = a->v_scale_set ? (float)a->v_scale
+                              : lowp_sweep_global_scale(f, cfg.recipe, LOWP_SWEEP_SCALE_CALIBRATED,
+                                                        lowp_calib_amax(v, nv)).dec;
+    double *ke = malloc(nk * sizeof *ke), *ve = malloc(nv * sizeof *ve);
+    uint8_t *kw = malloc(nk), *vw = malloc(nv);
+    uint16_t *qb = malloc(nq * sizeof *qb), *ob = malloc(no * sizeof *ob);
+    float *qr = malloc(nq * sizeof *qr), *o32 = malloc(no * sizeof *o32);
+    if (!ke || !ve || !kw || !vw || !qb || !ob || !qr || !o32)
+        lowp_cli_fail("out of memory");
+    /* the workspace: the path's values (lowp/kvcache.h), each an E4M3 value or NaN */
+    lowp_kv_path_args pa = lowp_kv_path_args_init(path, &cfg, ctx, ql, NQ, NULL, k, v);
+    pa.k_gs = &kg;
+    pa.v_gs = &vg;
+    pa.chunk_start = path == LOWP_KV_PATH_EXTEND ? P : 0;
+    lowp_kv_path_result pres;
+    if (lowp_kv_path_run(&pa, 1, NULL, ke, ve, NULL, NULL, &pres, why, sizeof why))
+        lowp_cli_fail("--path %s: %s", a->path, why);
+    lowp_codec e4m3;
+    if (lowp_codec_init(&e4m3, LOWP_E4M3, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_OFF, why,
+                        sizeof why))
+        lowp_cli_fail("e4m3 codec: %s", why);
+    for (size_t i = 0; i < nk + nv; i++) {
+        double x = i < nk ? ke[i] : ve[i - nk];
+        uint8_t c = isnan(x) ? 0x7F : (uint8_t)lowp_encode_f64(&e4m3, x);
+        double back = lowp_decode_f64(LOWP_E4M3, c);
+        if (!(back == x || (isnan(x) && isnan(back))))
+            lowp_cli_fail("internal: the path's %s value %a is not an E4M3 value",
+                          i < nk ? "K" : "V", x);
+        *(i < nk ? &kw[i] : &vw[i - nk]) = c;
+    }
+    for (size_t i = 0; i < nq; i++) { /* the kernel's query, and the reference's */
+        qb[i] = lowp_bf16_from_f32(q[i]);
+        qr[i] = lowp_f32_from_bf16(qb[i]);
+    }
+    int32_t qo[2] = {0, (int32_t)ql}, kv[2] = {0, (int32_t)ctx}, pre[1] = {(int32_t)P};
+    lowp_gpu_extend_args ea = {.batch = 1, .qo_indptr = qo, .kv_indptr = kv, .prefix_len = pre,
+                               .kv_rows = ctx, .num_q_heads = NQ, .num_kv_heads = H,
+                               .qk_dim = Dq, .vo_dim = Dv,
+                               .sm_scale = a->sm_scale > 0 ? a->sm_scale : 0.0, .q = qb,
+                               .k = kw, .v = vw};
+    if (lowp_gpu_extend_check(&ea, why, sizeof why))
+        lowp_cli_fail("%s", why);
+    const char *engine;
+    if (a->emulate) {
+        engine = "CPU emulator (lowp_gpu_extend_emulate)";
+        if (lowp_gpu_extend_emulate(&ea, ob, why, sizeof why))
+            lowp_cli_fail("extend emulator: %s", why);
+    } else {
+#ifdef LOWP_HAVE_GPU
+        engine = "GPU kernel (lowp_gpu_extend)";
+        void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
+        int32_t *didx = NULL;
+        CUDA_OK(cudaMalloc(&dq, nq * 2));
+        CUDA_OK(cudaMalloc(&dk, nk));
+        CUDA_OK(cudaMalloc(&dv, nv));
+        CUDA_OK(cudaMalloc(&dout, no * 2));
+        CUDA_OK(cudaMalloc((void **)&didx, 5 * sizeof *didx));
+        CUDA_OK(cudaMemcpy(dq, qb, nq * 2, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(dk, kw, nk, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(dv, vw, nv, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(didx, qo, sizeof qo, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(didx + 2, kv, sizeof kv, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(didx + 4, pre, sizeof pre, cudaMemcpyHostToDevice));
+        lowp_gpu_extend_desc d = {.host = ea, .qo_indptr_dev = didx, .kv_indptr_dev = didx + 2,
+                                  .prefix_len_dev = didx + 4, .q_dev = dq, .k_dev = dk,
+                                  .v_dev = dv};
+        if (lowp_gpu_extend(&d, dout, 0, why, sizeof why))
+            lowp_cli_fail("extend kernel: %s", why);
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMemcpy(ob, dout, no * 2, cudaMemcpyDeviceToHost));
+        cudaFree(dq);
+        cudaFree(dk);
+        cudaFree(dv);
+        cudaFree(dout);
+        cudaFree(didx);
+#else
+        engine = "";
+#endif
+    }
+    for (size_t i = 0; i < no; i++)
+        o32[i] = lowp_f32_from_bf16(ob[i]);
+    size_t outside = 0, compared = 0;
+    double worst = 0.0;
+    if (ref_in) {
+        double *ref = malloc(no * sizeof *ref), *bd = malloc(no * sizeof *bd);
+        if (!ref || !bd)
+            lowp_cli_fail("out of memory");
+        if (lowp_gpu_extend_reference(&ea, qr, ref, bd, why, sizeof why))
+            lowp_cli_fail("reference: %s", why);
+        for (size_t i = 0; i < no; i++) {
+            if (!isfinite(bd[i]))
+                continue; /* not compared: a non-finite input (the bound says so) */
+            /* A is exact attention rounded once to binary32: within 2^-24 |A| of it */
+            double tol = bd[i] + 0x1p-24 * fabs((double)ref_in[i]) + 0x1p-149;
+            double err = fabs((double)o32[i] - (double)ref_in[i]);
+            double r = err / tol;
+            compared++;
+            if (!(r <= 1.0)) {
+                if (outside++ == 0)
+                    fprintf(stderr, "lowp gpu attn: output [%zu, %zu, %zu] = %.9g is %.3g from "
+                                    "--check-against's %.9g, past the bound %.3g\n",
+                            i / (NQ * Dv), i / Dv % NQ, i % Dv, (double)o32[i], err,
+                            (double)ref_in[i], tol);
+            }
+            worst = r > worst || r != r ? r : worst;
+        }
+        free(ref);
+        free(bd);
+    }
+    lowp_cli_write_f32_3(a->out, o32, ql, NQ, Dv);
+    printf("lowp gpu attn --path %s: %s\n  %zu queries at positions %zu..%zu, %zu KV heads x "
+           "%zu, dims %zu/%zu, %s (%s); K scale %.9g, V scale %.9g; workspace NaN: %zu K, %zu "
+           "V\n  wrote %s (BF16 output as float32 [%zu, %zu, %zu])\n",
+           a->path, engine, ql, P, ctx - 1, H, NQ / H, Dq, Dv, a->format,
+           lowp_recipe_name(cfg.recipe), (double)kg, (double)vg, pres.k_nan, pres.v_nan, a->out,
+           ql, NQ, Dv);
+    if (ref_in)
+        printf("  against %s: %zu outputs compared, %zu outside the bound, worst err/bound %.3g\n",
+               a->check, compared, outside, worst);
+    free(q);
+    free(k);
+    free(v);
+    free(ref_in);
+    free(ke);
+    free(ve);
+    free(kw);
+    free(vw);
+    free(qb);
+    free(ob);
+    free(qr);
+    free(o32);
+    return outside ? 1 : 0;
 }
 
 static int gpu_attn(int argc, char **argv)
@@ -420,10 +654,19 @@ static int gpu_attn(int argc, char **argv)
             a.v_scale_set = 1;
         } else if (!strcmp(s, "--sm-scale"))
             a.sm_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
-        else if (!strcmp(s, "--page-size"))
+        else if (!strcmp(s, "--page-size")) {
             a.page_size = lowp_cli_parse_count(s, lowp_cli_option_value(argc, argv, &i), 0);
-        else if (!strcmp(s, "--chunk"))
+            a.decode_opts = 1;
+        } else if (!strcmp(s, "--chunk")) {
             a.chunk = lowp_cli_parse_count(s, lowp_cli_option_value(argc, argv, &i), 0);
+            a.decode_opts = 1;
+        } else if (!strcmp(s, "--path"))
+            a.path = lowp_cli_option_value(argc, argv, &i);
+        else if (!strcmp(s, "--chunk-start")) {
+            a.chunk_start = lowp_cli_parse_count(s, lowp_cli_option_value(argc, argv, &i), 1);
+            a.chunk_start_set = 1;
+        } else if (!strcmp(s, "--check-against"))
+            a.check = lowp_cli_option_value(argc, argv, &i);
         else if (!strcmp(s, "--emulate"))
             a.emulate = 1;
         else {
@@ -433,6 +676,19 @@ static int gpu_attn(int argc, char **argv)
     if (!a.q || !a.k || !a.v || !a.out || !a.format) {
         lowp_cli_fail("lowp gpu attn: --q, --k, --v, --kv-format and --out are required");
     }
+    if (a.path && strcmp(a.path, "decode")) {
+        lowp_kv_path pth;
+        if (lowp_kv_path_parse(a.path, &pth) ||
+            (pth != LOWP_KV_PATH_EXTEND && pth != LOWP_KV_PATH_PREFILL))
+            lowp_cli_fail("--path: '%s' is not one the GPU runs (decode, extend, prefill)", a.path);
+        if (a.decode_opts || strcmp(a.layout, "nhd") || strcmp(a.k_sf, "linear") ||
+            strcmp(a.v_sf, "linear"))
+            lowp_cli_fail("--page-size, --chunk, --layout and the scale orders are the decode's "
+                          "(the extend kernel reads an FP8 workspace)");
+        return gpu_attn_extend(&a, pth);
+    }
+    if (a.chunk_start_set || a.check)
+        lowp_cli_fail("--chunk-start and --check-against apply to --path extend|prefill");
 #ifndef LOWP_HAVE_GPU
     if (!a.emulate)
         no_cuda("attn (without --emulate)");
@@ -566,12 +822,6 @@ static int gpu_attn(int argc, char **argv)
         void *dk = NULL, *dv = NULL, *dq = NULL, *dout = NULL, *ws = NULL;
         int32_t *dpt = NULL;
         int64_t *dslots = NULL;
-#define CUDA_OK(call)                                                                        \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess)                                                               \
-            lowp_cli_fail("%s: %s", #call, cudaGetErrorString(e_));                          \
-    } while (0)
         CUDA_OK(cudaMalloc(&dk, nk * 2));
         CUDA_OK(cudaMalloc(&dv, nv * 2));
         CUDA_OK(cudaMalloc(&dq, nq * 2));

@@ -27,8 +27,18 @@
 #                                batch decode if flashinfer imports, lowp gpu attn; each kernel's
 #                                output certified through `import lowp`; args in LOWP_CERTIFY_ARGS,
 #                                e.g. "--kernels sdpa-flash-bf16,lowp-gpu-fp8 --quick")
+#   5. step "extend" (issue #22, only when asked: LOWP_GPU_RUN_STEPS=extend): the extend /
+#      prefill attention kernel (gpu/kernels/extend.cu):
+#      lowp_gpu_extend_check  -> gpu-extend-conform-h200.md (GPU vs emulator bit for bit and
+#                                binary64 within the bound; LOWP_GPU_EXTEND_ARGS, default
+#                                --quick; "" for the full 2 x 10^5 cases)
+#      compute-sanitizer memcheck / racecheck on its --small case -> sanitizer-*-extend.log
+#      lowp_gpu_extend_bench  -> gpu-extend-bench-h200.txt/.csv (TFLOP/s per shape)
+#      tools/sdpa_extend_bench.py -> sdpa-extend-bench-h200.csv (PyTorch SDPA, same shapes)
+#      lowp gpu attn --path extend|prefill vs --emulate (byte for byte) and vs lowp attn
+#                                (within the bound) on a 300-query chunk over 2000 tokens
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend
 #   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
 #   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
 #   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
@@ -101,7 +111,7 @@ STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend; do want $k && KERNELS=1; done
 [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && KERNELS=1
 # the kernel targets the chosen steps run (lowp always)
 TARGETS=lowp_cli
@@ -109,6 +119,7 @@ want mma && TARGETS="$TARGETS lowp_gpu_mma_probe"
 { want kvwrite || want sanitize-kv; } && TARGETS="$TARGETS lowp_gpu_kv_write_check"
 want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
 want certify && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
+want extend && TARGETS="$TARGETS lowp_gpu_extend_check lowp_gpu_extend_bench" # + lowp_cli
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
   P=${TMPDIR:-/tmp}/lowp-deps
   say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
@@ -371,6 +382,54 @@ if want tune && [ -x "$LOWP" ]; then
   run_step "gpu_tune.sh" 120 gpu-tune.txt sh -c "bash tools/gpu_tune.sh '$LOWP' > '$OUT/gpu-tune.txt' 2>&1"
 fi
 
+if want extend; then
+  if [ -x "$GPUB/lowp_gpu_extend_check" ]; then
+    # shellcheck disable=SC2086 # the arguments are a list
+    run_step "extend conform" 300 gpu-extend-conform-h200.md "$GPUB/lowp_gpu_extend_check" \
+      "$OUT/gpu-extend-conform-h200.md" ${LOWP_GPU_EXTEND_ARGS---quick}
+    CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+    if [ -n "$CS" ]; then
+      for tool in memcheck racecheck; do
+        run_step "sanitizer $tool: extend" 120 sanitizer-$tool-extend.log \
+          sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_extend_check' '$OUT/san-$tool-extend.md' --small > '$OUT/sanitizer-$tool-extend.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' '$OUT/sanitizer-$tool-extend.log'"
+      done
+    else summ "compute-sanitizer (extend)" "not found" 0 ""; fi
+  else summ "extend conform" "not built" 0 "see build.log"; fi
+  if [ -x "$GPUB/lowp_gpu_extend_bench" ]; then
+    # the bench's own exit status (77 without a GPU), its table printed after it
+    run_step "extend bench" 150 gpu-extend-bench-h200.csv sh -c "'$GPUB/lowp_gpu_extend_bench' --csv '$OUT/gpu-extend-bench-h200.csv' ${LOWP_GPU_EXTEND_BENCH_ARGS:-} > '$OUT/gpu-extend-bench-h200.txt' 2>&1; r=\$?; cat '$OUT/gpu-extend-bench-h200.txt'; exit \$r"
+  else summ "extend bench" "not built" 0 "see build.log"; fi
+  run_step "sdpa_extend_bench.py" 150 sdpa-extend-bench-h200.csv python3 tools/sdpa_extend_bench.py \
+    --out "$OUT/sdpa-extend-bench-h200.csv"
+  if [ -x "$LOWP" ]; then
+    # lowp gpu attn --path extend|prefill on the GPU vs --emulate (byte for byte), both
+    # checked against lowp attn --path ... within the bound
+    python3 - "$OUT" <<'PYEOF'
+import sys, numpy as np
+out = sys.argv[1]
+rng = np.random.default_rng(20261201)
+np.save(out + "/ext-q.npy", rng.standard_normal((300, 32, 128)).astype(np.float32))
+np.save(out + "/ext-k.npy", rng.standard_normal((2000, 8, 128)).astype(np.float32))
+np.save(out + "/ext-v.npy", rng.standard_normal((2000, 8, 128)).astype(np.float32))
+PYEOF
+    for p in extend prefill; do
+      t=$(date +%s)
+      if [ ! -f "$OUT/ext-v.npy" ]; then summ "gpu attn --path $p vs --emulate" "not run" 0 "no inputs (numpy)"; continue; fi
+      IN="--q $OUT/ext-q.npy --k $OUT/ext-k.npy --v $OUT/ext-v.npy --kv-format nvfp4"
+      "$LOWP" attn $IN --path $p --out "$OUT/ext-attn-$p.npy" > "$OUT/ext-attn-$p.txt" 2>&1
+      "$LOWP" gpu attn --path $p $IN --out "$OUT/ext-gpu-$p.npy" --check-against "$OUT/ext-attn-$p.npy" > "$OUT/ext-gpu-$p.txt" 2>&1
+      r1=$?
+      "$LOWP" gpu attn --path $p $IN --emulate --out "$OUT/ext-emu-$p.npy" > "$OUT/ext-emu-$p.txt" 2>&1
+      if [ $r1 = 77 ]; then st="skipped (no GPU)"
+      else
+        if cmp -s "$OUT/ext-gpu-$p.npy" "$OUT/ext-emu-$p.npy"; then st=identical; else st=DIFFERENT; fi
+        [ $r1 = 0 ] || st="$st, bound FAIL rc=$r1"
+      fi
+      summ "gpu attn --path $p vs --emulate" "$st" $(($(date +%s) - t)) "ext-gpu-$p.txt"
+    done
+    rm -f "$OUT"/ext-[qkv].npy
+  fi
+fi
 if want mma; then
   if [ -x "$GPUB/lowp_gpu_mma_probe" ]; then
     run_step "mma probe" 120 gpu-mma-probe-h200.md "$GPUB/lowp_gpu_mma_probe" "$OUT/gpu-mma-probe-h200.md"

@@ -1,0 +1,291 @@
+/* lowp_gpu_extend_bench: time the extend / prefill attention kernel (lowp/gpu_extend.h) on
+ * SGLang's shapes: one sequence, chunk C of queries over a prefix P (P = 0: initial
+ * prefill), 32 query / 8 KV heads, head dim 128, the FP8 workspace sized for P + C.
+ *
+ *   lowp_gpu_extend_bench [--csv FILE] [--chunks a,b,..] [--prefixes a,b,..] [--reps N]
+ *                         [--batch B] [--q-heads H] [--kv-heads H] [--dim D]
+ *
+ * Each shape: 3 warm-up launches, then --reps (default 10) launches timed one by one with
+ * CUDA events; the median is reported. For an extend (P > 0) also, in the same way:
+ *   ws_us    lowp_gpu_extend_workspace: the NVFP4 prefix (page size 16, NHD) dequantized
+ *            into the FP8 workspace, plus the chunk cast; its bytes = the prefix's codes and
+ *            scales read + the chunk's BF16 read + the workspace written;
+ *   stream   a cudaMemcpy device to device moving the same bytes (half read, half written):
+ *            ws_eff = stream time / ws time (the issue's target: >= 0.8);
+ *   kvw_us   lowp_gpu_kv_write of the chunk (BF16 -> NVFP4, sglang-kv): its share of the
+ *            attention time (the issue's target: <= 1%). TFLOP/s counts 4 x q_heads x dim per visible
+ * query-key pair (2 x dim for Q.K, 2 x dim for P.V: the issue's convention), pairs =
+ * C (P + 1) + C (C - 1) / 2 per sequence. The data are constant codes (the kernel has no
+ * data-dependent branch: exp2_sw is branch-free, every block is streamed whatever it holds).
+ * Exit 77 without a GPU.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cli_parse.h"
+#include "lowp/gpu_extend.h"
+
+static int cmp_f(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "lowp_gpu_extend_bench: %s: %s\n", #call, cudaGetErrorString(e_));     \
+            return 2;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    uint64_t chunks[16] = {512, 1024, 2048, 4096, 8192}, prefixes[16] = {0, 4096, 16384, 32768,
+                                                                          131072};
+    size_t nc = 5, np = 5, reps = 10, batch = 1, HQ = 32, HK = 8, D = 128;
+    const char *csv = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (v && !strcmp(a, "--csv"))
+            csv = v;
+        else if (v && !strcmp(a, "--chunks"))
+            nc = lowp_cli_parse_list("--chunks", v, 1, 16, 1, 65536, chunks);
+        else if (v && !strcmp(a, "--prefixes"))
+            np = lowp_cli_parse_list("--prefixes", v, 1, 16, 0, 1u << 21, prefixes);
+        else if (v && !strcmp(a, "--reps"))
+            reps = lowp_cli_parse_count("--reps", v, 0);
+        else if (v && !strcmp(a, "--batch"))
+            batch = (size_t)lowp_cli_parse_u64("--batch", v, 1, 4);
+        else if (v && !strcmp(a, "--q-heads"))
+            HQ = (size_t)lowp_cli_parse_u64("--q-heads", v, 1, 128);
+        else if (v && !strcmp(a, "--kv-heads"))
+            HK = (size_t)lowp_cli_parse_u64("--kv-heads", v, 1, 128);
+        else if (v && !strcmp(a, "--dim"))
+            D = (size_t)lowp_cli_parse_u64("--dim", v, 64, 256);
+        else {
+            fprintf(stderr, "usage: lowp_gpu_extend_bench [--csv FILE] [--chunks a,b] "
+                            "[--prefixes a,b] [--reps N] [--batch B] [--q-heads H] "
+                            "[--kv-heads H] [--dim D]\n");
+            return 2;
+        }
+        i++;
+    }
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("lowp_gpu_extend_bench: no CUDA device: skipped\n");
+        return 77;
+    }
+    FILE *out = csv ? fopen(csv, "w") : NULL;
+    if (csv && out == NULL) {
+        fprintf(stderr, "lowp_gpu_extend_bench: cannot write %s\n", csv);
+        return 2;
+    }
+    if (out)
+        fprintf(out, "kernel,batch,chunk,prefix,q_heads,kv_heads,dim,us_median,tflops,smem_bytes,"
+                     "ws_us,ws_bytes,ws_gbps,stream_gbps,ws_eff,kvw_us,kvw_share\n");
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("lowp_gpu_extend_bench on %s: batch %zu, %zu q / %zu kv heads, dim %zu, median of "
+           "%zu, %zu bytes of shared memory a CTA\n",
+           prop.name, batch, HQ, HK, D, reps, lowp_gpu_extend_smem_bytes(D, D));
+    printf("%-8s %8s %8s %12s %10s\n", "kernel", "chunk", "prefix", "us", "TFLOP/s");
+    uint64_t cmax = 0, pmax = 0;
+    for (size_t i = 0; i < nc; i++)
+        cmax = chunks[i] > cmax ? chunks[i] : cmax;
+    for (size_t i = 0; i < np; i++)
+        pmax = prefixes[i] > pmax ? prefixes[i] : pmax;
+    size_t rows = batch * (size_t)(cmax + pmax);
+    void *dq, *dk, *dv, *dout, *dqo, *dkv, *dpre;
+    CK(cudaMalloc(&dq, batch * cmax * HQ * D * 2));
+    CK(cudaMalloc(&dout, batch * cmax * HQ * D * 2));
+    CK(cudaMalloc(&dk, rows * HK * D));
+    CK(cudaMalloc(&dv, rows * HK * D));
+    CK(cudaMalloc(&dqo, 5 * sizeof(int32_t)));
+    CK(cudaMalloc(&dkv, 5 * sizeof(int32_t)));
+    CK(cudaMalloc(&dpre, 4 * sizeof(int32_t)));
+    CK(cudaMemset(dq, 0x3E, batch * cmax * HQ * D * 2)); /* BF16 0x3E3E: about 0.19 */
+    CK(cudaMemset(dk, 0x30, rows * HK * D));             /* E4M3 0x30: 0.5 */
+    CK(cudaMemset(dv, 0x30, rows * HK * D));
+    /* the workspace path's buffers: the chunk in BF16, the FP8 workspace, slots */
+    void *kch, *vch, *kws, *vws, *copy_a, *copy_b;
+    int64_t *dslots;
+    int32_t *dpt;
+    CK(cudaMalloc(&kch, batch * cmax * HK * D * 2));
+    CK(cudaMalloc(&vch, batch * cmax * HK * D * 2));
+    CK(cudaMemset(kch, 0x3E, batch * cmax * HK * D * 2));
+    CK(cudaMemset(vch, 0x3E, batch * cmax * HK * D * 2));
+    kws = dk; /* the fill writes the workspace the attention reads */
+    vws = dv;
+    CK(cudaMalloc((void **)&dslots, batch * cmax * sizeof *dslots));
+    size_t ps = 16, pages_per = (size_t)(cmax + pmax + ps - 1) / ps;
+    CK(cudaMalloc((void **)&dpt, (2 * (batch + 1) + batch * pages_per) * sizeof *dpt));
+    size_t copy_max = 2 * rows * HK * D + 2 * batch * cmax * HK * D * 2 + rows * HK * D;
+    CK(cudaMalloc(&copy_a, copy_max / 2 + 16));
+    CK(cudaMalloc(&copy_b, copy_max / 2 + 16));
+    lowp_kv_config kcfg = lowp_kv_config_default(LOWP_NVFP4, batch * pages_per, ps, HK, D, D);
+    lowp_gpu_kvcache *gc = NULL;
+    char cwhy[256];
+    if (lowp_gpu_kvcache_create(&kcfg, &gc, cwhy, sizeof cwhy)) {
+        fprintf(stderr, "lowp_gpu_extend_bench: cache: %s\n", cwhy);
+        return 2;
+    }
+    float *ms = malloc((reps ? reps : 1) * sizeof *ms);
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (size_t ci = 0; ci < nc; ci++)
+        for (size_t pi = 0; pi < np; pi++) {
+            int32_t qo[5], kv[5], pre[4];
+            qo[0] = kv[0] = 0;
+            for (size_t b = 0; b < batch; b++) {
+                pre[b] = (int32_t)prefixes[pi];
+                qo[b + 1] = qo[b] + (int32_t)chunks[ci];
+                kv[b + 1] = kv[b] + (int32_t)(chunks[ci] + prefixes[pi]);
+            }
+            CK(cudaMemcpy(dqo, qo, sizeof qo, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dkv, kv, sizeof kv, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dpre, pre, sizeof pre, cudaMemcpyHostToDevice));
+            lowp_gpu_extend_desc d = {
+                .host = {.batch = batch, .qo_indptr = qo, .kv_indptr = kv, .prefix_len = pre,
+                         .kv_rows = rows, .num_q_heads = HQ, .num_kv_heads = HK, .qk_dim = D,
+                         .vo_dim = D, .q = dq, .k = dk, .v = dv},
+                .qo_indptr_dev = dqo, .kv_indptr_dev = dkv, .prefix_len_dev = dpre,
+                .q_dev = dq, .k_dev = dk, .v_dev = dv};
+            char why[256];
+            for (int w = 0; w < 3; w++)
+                if (lowp_gpu_extend(&d, dout, 0, why, sizeof why)) {
+                    fprintf(stderr, "lowp_gpu_extend_bench: %s\n", why);
+                    return 2;
+                }
+            CK(cudaDeviceSynchronize());
+            for (size_t r = 0; r < reps; r++) {
+                CK(cudaEventRecord(e0, 0));
+                lowp_gpu_extend(&d, dout, 0, why, sizeof why);
+                CK(cudaEventRecord(e1, 0));
+                CK(cudaEventSynchronize(e1));
+                CK(cudaEventElapsedTime(&ms[r], e0, e1));
+            }
+            CK(cudaGetLastError());
+            qsort(ms, reps, sizeof *ms, cmp_f);
+            double us = reps ? 1e3 * ms[reps / 2] : 0.0;
+            double ws_us = 0, ws_gbps = 0, st_gbps = 0, kvw_us = 0;
+            double ws_bytes = 0;
+            if (prefixes[pi] > 0 && reps) {
+                /* page table: sequence b owns pages b * pages_per .., in order */
+                size_t npg = (size_t)(prefixes[pi] + chunks[ci] + ps - 1) / ps;
+                int32_t *hpt = malloc((2 * (batch + 1) + batch * npg) * sizeof *hpt);
+                int64_t *hsl = malloc(batch * chunks[ci] * sizeof *hsl);
+                if (!hpt || !hsl) {
+                    fprintf(stderr, "lowp_gpu_extend_bench: out of memory\n");
+                    return 2;
+                }
+                int32_t *ip = hpt, *last = hpt + batch + 1, *ix = hpt + 2 * (batch + 1);
+                ip[0] = 0;
+                for (size_t b = 0; b < batch; b++) {
+                    ip[b + 1] = ip[b] + (int32_t)npg;
+                    last[b] = (int32_t)(prefixes[pi] + chunks[ci] - (npg - 1) * ps);
+                    for (size_t j = 0; j < npg; j++)
+                        ix[b * npg + j] = (int32_t)(b * pages_per + j);
+                    for (size_t i = 0; i < chunks[ci]; i++) {
+                        size_t t = prefixes[pi] + i;
+                        hsl[b * chunks[ci] + i] = (int64_t)((b * pages_per + t / ps) * ps + t % ps);
+                    }
+                }
+                CK(cudaMemcpy(dpt, hpt, (2 * (batch + 1) + batch * npg) * sizeof *hpt,
+                              cudaMemcpyHostToDevice));
+                CK(cudaMemcpy(dslots, hsl, batch * chunks[ci] * sizeof *hsl,
+                              cudaMemcpyHostToDevice));
+                lowp_kv_page_table pt = {batch, ip, ix, last};
+                lowp_gpu_extend_ws_desc wd = {.cache = gc, .pt_host = &pt, .pt_indptr_dev = dpt,
+                                              .pt_indices_dev = dpt + 2 * (batch + 1),
+                                              .host = d.host, .qo_indptr_dev = dqo,
+                                              .kv_indptr_dev = dkv, .prefix_len_dev = dpre,
+                                              .k_chunk_dev = kch, .v_chunk_dev = vch};
+                ws_bytes = (double)batch * ((double)prefixes[pi] * HK * D * 2 * (0.5 + 1.0 / 16) +
+                                            (double)chunks[ci] * HK * D * 2 * 2 +
+                                            (double)(prefixes[pi] + chunks[ci]) * HK * D * 2);
+                size_t half = (size_t)(ws_bytes / 2) / 16 * 16;
+                for (int pass = 0; pass < 3; pass++) {
+                    for (int w = 0; w < 2; w++) { /* warm-up */
+                        int r = pass == 0 ? lowp_gpu_extend_workspace(&wd, kws, vws, 0, why, sizeof why)
+                              : pass == 1 ? (cudaMemcpy(copy_b, copy_a, half, cudaMemcpyDeviceToDevice) != cudaSuccess)
+                                          : lowp_gpu_kv_write(gc, LOWP_GPU_IN_BF16, kch, vch, dslots, NULL,
+                                                              batch * chunks[ci], 0, why, sizeof why);
+                        if (r) {
+                            fprintf(stderr, "lowp_gpu_extend_bench: %s\n",
+                                    pass == 1 ? "cudaMemcpy failed" : why);
+                            return 2;
+                        }
+                    }
+                    CK(cudaDeviceSynchronize());
+                    for (size_t r = 0; r < reps; r++) {
+                        CK(cudaEventRecord(e0, 0));
+                        if (pass == 0)
+                            lowp_gpu_extend_workspace(&wd, kws, vws, 0, why, sizeof why);
+                        else if (pass == 1)
+                            cudaMemcpyAsync(copy_b, copy_a, half, cudaMemcpyDeviceToDevice, 0);
+                        else
+                            lowp_gpu_kv_write(gc, LOWP_GPU_IN_BF16, kch, vch, dslots, NULL,
+                                              batch * chunks[ci], 0, why, sizeof why);
+                        CK(cudaEventRecord(e1, 0));
+                        CK(cudaEventSynchronize(e1));
+                        CK(cudaEventElapsedTime(&ms[r], e0, e1));
+                    }
+                    CK(cudaGetLastError());
+                    qsort(ms, reps, sizeof *ms, cmp_f);
+                    double t = 1e3 * ms[reps / 2];
+                    if (pass == 0)
+                        ws_us = t;
+                    else if (pass == 1)
+                        st_gbps = t > 0 ? 2.0 * (double)half / (t * 1e-6) / 1e9 : 0.0;
+                    else
+                        kvw_us = t;
+                }
+                ws_gbps = ws_us > 0 ? ws_bytes / (ws_us * 1e-6) / 1e9 : 0.0;
+                free(hpt);
+                free(hsl);
+            }
+            double pairs = lowp_gpu_extend_pairs(&d.host);
+            double tf = us > 0 ? 4.0 * (double)HQ * (double)D * pairs / (us * 1e-6) / 1e12 : 0.0;
+            const char *kind = prefixes[pi] ? "extend" : "prefill";
+            printf("%-8s %8llu %8llu %12.1f %10.1f", kind, (unsigned long long)chunks[ci],
+                   (unsigned long long)prefixes[pi], us, tf);
+            if (ws_us > 0)
+                printf("   ws %9.1f us %7.1f GB/s (stream %7.1f: %.2f)   kv write %7.1f us "
+                       "(%.2f%% of the attention)",
+                       ws_us, ws_gbps, st_gbps, st_gbps > 0 ? ws_gbps / st_gbps : 0.0, kvw_us,
+                       us > 0 ? 100.0 * kvw_us / us : 0.0);
+            printf("\n");
+            if (out)
+                fprintf(out, "%s,%zu,%llu,%llu,%zu,%zu,%zu,%.2f,%.2f,%zu,%.2f,%.0f,%.1f,%.1f,%.3f,"
+                             "%.2f,%.4f\n",
+                        kind, batch, (unsigned long long)chunks[ci],
+                        (unsigned long long)prefixes[pi], HQ, HK, D, us, tf,
+                        lowp_gpu_extend_smem_bytes(D, D), ws_us, ws_bytes, ws_gbps, st_gbps,
+                        st_gbps > 0 ? ws_gbps / st_gbps : 0.0, kvw_us, us > 0 ? kvw_us / us : 0.0);
+        }
+    if (out)
+        fclose(out);
+    free(ms);
+    cudaFree(dq);
+    cudaFree(dk);
+    cudaFree(dv);
+    cudaFree(dout);
+    cudaFree(dqo);
+    cudaFree(dkv);
+    cudaFree(dpre);
+    cudaFree(kch);
+    cudaFree(vch);
+    cudaFree(dslots);
+    cudaFree(dpt);
+    cudaFree(copy_a);
+    cudaFree(copy_b);
+    lowp_gpu_kvcache_destroy(gc);
+    return 0;
+}

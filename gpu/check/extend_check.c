@@ -1,0 +1,869 @@
+/* lowp_gpu_extend_check: the conformance run of the GPU extend / prefill attention kernel
+ * (lowp/gpu_extend.h) against its CPU emulator (bit for bit) and binary64 attention (within
+ * the bound derived in lowp/attn_gpu_extend.h), as a ctest program and for tools/gpu_run.sh.
+ *
+ *   lowp_gpu_extend_check REPORT.md [--quick] [--cases N] [--long N] [--ws N] [--ws-long N]
+ *                         [--seed S] [--emulator-only] [--small] [--only I]
+ *
+ * Cases (default 2 x 10^5 short ones and 8 long; --quick 4000 and 4), half initial prefill (prefix_len NULL, path PREFILL) and half extend (path
+ * EXTEND): ragged batches of 1..4 sequences, chunks 1..8K (log-uniform, most short),
+ * prefixes 0..128K (a few long cases, many short ones), GQA ratios 1..16 (5, 6, 12 drawn
+ * more often), qk_dim and vo_dim in 64..256 independently; every workspace row past a
+ * sequence's kv_len, and every row past kv_indptr[batch], is NaN (0x7F). One case in 8 is
+ * adversarial: E4M3 codes over the whole range (subnormals, 448), equal keys, and one in
+ * 4 of those NaN codes at visible positions (compared bit for bit only). Long cases:
+ * only every k-th warp is emulated (the emulator's sample), and with chunks over 256 the
+ * binary64 comparison is skipped (its cost is chunk x prefix x heads x dims).
+ * --ws N, --ws-long N (default 2000 and 2; --quick 100 and 1): cases of the workspace path
+ * (ws_case below: the dequantize kernel's bytes, the attention on them, the chunk's
+ * quantize-on-write); with --emulator-only the fill runs on the host
+ * (lowp_gpu_extend_workspace_emulate: the kernel's block function) against the model.
+ * --small: one small case (for compute-sanitizer memcheck / racecheck). --only I: short case
+ * I of the run alone (to reproduce a failure it printed).
+ *
+ * A differing output is reported with its sequence, query, head and dim and both BF16
+ * values in hex; so is the first output outside the bound.
+ * Exit: 0 all cases bit-exact and inside the bound, 1 otherwise, 2 bad usage or a failure,
+ * 77 no GPU (unless --emulator-only: then the emulator is held to the bound alone).
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cli_parse.h"
+#include "lowp/attn_gpu_emul.h"
+#include "lowp/attn_gpu_extend.h"
+#include "lowp/bits.h"
+#include "lowp/cases.h"
+#include "lowp/gpu_extend.h"
+#include "lowp_test_base.h" /* tests/lib, named in gpu/extend.cmake */
+
+typedef struct ecase {
+    lowp_gpu_extend_args a;
+    int32_t qo[5], kv[5], pre[5];
+    float *q32;
+    uint16_t *q, *emu, *gpu;
+    uint8_t *k, *v;
+    double *ref, *bound;
+    size_t nout;
+    int kind;      /* 0 prefill, 1 extend */
+    int adversarial, nan_visible, ref_skipped;
+    char desc[200];
+} ecase;
+
+typedef struct stats {
+    size_t cases[2], mismatched[2], ref_cases[2], ref_outside[2], ref_skipped[2];
+    size_t outputs_compared[2];
+    double worst[2];
+    char first_mismatch[512], first_outside[512];
+} stats;
+
+/* The draws are tests/lib/lowp_test_base.h's (lowp_splitmix64 underneath). */
+static size_t irange(uint64_t *s, size_t lo, size_t hi) /* [lo, hi], hi < 2^31 */
+{
+    return (size_t)lowp_test_irange(s, (int)lo, (int)hi);
+}
+static size_t loguni(uint64_t *s, size_t lo, size_t hi) /* log-uniform in [lo, hi] */
+{
+    double x = exp(log((double)lo) +
+                   lowp_test_urand(s) * (log((double)hi + 1.0) - log((double)lo)));
+    size_t v = (size_t)x;
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+static uint8_t draw_code(uint64_t *s, int adversarial)
+{
+    unsigned sign = (lowp_splitmix64(s) & 1) ? 0x80u : 0u;
+    if (adversarial) {
+        uint8_t c = (uint8_t)(lowp_splitmix64(s) & 0x7F);
+        return (uint8_t)(sign | (c == 0x7F ? 0x7E : c)); /* every finite code */
+    }
+    unsigned e = (unsigned)irange(s, 4, 10), m = (unsigned)irange(s, 0, 7);
+    return (uint8_t)(sign | (e << 3) | m);
+}
+
+static void ecase_free(ecase *c)
+{
+    free(c->q32);
+    free(c->q);
+    free(c->k);
+    free(c->v);
+    free(c->emu);
+    free(c->gpu);
+    free(c->ref);
+    free(c->bound);
+    memset(c, 0, sizeof *c);
+}
+
+/* Case idx of the run (kind = idx % 2), from its own stream of the seed. longc: a long
+ * case; small: the sanitizer's case. Returns 0, or -1 when out of memory. */
+static int ecase_make(ecase *c, uint64_t seed, size_t idx, int longc, int small)
+{
+    static const size_t groups[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 5, 6, 12};
+    static const size_t dims[] = {64, 64, 128, 128, 192, 256}; /* cost ~ dims: most short */
+    memset(c, 0, sizeof *c);
+    uint64_t s = seed ^ (0x9E3779B97F4A7C15ull * (idx + 1)) ^ (longc ? 0x10000000000ull : 0);
+    lowp_splitmix64(&s);
+    c->kind = small ? 1 : (int)(idx % 2); /* the sanitizer's case: an extend */
+    c->adversarial = !longc && !small && irange(&s, 0, 7) == 0;
+    c->nan_visible = c->adversarial && irange(&s, 0, 3) == 0;
+    size_t nseq = small ? 2 : irange(&s, 1, longc ? 2 : 3);
+    size_t G = small ? 5 : groups[irange(&s, 0, 12)];
+    size_t HK = small ? 2 : (longc ? 8 / (G > 8 ? 8 : G) : (irange(&s, 0, 3) ? 1 : 2));
+    if (HK == 0)
+        HK = 1;
+    size_t Dq = small ? 128 : dims[irange(&s, 0, 5)], Dv = small ? 64 : dims[irange(&s, 0, 5)];
+    int long_chunk = longc && (idx % 4 != 3); /* else a long prefix (extend only) */
+    c->qo[0] = c->kv[0] = 0;
+    for (size_t b = 0; b < nseq; b++) {
+        size_t ql, P;
+        if (small) {
+            ql = b ? 70 : 3;
+            P = b ? 0 : 130;
+        } else if (longc) {
+            ql = long_chunk ? loguni(&s, 1024, 8192) : loguni(&s, 1, 64);
+            P = long_chunk ? loguni(&s, 1, 16384) : loguni(&s, 16384, 131072);
+        } else {
+            ql = loguni(&s, 1, irange(&s, 0, 15) ? 40 : 512);
+            P = irange(&s, 0, 3) ? loguni(&s, 1, 300) - 1 : 0;
+        }
+        if (c->kind == 0)
+            P = 0;
+        size_t slack = irange(&s, 0, 3);
+        c->pre[b] = (int32_t)P;
+        c->qo[b + 1] = c->qo[b] + (int32_t)ql;
+        c->kv[b + 1] = c->kv[b] + (int32_t)(P + ql + slack);
+    }
+    size_t NQ = HK * G, nq = (size_t)c->qo[nseq], rows = (size_t)c->kv[nseq] + irange(&s, 0, 2);
+    c->nout = nq * NQ * Dv;
+    c->q32 = malloc(nq * NQ * Dq * sizeof *c->q32);
+    c->q = malloc(nq * NQ * Dq * sizeof *c->q);
+    c->k = malloc(rows * HK * Dq);
+    c->v = malloc(rows * HK * Dv);
+    c->emu = malloc(c->nout * sizeof *c->emu);
+    c->gpu = malloc(c->nout * sizeof *c->gpu);
+    c->ref = malloc(c->nout * sizeof *c->ref);
+    c->bound = malloc(c->nout * sizeof *c->bound);
+    if (!c->q32 || !c->q || !c->k || !c->v || !c->emu || !c->gpu || !c->ref || !c->bound)
+        return -1;
+    double qsc = c->adversarial ? exp2((double)irange(&s, 0, 12) - 6.0) : 0.5 + 3.5 * lowp_test_urand(&s);
+    for (size_t x = 0; x < nq * NQ * Dq; x++) {
+        c->q32[x] = (float)(qsc * lowp_test_gauss(&s));
+        c->q[x] = lowp_bf16_from_f32(c->q32[x]);
+    }
+    memset(c->k, 0x7F, rows * HK * Dq); /* NaN poison: rows past each kv_len, and unused */
+    memset(c->v, 0x7F, rows * HK * Dv);
+    int equal_keys = c->adversarial && irange(&s, 0, 2) == 0;
+    for (size_t b = 0; b < nseq; b++) {
+        size_t r0 = (size_t)c->kv[b], n = (size_t)(c->pre[b] + c->qo[b + 1] - c->qo[b]);
+        for (size_t r = r0; r < r0 + n; r++) {
+            for (size_t x = 0; x < HK * Dq; x++)
+                c->k[r * HK * Dq + x] =
+                    equal_keys && r > r0 ? c->k[r0 * HK * Dq + x] : draw_code(&s, c->adversarial);
+            for (size_t x = 0; x < HK * Dv; x++)
+                c->v[r * HK * Dv + x] = draw_code(&s, c->adversarial);
+        }
+        if (c->nan_visible) { /* one NaN K code and one NaN V code inside the sequence */
+            size_t r = r0 + irange(&s, 0, n - 1);
+            c->k[r * HK * Dq + irange(&s, 0, HK * Dq - 1)] = 0x7F;
+            r = r0 + irange(&s, 0, n - 1);
+            c->v[r * HK * Dv + irange(&s, 0, HK * Dv - 1)] = 0xFF;
+        }
+    }
+    c->a = (lowp_gpu_extend_args){.batch = nseq, .qo_indptr = c->qo, .kv_indptr = c->kv,
+                                  .prefix_len = c->kind ? c->pre : NULL, .kv_rows = rows,
+                                  .num_q_heads = NQ, .num_kv_heads = HK, .qk_dim = Dq,
+                                  .vo_dim = Dv, .q = c->q, .k = c->k, .v = c->v, .threads = 1};
+    if (longc) {
+        c->a.sample = 61; /* a prime: the sampled warps fall on every sequence and head */
+        c->a.sample_phase = idx;
+        c->a.threads = 0;
+    }
+    c->ref_skipped = longc && long_chunk;
+    snprintf(c->desc, sizeof c->desc,
+             "%s case %zu%s: batch %zu, G %zu x %zu kv heads, dims %zu/%zu, q_len0 %d, prefix0 %d%s",
+             c->kind ? "extend" : "prefill", idx, longc ? " (long)" : "", nseq, G, HK, Dq, Dv,
+             c->qo[1], c->pre[0], c->adversarial ? ", adversarial" : "");
+    return 0;
+}
+
+/* Sequence, query, head, dim of output x. */
+static void locate(const ecase *c, size_t x, size_t *b, size_t *i, size_t *hq, size_t *d)
+{
+    size_t NQ = c->a.num_q_heads, Dv = c->a.vo_dim, row = x / (NQ * Dv);
+    *d = x % Dv;
+    *hq = (x / Dv) % NQ;
+    *b = 0;
+    while (*b + 1 < c->a.batch && (size_t)c->qo[*b + 1] <= row)
+        (*b)++;
+    *i = row - (size_t)c->qo[*b];
+}
+
+/* Device buffers reused from case to case (grown when a case needs more): a cudaMalloc
+ * per case would cost more than the kernel. */
+typedef struct dbuf {
+    void *p;
+    size_t cap;
+} dbuf;
+static dbuf g_dev[7];
+
+static cudaError_t dev_get(int i, size_t bytes, void **out)
+{
+    if (bytes > g_dev[i].cap) {
+        cudaFree(g_dev[i].p);
+        g_dev[i].p = NULL;
+        g_dev[i].cap = 0;
+        cudaError_t e = cudaMalloc(&g_dev[i].p, bytes);
+        if (e != cudaSuccess)
+            return e;
+        g_dev[i].cap = bytes;
+    }
+    *out = g_dev[i].p;
+    return cudaSuccess;
+}
+
+static int run_gpu(ecase *c, char *why, size_t wl)
+{
+    const lowp_gpu_extend_args *a = &c->a;
+    size_t nq = (size_t)c->qo[a->batch];
+    void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL, *dqo = NULL, *dkv = NULL, *dpre = NULL;
+    int rc = 0;
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            snprintf(why, wl, "%s: %s", #call, cudaGetErrorString(e_));                            \
+            rc = -1;                                                                               \
+            goto out;                                                                              \
+        }                                                                                          \
+    } while (0)
+    CK(dev_get(0, nq * a->num_q_heads * a->qk_dim * 2, &dq));
+    CK(dev_get(1, a->kv_rows * a->num_kv_heads * a->qk_dim, &dk));
+    CK(dev_get(2, a->kv_rows * a->num_kv_heads * a->vo_dim, &dv));
+    CK(dev_get(3, c->nout * 2, &dout));
+    CK(dev_get(4, sizeof c->qo, &dqo));
+    CK(dev_get(5, sizeof c->kv, &dkv));
+    CK(dev_get(6, sizeof c->pre, &dpre));
+    CK(cudaMemcpy(dq, c->q, nq * a->num_q_heads * a->qk_dim * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dk, c->k, a->kv_rows * a->num_kv_heads * a->qk_dim, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dv, c->v, a->kv_rows * a->num_kv_heads * a->vo_dim, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dqo, c->qo, sizeof c->qo, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dkv, c->kv, sizeof c->kv, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dpre, c->pre, sizeof c->pre, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dout, 0xFF, c->nout * 2)); /* 0xFFFF: never an output of the kernel */
+    lowp_gpu_extend_desc d = {.host = *a, .qo_indptr_dev = dqo, .kv_indptr_dev = dkv,
+                              .prefix_len_dev = a->prefix_len ? dpre : NULL, .q_dev = dq,
+                              .k_dev = dk, .v_dev = dv};
+    if (lowp_gpu_extend(&d, dout, 0, why, wl)) {
+        rc = -1;
+        goto out;
+    }
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(c->gpu, dout, c->nout * 2, cudaMemcpyDeviceToHost));
+out:
+    return rc;
+#undef CK
+}
+
+/* CPU side of a case: emulator (into emu, 0xFFFF where not emulated) and reference. */
+static int cpu_side(ecase *c, int want_ref, char *why, size_t wl)
+{
+    memset(c->emu, 0xFF, c->nout * sizeof *c->emu);
+    if (lowp_gpu_extend_emulate(&c->a, c->emu, why, wl))
+        return -1;
+    if (!want_ref || c->ref_skipped)
+        return 0;
+    return lowp_gpu_extend_reference(&c->a, c->q32, c->ref, c->bound, why, wl);
+}
+
+/* Failure lines printed at most (the counts in the report are complete). */
+#define MAX_LINES 20
+static size_t g_lines;
+
+/* Compare one case (gpu NULL: emulator only) and add to st. */
+static void compare(const ecase *c, const uint16_t *gpu, int want_ref, stats *st)
+{
+    int k = c->kind;
+    st->cases[k]++;
+    size_t b, i, hq, d;
+    if (gpu) {
+        size_t ndiff = 0, first = 0;
+        for (size_t x = 0; x < c->nout; x++) {
+            if (c->emu[x] == 0xFFFFu) /* not emulated (a long case's unsampled warp) */
+                continue;
+            st->outputs_compared[k]++;
+            if (gpu[x] != c->emu[x] && ndiff++ == 0)
+                first = x;
+        }
+        if (ndiff) {
+            st->mismatched[k]++;
+            if (st->mismatched[0] + st->mismatched[1] == 1) {
+                /* the first failing case in detail: how far apart (BF16 ulps when both are
+                 * finite and of one sign), and which rows (a wrong index shows as whole rows
+                 * or heads, an arithmetic difference as scattered 1-ulp outputs) */
+                size_t near = 0, shown = 0, Dv = c->a.vo_dim;
+                for (size_t x = 0; x < c->nout; x++) {
+                    if (c->emu[x] == 0xFFFFu || gpu[x] == c->emu[x])
+                        continue;
+                    int dist = (int)gpu[x] - (int)c->emu[x];
+                    near += (gpu[x] >> 15) == (c->emu[x] >> 15) && (dist == 1 || dist == -1);
+                    if (shown < 8 && x % Dv == 0) {
+                        size_t b2, i2, h2, d2;
+                        locate(c, x, &b2, &i2, &h2, &d2);
+                        printf("  differing row: seq %zu query %zu head %zu\n", b2, i2, h2);
+                        shown++;
+                    }
+                }
+                printf("  %zu of %zu differing outputs are 1 BF16 ulp apart\n", near, ndiff);
+            }
+            locate(c, first, &b, &i, &hq, &d);
+            if (g_lines++ < MAX_LINES)
+                printf("MISMATCH %s: %zu outputs differ; first: seq %zu query %zu head %zu dim %zu: "
+                   "gpu 0x%04x (%a) emulator 0x%04x (%a)\n",
+                   c->desc, ndiff, b, i, hq, d, gpu[first],
+                   (double)lowp_f32_from_bf16(gpu[first]), c->emu[first],
+                   (double)lowp_f32_from_bf16(c->emu[first]));
+            if (!st->first_mismatch[0])
+                snprintf(st->first_mismatch, sizeof st->first_mismatch,
+                         "%s: seq %zu query %zu head %zu dim %zu: gpu 0x%04x emulator 0x%04x",
+                         c->desc, b, i, hq, d, gpu[first], c->emu[first]);
+        }
+    }
+    if (!want_ref)
+        return;
+    if (c->ref_skipped) {
+        st->ref_skipped[k]++;
+        return;
+    }
+    const uint16_t *got = gpu ? gpu : c->emu;
+    int compared = 0;
+    size_t outside = 0, first = 0;
+    for (size_t x = 0; x < c->nout; x++) {
+        if (!isfinite(c->bound[x]) || (gpu == NULL && c->emu[x] == 0xFFFFu))
+            continue; /* not compared, or not emulated (a long case's unsampled warp) */
+        compared = 1;
+        double err = fabs((double)lowp_f32_from_bf16(got[x]) - c->ref[x]);
+        double ratio = c->bound[x] > 0 ? err / c->bound[x] : (err > 0 ? INFINITY : 0.0);
+        if (!(ratio <= 1.0) && outside++ == 0)
+            first = x;
+        if (ratio > st->worst[k] || ratio != ratio)
+            st->worst[k] = ratio;
+    }
+    st->ref_cases[k] += compared;
+    if (outside) {
+        st->ref_outside[k]++;
+        locate(c, first, &b, &i, &hq, &d);
+        if (g_lines++ < MAX_LINES)
+            printf("OUTSIDE BOUND %s: %zu outputs; first: seq %zu query %zu head %zu dim %zu: "
+               "got %.9g exact %.9g bound %.3g\n",
+               c->desc, outside, b, i, hq, d, (double)lowp_f32_from_bf16(got[first]),
+               c->ref[first], c->bound[first]);
+        if (!st->first_outside[0])
+            snprintf(st->first_outside, sizeof st->first_outside,
+                     "%s: seq %zu query %zu head %zu dim %zu: got %.9g exact %.9g bound %.3g",
+                     c->desc, b, i, hq, d, (double)lowp_f32_from_bf16(got[first]), c->ref[first],
+                     c->bound[first]);
+    }
+}
+
+/* Every workspace byte of a workspace case against the model's values (value, sign of
+ * zero, NaN); prints the first difference. Returns 1 if any differs. */
+static size_t ws_compare(size_t idx, size_t nseq, size_t HK, size_t Dq, size_t Dv,
+                         const size_t *len, const int32_t *kv, const int32_t *pre,
+                         const uint8_t *kws, const uint8_t *vws, double *const *kexp,
+                         double *const *vexp, size_t *bytes_checked)
+{
+    size_t wbad = 0;
+    for (size_t b = 0; b < nseq && !wbad; b++)
+        for (size_t w = 0; w < 2 && !wbad; w++) {
+            size_t D = w ? Dv : Dq, n = len[b] * HK * D;
+            const uint8_t *ws = (w ? vws : kws) + (size_t)kv[b] * HK * D;
+            const double *ex = w ? vexp[b] : kexp[b];
+            for (size_t x = 0; x < n; x++) {
+                double got = lowp_decode_f64(LOWP_E4M3, ws[x]);
+                int same = (isnan(got) && isnan(ex[x])) ||
+                           (got == ex[x] && signbit(got) == signbit(ex[x]));
+                (*bytes_checked)++;
+                if (!same) {
+                    printf("WORKSPACE MISMATCH case %zu: seq %zu %s position %zu head %zu "
+                           "dim %zu (prefix %d): gpu code 0x%02x (%a), model %a\n",
+                           idx, b, w ? "V" : "K", x / (HK * D), x / D % HK, x % D, pre[b],
+                           ws[x], got, ex[x]);
+                    wbad = 1;
+                    break;
+                }
+            }
+        }
+    return wbad;
+}
+
+/* ---- The workspace path (SGLang path 2): gather + dequantize, attention, quantize-on-write
+ * One case: a random NVFP4 cache (layout, V scale order, page size 1 / 16 / 64, shuffled
+ * pages, per-tensor or per-head global scales, some large enough that the workspace cast
+ * overflows to NaN), sequences with cached prefixes and BF16 chunks. Checked: every
+ * workspace byte against lowp_kv_path_run(EXTEND) (value, sign of zero, NaN), the
+ * attention on the GPU workspace against the emulator on the same bytes, and the chunk's
+ * quantize-on-write (lowp_gpu_kv_write) against lowp_kvcache_write_pos, every cache byte.
+ * Returns 0 (adds to *bad the failed checks) or -1 on an error (why). */
+static int ws_case(uint64_t seed, size_t idx, int longc, int gpu, size_t *bad,
+                   size_t *bytes_checked, char *why, size_t wl)
+{
+    static const size_t dims[] = {64, 128, 192, 256}, pss[] = {1, 16, 64};
+    uint64_t s = seed ^ (0xD1B54A32D192ED03ull * (idx + 7));
+    lowp_splitmix64(&s);
+    size_t nseq = irange(&s, 1, 3), HK = irange(&s, 1, 3), G = irange(&s, 1, 6);
+    size_t Dq = dims[irange(&s, 0, 3)], Dv = dims[irange(&s, 0, 3)], PS = pss[irange(&s, 0, 2)];
+    lowp_kv_config cfg = lowp_kv_config_default(LOWP_NVFP4, 1, PS, HK, Dq, Dv);
+    cfg.layout = irange(&s, 0, 1) ? LOWP_KV_HND : LOWP_KV_NHD;
+    if (PS % 4 == 0 && irange(&s, 0, 1))
+        cfg.v_sf_order = LOWP_KV_SF_INTERLEAVE4;
+    cfg.scale_gran = irange(&s, 0, 1) ? LOWP_KV_SCALE_HEAD : LOWP_KV_SCALE_TENSOR;
+    int32_t qo[4] = {0}, kv[4] = {0}, pre[3], ptr[4] = {0}, last[3];
+    size_t len[3], pages = 0;
+    for (size_t b = 0; b < nseq; b++) {
+        pre[b] = (int32_t)(longc ? loguni(&s, 16384, 131072) : loguni(&s, 1, 300) - 1);
+        size_t ql = loguni(&s, 1, 64);
+        qo[b + 1] = qo[b] + (int32_t)ql;
+        len[b] = (size_t)pre[b] + ql; /* the chunk's slots are allocated: it is written after */
+        kv[b + 1] = kv[b] + (int32_t)(len[b] + irange(&s, 0, 2));
+        size_t np = (len[b] + PS - 1) / PS;
+        ptr[b + 1] = ptr[b] + (int32_t)np;
+        last[b] = (int32_t)(len[b] - (np - 1) * PS);
+        pages += np;
+    }
+    cfg.num_pages = pages + irange(&s, 0, 3); /* unused pages stay poisoned */
+    size_t NQ = HK * G, nq = (size_t)qo[nseq], rows = (size_t)kv[nseq];
+    size_t ng = cfg.scale_gran == LOWP_KV_SCALE_HEAD ? HK : 1;
+    float kg[3], vg[3];
+    for (size_t h = 0; h < ng; h++) { /* 2^-9 .. 2^-1: the large ones overflow the cast */
+        kg[h] = (float)exp2(-(double)irange(&s, 1, 9));
+        vg[h] = (float)exp2(-(double)irange(&s, 1, 9));
+    }
+    int32_t *idxs = malloc(pages * sizeof *idxs);
+    int64_t *slots = malloc(nq * sizeof *slots);
+    size_t nkf = 0, nvf = 0;
+    for (size_t b = 0; b < nseq; b++) {
+        nkf = len[b] * HK * Dq > nkf ? len[b] * HK * Dq : nkf;
+        nvf = len[b] * HK * Dv > nvf ? len[b] * HK * Dv : nvf;
+    }
+    float *kf = malloc(nkf * sizeof *kf), *vf = malloc(nvf * sizeof *vf);
+    uint16_t *kch = malloc(nq * HK * Dq * 2), *vch = malloc(nq * HK * Dv * 2);
+    uint16_t *q = malloc(nq * NQ * Dq * 2), *og = malloc(nq * NQ * Dv * 2),
+             *oe = malloc(nq * NQ * Dv * 2);
+    uint8_t *kws = malloc(rows * HK * Dq), *vws = malloc(rows * HK * Dv);
+    lowp_kvcache *cc = NULL, *back = NULL;
+    lowp_gpu_kvcache *gc = NULL;
+    void *dbufs[9] = {NULL};
+    int rc = 0;
+    if (!idxs || !slots || !kf || !vf || !kch || !vch || !q || !og || !oe || !kws || !vws) {
+        rc = -1;
+        snprintf(why, wl, "workspace case %zu: out of memory", idx);
+        goto out;
+    }
+    for (size_t i = 0; i < pages; i++) /* shuffled pages */
+        idxs[i] = (int32_t)i;
+    for (size_t i = pages; i > 1; i--) {
+        size_t j = irange(&s, 0, i - 1);
+        int32_t t = idxs[i - 1];
+        idxs[i - 1] = idxs[j];
+        idxs[j] = t;
+    }
+    lowp_kv_page_table pt = {nseq, ptr, idxs, last};
+    if (lowp_kvcache_create(&cfg, &cc, why, wl) || lowp_kvcache_create(&cfg, &back, why, wl) ||
+        lowp_kvcache_set_global_scales(cc, kg, vg, ng, why, wl) ||
+        (gpu && (lowp_gpu_kvcache_create(&cfg, &gc, why, wl) ||
+                 lowp_gpu_kvcache_set_global_scales(gc, kg, vg, ng, why, wl)))) {
+        rc = -1;
+        goto out;
+    }
+    for (size_t x = 0; x < nq * NQ * Dq; x++)
+        q[x] = lowp_bf16_from_f32((float)lowp_test_gauss(&s));
+    /* per sequence: float K/V (the chunk's rounded to BF16, the kernels' input), the prefix
+     * written into the CPU cache, the model's workspace values kept for the comparison */
+    double **kexp = calloc(nseq, sizeof *kexp), **vexp = calloc(nseq, sizeof *vexp);
+    if (!kexp || !vexp) {
+        rc = -1;
+        snprintf(why, wl, "out of memory");
+        goto out2;
+    }
+    for (size_t b = 0; b < nseq; b++) {
+        double amp = exp2((double)irange(&s, 0, 12)); /* up to 4096: past 448 after scaling */
+        for (size_t x = 0; x < len[b] * HK * Dq; x++)
+            kf[x] = (float)(amp * lowp_test_gauss(&s));
+        for (size_t x = 0; x < len[b] * HK * Dv; x++)
+            vf[x] = (float)(amp * lowp_test_gauss(&s));
+        size_t P = (size_t)pre[b];
+        for (size_t t = P; t < len[b]; t++) { /* the chunk: BF16 values */
+            size_t i = (size_t)qo[b] + t - P;
+            for (size_t x = 0; x < HK * Dq; x++) {
+                kch[i * HK * Dq + x] = lowp_bf16_from_f32(kf[t * HK * Dq + x]);
+                kf[t * HK * Dq + x] = lowp_f32_from_bf16(kch[i * HK * Dq + x]);
+            }
+            for (size_t x = 0; x < HK * Dv; x++) {
+                vch[i * HK * Dv + x] = lowp_bf16_from_f32(vf[t * HK * Dv + x]);
+                vf[t * HK * Dv + x] = lowp_f32_from_bf16(vch[i * HK * Dv + x]);
+            }
+            size_t page, slot;
+            lowp_kv_locate(&pt, PS, b, t, &page, &slot, NULL, 0);
+            slots[i] = (int64_t)(page * PS + slot);
+        }
+        for (size_t t = 0; t < P; t++)
+            if (lowp_kvcache_write_pos(cc, &pt, b, t, kf + t * HK * Dq, vf + t * HK * Dv, NULL,
+                                       NULL, why, wl)) {
+                rc = -1;
+                goto out2;
+            }
+        lowp_kv_path_args pa = lowp_kv_path_args_init(LOWP_KV_PATH_EXTEND, &cfg, len[b], 0, NQ,
+                                                       NULL, kf, vf);
+        pa.k_gs = kg;
+        pa.v_gs = vg;
+        pa.chunk_start = P;
+        kexp[b] = malloc(len[b] * HK * Dq * sizeof(double));
+        vexp[b] = malloc(len[b] * HK * Dv * sizeof(double));
+        if (!kexp[b] || !vexp[b] ||
+            lowp_kv_path_run(&pa, 1, NULL, kexp[b], vexp[b], NULL, NULL, NULL, why, wl)) {
+            rc = -1;
+            goto out2;
+        }
+    }
+    if (!gpu) { /* the kernel's own block function on the host */
+        lowp_gpu_extend_args ea = {.batch = nseq, .qo_indptr = qo, .kv_indptr = kv,
+                                   .prefix_len = pre, .kv_rows = rows, .num_q_heads = NQ,
+                                   .num_kv_heads = HK, .qk_dim = Dq, .vo_dim = Dv, .q = q,
+                                   .k = kws, .v = vws};
+        memset(kws, 0x7F, rows * HK * Dq);
+        memset(vws, 0x7F, rows * HK * Dv);
+        if (lowp_gpu_extend_workspace_emulate(cc, &pt, &ea, kch, vch, kws, vws, why, wl)) {
+            rc = -1;
+            goto out2;
+        }
+        *bad += ws_compare(idx, nseq, HK, Dq, Dv, len, kv, pre, kws, vws, kexp, vexp,
+                           bytes_checked);
+        goto out2;
+    }
+    if (lowp_gpu_kvcache_upload(gc, cc, why, wl)) {
+        rc = -1;
+        goto out2;
+    }
+    {
+#define WCK(call)                                                                                  \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            snprintf(why, wl, "%s: %s", #call, cudaGetErrorString(e_));                            \
+            rc = -1;                                                                               \
+            goto out2;                                                                             \
+        }                                                                                          \
+    } while (0)
+        size_t sz[9] = {sizeof ptr, pages * 4, sizeof qo, sizeof kv, sizeof pre,
+                        nq * HK * Dq * 2, nq * HK * Dv * 2, rows * HK * Dq, rows * HK * Dv};
+        for (int i = 0; i < 9; i++)
+            WCK(cudaMalloc(&dbufs[i], sz[i] ? sz[i] : 16));
+        const void *hs[7] = {ptr, idxs, qo, kv, pre, kch, vch};
+        for (int i = 0; i < 7; i++)
+            WCK(cudaMemcpy(dbufs[i], hs[i], sz[i], cudaMemcpyHostToDevice));
+        WCK(cudaMemset(dbufs[7], 0x7F, sz[7])); /* NaN poison where nothing is written */
+        WCK(cudaMemset(dbufs[8], 0x7F, sz[8]));
+        lowp_gpu_extend_args ea = {.batch = nseq, .qo_indptr = qo, .kv_indptr = kv,
+                                   .prefix_len = pre, .kv_rows = rows, .num_q_heads = NQ,
+                                   .num_kv_heads = HK, .qk_dim = Dq, .vo_dim = Dv, .q = q,
+                                   .k = kws, .v = vws, .threads = 1};
+        lowp_gpu_extend_ws_desc wd = {.cache = gc, .pt_host = &pt, .pt_indptr_dev = dbufs[0],
+                                      .pt_indices_dev = dbufs[1], .host = ea,
+                                      .qo_indptr_dev = dbufs[2], .kv_indptr_dev = dbufs[3],
+                                      .prefix_len_dev = dbufs[4], .k_chunk_dev = dbufs[5],
+                                      .v_chunk_dev = dbufs[6]};
+        if (lowp_gpu_extend_workspace(&wd, dbufs[7], dbufs[8], 0, why, wl)) {
+            rc = -1;
+            goto out2;
+        }
+        WCK(cudaDeviceSynchronize());
+        WCK(cudaMemcpy(kws, dbufs[7], sz[7], cudaMemcpyDeviceToHost));
+        WCK(cudaMemcpy(vws, dbufs[8], sz[8], cudaMemcpyDeviceToHost));
+        *bad += ws_compare(idx, nseq, HK, Dq, Dv, len, kv, pre, kws, vws, kexp, vexp,
+                           bytes_checked);
+        /* the attention on the GPU's workspace, against the emulator on the same bytes */
+        lowp_gpu_extend_desc d = {.host = ea, .qo_indptr_dev = dbufs[2], .kv_indptr_dev = dbufs[3],
+                                  .prefix_len_dev = dbufs[4], .q_dev = NULL, .k_dev = dbufs[7],
+                                  .v_dev = dbufs[8]};
+        void *dq = NULL, *dout = NULL;
+        WCK(cudaMalloc(&dq, nq * NQ * Dq * 2));
+        WCK(cudaMalloc(&dout, nq * NQ * Dv * 2));
+        WCK(cudaMemcpy(dq, q, nq * NQ * Dq * 2, cudaMemcpyHostToDevice));
+        d.q_dev = dq;
+        int arc = lowp_gpu_extend(&d, dout, 0, why, wl);
+        cudaError_t e2 = arc ? cudaSuccess : cudaDeviceSynchronize();
+        if (e2 == cudaSuccess && !arc)
+            e2 = cudaMemcpy(og, dout, nq * NQ * Dv * 2, cudaMemcpyDeviceToHost);
+        cudaFree(dq);
+        cudaFree(dout);
+        if (arc || e2 != cudaSuccess) {
+            if (e2 != cudaSuccess)
+                snprintf(why, wl, "extend after the workspace: %s", cudaGetErrorString(e2));
+            rc = -1;
+            goto out2;
+        }
+        memset(oe, 0xFF, nq * NQ * Dv * 2); /* 0xFFFF: not emulated (a long case) */
+        if (longc)
+            ea.sample = 31, ea.sample_phase = idx, ea.threads = 0;
+        if (lowp_gpu_extend_emulate(&ea, oe, why, wl)) {
+            rc = -1;
+            goto out2;
+        }
+        for (size_t x = 0; x < nq * NQ * Dv; x++)
+            if (oe[x] != 0xFFFFu && og[x] != oe[x]) {
+                printf("ATTENTION MISMATCH (workspace case %zu): output %zu: gpu 0x%04x emulator "
+                       "0x%04x\n", idx, x, og[x], oe[x]);
+                (*bad)++;
+                break;
+            }
+        /* the chunk into the cache: the GPU writer against the CPU writer, every byte */
+        int64_t *dslots = NULL;
+        WCK(cudaMalloc((void **)&dslots, nq * sizeof *dslots));
+        WCK(cudaMemcpy(dslots, slots, nq * sizeof *slots, cudaMemcpyHostToDevice));
+        int wrc = lowp_gpu_kv_write(gc, LOWP_GPU_IN_BF16, dbufs[5], dbufs[6], dslots, slots, nq,
+                                    0, why, wl);
+        cudaError_t e3 = wrc ? cudaSuccess : cudaDeviceSynchronize();
+        cudaFree(dslots);
+        if (wrc || e3 != cudaSuccess) {
+            if (e3 != cudaSuccess)
+                snprintf(why, wl, "quantize-on-write: %s", cudaGetErrorString(e3));
+            rc = -1;
+            goto out2;
+        }
+        for (size_t b = 0; b < nseq; b++)
+            for (size_t t = (size_t)pre[b]; t < len[b]; t++) {
+                size_t i = (size_t)qo[b] + t - (size_t)pre[b];
+                float kr[4 * 256], vr[4 * 256];
+                for (size_t x = 0; x < HK * Dq; x++)
+                    kr[x] = lowp_f32_from_bf16(kch[i * HK * Dq + x]);
+                for (size_t x = 0; x < HK * Dv; x++)
+                    vr[x] = lowp_f32_from_bf16(vch[i * HK * Dv + x]);
+                if (lowp_kvcache_write_pos(cc, &pt, b, t, kr, vr, NULL, NULL, why, wl)) {
+                    rc = -1;
+                    goto out2;
+                }
+            }
+        if (lowp_gpu_kvcache_download(gc, back, why, wl)) {
+            rc = -1;
+            goto out2;
+        }
+        for (int w = 0; w < 2; w++)
+            for (int part = 0; part < 2; part++) {
+                size_t n1 = 0, n2 = 0;
+                const uint8_t *x1 = lowp_kvcache_cbuffer(cc, (lowp_kv_which)w, (lowp_kv_part)part, &n1);
+                const uint8_t *x2 = lowp_kvcache_cbuffer(back, (lowp_kv_which)w, (lowp_kv_part)part, &n2);
+                if (x1 && x2 && (n1 != n2 || memcmp(x1, x2, n1))) {
+                    printf("CACHE MISMATCH (workspace case %zu): %s %s after the chunk's write\n",
+                           idx, w ? "V" : "K", part ? "scales" : "codes");
+                    (*bad)++;
+                }
+            }
+#undef WCK
+    }
+out2:
+    for (size_t b = 0; kexp && vexp && b < nseq; b++) {
+        free(kexp[b]);
+        free(vexp[b]);
+    }
+    free(kexp);
+    free(vexp);
+out:
+    for (int i = 0; i < 9; i++)
+        cudaFree(dbufs[i]);
+    lowp_gpu_kvcache_destroy(gc);
+    lowp_kvcache_destroy(cc);
+    lowp_kvcache_destroy(back);
+    free(idxs);
+    free(slots);
+    free(kf);
+    free(vf);
+    free(kch);
+    free(vch);
+    free(q);
+    free(og);
+    free(oe);
+    free(kws);
+    free(vws);
+    return rc;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: lowp_gpu_extend_check REPORT.md [--quick] [--cases N] [--long N] "
+                    "[--ws N] [--ws-long N] [--seed S] [--emulator-only] [--small] [--only I]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || argv[1][0] == '-')
+        return usage();
+    size_t ncases = 200000, nlong = 8; /* short cases: half prefill, half extend */
+    size_t nws = 2000, nws_long = 2;   /* workspace-path cases (GPU only) */
+    uint64_t seed = 0x5eed2026ull;
+    int emulator_only = 0, small = 0;
+    long long only = -1;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--quick")) {
+            ncases = 4000;
+            nlong = 4;
+            nws = 100;
+            nws_long = 1;
+        } else if (!strcmp(a, "--emulator-only")) {
+            emulator_only = 1;
+        } else if (!strcmp(a, "--small")) {
+            small = 1;
+        } else if (v && !strcmp(a, "--cases")) {
+            ncases = lowp_cli_parse_count("--cases", v, 1);
+            i++;
+        } else if (v && !strcmp(a, "--long")) {
+            nlong = lowp_cli_parse_count("--long", v, 1);
+            i++;
+        } else if (v && !strcmp(a, "--ws")) {
+            nws = lowp_cli_parse_count("--ws", v, 1);
+            i++;
+        } else if (v && !strcmp(a, "--ws-long")) {
+            nws_long = lowp_cli_parse_count("--ws-long", v, 1);
+            i++;
+        } else if (v && !strcmp(a, "--only")) {
+            only = (long long)lowp_cli_parse_u64("--only", v, 0, UINT32_MAX);
+            i++;
+        } else if (v && !strcmp(a, "--seed")) {
+            seed = lowp_cli_parse_seed("--seed", v);
+            i++;
+        } else
+            return usage();
+    }
+    int ndev = 0;
+    if (!emulator_only && (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)) {
+        printf("lowp_gpu_extend_check: no CUDA device: skipped\n");
+        return 77;
+    }
+    FILE *rep = fopen(argv[1], "w");
+    if (!rep) {
+        fprintf(stderr, "lowp_gpu_extend_check: cannot write %s\n", argv[1]);
+        return 2;
+    }
+    if (small) {
+        ncases = 1;
+        nlong = 0;
+        nws = 1;
+        nws_long = 0;
+    }
+    if (only >= 0)
+        nws = nws_long = 0;
+    if (emulator_only && nws > 200) /* on the host: the kernel's block function alone */
+        nws = 200;
+    stats st;
+    memset(&st, 0, sizeof st);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const size_t batch = 512, total = ncases + nlong;
+    ecase *cs = calloc(batch, sizeof *cs);
+    int fail = 0;
+    char why[512] = "";
+    if (cs == NULL) {
+        fprintf(stderr, "lowp_gpu_extend_check: out of memory\n");
+        fclose(rep);
+        return 2;
+    }
+    for (size_t c0 = 0; c0 < total && !fail; c0 += batch) {
+        size_t n = total - c0 < batch ? total - c0 : batch;
+        /* short cases on the CPU in parallel (one thread each), long ones one at a time
+         * with every thread */
+#pragma omp parallel for schedule(dynamic, 1)
+        for (size_t j = 0; j < n; j++) {
+            size_t idx = c0 + j;
+            int longc = idx >= ncases;
+            if (longc || (only >= 0 && (long long)idx != only))
+                continue;
+            char w[256];
+            if (ecase_make(&cs[j], seed, idx, 0, small) || cpu_side(&cs[j], 1, w, sizeof w)) {
+#pragma omp critical
+                {
+                    snprintf(why, sizeof why, "case %zu: %s", idx, w);
+                    fail = 1;
+                }
+            }
+        }
+        for (size_t j = 0; j < n && !fail; j++) {
+            size_t idx = c0 + j;
+            if (only >= 0 && (long long)idx != only)
+                continue;
+            if (idx >= ncases) {
+                if (ecase_make(&cs[j], seed, idx - ncases, 1, 0) ||
+                    cpu_side(&cs[j], 1, why, sizeof why)) {
+                    fail = 1;
+                    break;
+                }
+            }
+            if (!emulator_only && run_gpu(&cs[j], why, sizeof why)) {
+                fail = 1;
+                break;
+            }
+            compare(&cs[j], emulator_only ? NULL : cs[j].gpu, 1, &st);
+            if (idx >= ncases || small)
+                printf("%s: done\n", cs[j].desc);
+        }
+        for (size_t j = 0; j < n; j++)
+            ecase_free(&cs[j]);
+    }
+    free(cs);
+    for (int i = 0; i < 7; i++)
+        cudaFree(g_dev[i].p);
+    size_t ws_bad = 0, ws_bytes = 0, ws_done = 0;
+    for (size_t i = 0; i < nws + nws_long && !fail; i++) {
+        if (ws_case(seed, i, i >= nws, !emulator_only, &ws_bad, &ws_bytes, why, sizeof why)) {
+            fail = 1;
+            break;
+        }
+        ws_done++;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (fail) {
+        fprintf(stderr, "lowp_gpu_extend_check: %s\n", why);
+        fclose(rep);
+        return 2;
+    }
+    size_t bad = 0;
+    fprintf(rep, "# GPU extend / prefill attention: conformance\n\n");
+    fprintf(rep, "Seed %llu, %zu short + %zu long cases, %s, %.1f s "
+                 "(lowp/attn_gpu_extend.h; gpu/check/extend_check.c).\n\n",
+            (unsigned long long)seed, ncases, nlong,
+            emulator_only ? "emulator against binary64 only (no GPU)" : "GPU", sec);
+    fprintf(rep, "| kernel | cases | outputs compared bit for bit | cases not bit-exact | "
+                 "cases vs binary64 | outside bound | worst err/bound | binary64 skipped |\n");
+    fprintf(rep, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int k = 0; k < 2; k++) {
+        fprintf(rep, "| %s | %zu | %zu | %zu | %zu | %zu | %.3g | %zu |\n",
+                k ? "extend" : "prefill", st.cases[k], st.outputs_compared[k], st.mismatched[k],
+                st.ref_cases[k], st.ref_outside[k], st.worst[k], st.ref_skipped[k]);
+        printf("gpu extend conform (%s): %zu cases, %zu outputs compared, %zu not bit-exact, "
+               "%zu/%zu outside bound, worst ratio %.3g, %zu without binary64\n",
+               k ? "extend" : "prefill", st.cases[k], st.outputs_compared[k], st.mismatched[k],
+               st.ref_outside[k], st.ref_cases[k], st.worst[k], st.ref_skipped[k]);
+        bad += st.mismatched[k] + st.ref_outside[k];
+    }
+    fprintf(rep, "\nWorkspace path (NVFP4 paged prefix -> FP8 workspace, attention on it, the "
+                 "chunk's quantize-on-write): %zu cases (%zu long), %zu workspace bytes against "
+                 "lowp_kv_path_run, %zu failed checks.\n", ws_done, nws_long, ws_bytes, ws_bad);
+    printf("gpu extend workspace path: %zu cases, %zu workspace bytes compared, %zu failed "
+           "checks\n", ws_done, ws_bytes, ws_bad);
+    bad += ws_bad;
+    if (st.first_mismatch[0])
+        fprintf(rep, "\nFirst output not bit-exact: %s\n", st.first_mismatch);
+    if (st.first_outside[0])
+        fprintf(rep, "\nFirst output outside the bound: %s\n", st.first_outside);
+    fclose(rep);
+    printf("lowp_gpu_extend_check: %s, %.1f s\n", bad ? "FAILED" : "passed", sec);
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,41 @@
+# gpu/extend.cmake: the extend / prefill attention kernel over an FP8 workspace
+# (lowp/gpu_extend.h) and its conformance program. Included by gpu/CMakeLists.txt.
+#   lowp_gpu_extend          static library: kernels/extend.cu
+#   lowp_gpu_extend_check    the conformance program (gpu/check/extend_check.c); exits 77
+#                            without a GPU; --emulator-only holds the emulator to the bound
+# The emulator (ref/attn/src/attn_gpu_extend.c) reproduces the kernel only if nothing is
+# contracted (--fmad=false), division is IEEE and nothing is flushed: the decode's flags.
+add_library(lowp_gpu_extend STATIC ${LOWP_GPU_DIR}/kernels/extend.cu)
+set_target_properties(lowp_gpu_extend PROPERTIES
+  CUDA_ARCHITECTURES "${LOWP_GPU_CUDA_ARCHITECTURES}"
+  CUDA_STANDARD 17
+  CUDA_STANDARD_REQUIRED ON)
+target_compile_options(lowp_gpu_extend PRIVATE ${LOWP_GPU_EXACT_CUDA_FLAGS})
+target_include_directories(lowp_gpu_extend PUBLIC ${LOWP_GPU_DIR}/include)
+target_link_libraries(lowp_gpu_extend PUBLIC lowp_gpu_kv lowp_static CUDA::cudart_static PRIVATE m)
+
+add_executable(lowp_gpu_extend_check ${LOWP_GPU_DIR}/check/extend_check.c)
+target_compile_options(lowp_gpu_extend_check PRIVATE ${LOWP_WARNINGS} -O2)
+target_link_libraries(lowp_gpu_extend_check PRIVATE lowp_gpu_extend lowp_cli_parse
+  OpenMP::OpenMP_C m)
+set_target_properties(lowp_gpu_extend_check PROPERTIES LINKER_LANGUAGE CXX)
+# tests/lib/lowp_test_base.h: the random draws of the tests (no Check)
+target_include_directories(lowp_gpu_extend_check PRIVATE ${PROJECT_SOURCE_DIR}/tests/lib)
+add_test(NAME gpu_extend
+         COMMAND lowp_gpu_extend_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-report.md --quick)
+set_tests_properties(gpu_extend PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800)
+# Any machine: the emulator against binary64 attention within the derived bound, on the
+# same random and adversarial cases (the GPU comparison is skipped), and the workspace
+# fill's block function run on the host against lowp_kv_path_run(EXTEND).
+add_test(NAME gpu_extend_emulator
+         COMMAND lowp_gpu_extend_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-emulator.md
+                 --emulator-only --cases 300 --long 0 --ws 100 --ws-long 1)
+set_tests_properties(gpu_extend_emulator PROPERTIES LABELS quick TIMEOUT 600)
+
+# Blackwell builds of the kernel: compiled (the library's CUDA_ARCHITECTURES), never run.
+
+# The bench (gpu/bench/extend_bench.c): TFLOP/s of the kernel on SGLang's extend shapes.
+add_executable(lowp_gpu_extend_bench ${LOWP_GPU_DIR}/bench/extend_bench.c)
+target_compile_options(lowp_gpu_extend_bench PRIVATE ${LOWP_WARNINGS} -O2)
+target_link_libraries(lowp_gpu_extend_bench PRIVATE lowp_gpu_extend lowp_cli_parse m)
+set_target_properties(lowp_gpu_extend_bench PROPERTIES LINKER_LANGUAGE CXX)

@@ -1,0 +1,90 @@
+/* lowp/gpu_extend.h: causal extend / prefill attention on the GPU over an FP8 E4M3
+ * workspace (SGLang's paths 1 and 2, lowp/kvcache.h PREFILL and EXTEND).
+ *
+ * The arithmetic is defined in lowp/attn_gpu_extend.h; lowp_gpu_extend_emulate reproduces
+ * the output of lowp_gpu_extend bit for bit (gpu/check/extend_check.c proves it on the
+ * H200). FlashAttention-2 style: one CTA of 4 warps per (sequence, KV head, 64 packed GQA
+ * query rows); each warp owns 16 rows (the M of mma.sync.m16n8k16, BF16 in, FP32
+ * accumulate); 64-position K/V blocks of the FP8 workspace are staged through shared
+ * memory by cp.async (two stages) and converted to BF16 in registers. No split-K.
+ *
+ * Built for sm_90 (run on the H200) and sm_100a / sm_120a (compiled, never run).
+ */
+#ifndef LOWP_GPU_EXTEND_H
+#define LOWP_GPU_EXTEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "lowp/attn_gpu_extend.h"
+#include "lowp/gpu_kvcache.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lowp_gpu_extend_desc {
+    /* The shapes and the host copies of the index arrays (checked by
+     * lowp_gpu_extend_check; its q, k, v must be non-NULL but are not read: pass the device
+     * pointers there too, or any non-NULL value). */
+    lowp_gpu_extend_args host;
+    /* The same index arrays on the device (prefix_len_dev NULL iff host.prefix_len is). */
+    const int32_t *qo_indptr_dev, *kv_indptr_dev, *prefix_len_dev;
+    const uint16_t *q_dev; /* BF16 [qo_indptr[batch]][num_q_heads][qk_dim] */
+    const uint8_t *k_dev;  /* E4M3 [kv_rows][num_kv_heads][qk_dim], 16-byte aligned */
+    const uint8_t *v_dev;  /* E4M3 [kv_rows][num_kv_heads][vo_dim], 16-byte aligned */
+} lowp_gpu_extend_desc;
+
+/* Shared memory bytes a CTA uses for these head dims (for occupancy reports). */
+size_t lowp_gpu_extend_smem_bytes(size_t qk_dim, size_t vo_dim);
+
+/* out_dev: BF16 [qo_indptr[batch]][num_q_heads][vo_dim]. Everything checkable is checked
+ * on the host before any launch (lowp_gpu_extend_check on the host arrays; NULL or
+ * misaligned device pointers); the launch is checked. Asynchronous on stream. 0, or -1
+ * with one sentence in why. */
+int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev, cudaStream_t stream,
+                    char *why, size_t why_len);
+
+/* ---- The workspace (SGLang path 2, lowp/kvcache.h EXTEND) ------------------------------
+ * Fill the FP8 E4M3 workspace of an extend: for sequence b, positions t < prefix_len[b]
+ * come from the NVFP4 paged cache (position t of sequence b of the page table, which must
+ * hold at least prefix_len[b] positions), each element x = fl32(fl32(E2M1 value x E4M3
+ * block scale) x g), g the decode-side global scale of the KV head, then RN to BF16, then
+ * torch's non-saturating .to(float8_e4m3fn) (a NaN block scale, i.e. a poisoned slot,
+ * gives NaN); positions prefix_len[b] .. prefix_len[b] + q_len_b - 1 are the chunk's BF16
+ * K/V rows (k_chunk_dev [qo_indptr[batch]][num_kv_heads][qk_dim], v likewise) cast the same
+ * way. Row kv_indptr[b] + t of the workspace ([rows][num_kv_heads][dim], k_ws_dev and
+ * v_ws_dev, 16-byte aligned) gets position t; rows past each kv_len are not written.
+ * lowp_kv_path_run(EXTEND) is the CPU model of every byte (gpu/check/extend_check.c
+ * compares them). The torch cast is a 65536-entry table made on the host by lowp's codec
+ * (e4m3, torch, rn): lowp's definition, not a second encoder. Refused on the host before
+ * any launch: a cache that is not NVFP4 or whose num_heads / dims differ from the shapes,
+ * lowp_gpu_extend_check's reasons, a page table that does not cover a prefix, NULL
+ * pointers. Asynchronous on stream. */
+typedef struct lowp_gpu_extend_ws_desc {
+    const lowp_gpu_kvcache *cache;      /* NVFP4 */
+    const lowp_kv_page_table *pt_host;  /* checked; gives the prefixes' pages */
+    const int32_t *pt_indptr_dev, *pt_indices_dev; /* the same, on the device */
+    lowp_gpu_extend_args host;          /* shapes and host index arrays (prefix_len given) */
+    const int32_t *qo_indptr_dev, *kv_indptr_dev, *prefix_len_dev;
+    const uint16_t *k_chunk_dev, *v_chunk_dev; /* BF16 */
+} lowp_gpu_extend_ws_desc;
+
+int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8_t *k_ws_dev,
+                              uint8_t *v_ws_dev, cudaStream_t stream, char *why, size_t why_len);
+
+/* The same fill run on the host by the very function the kernel runs (nvcc compiles it for
+ * both; cvt.rn.bf16.f32 becomes lowp_bf16_from_f32, its model), from a CPU cache: a logic
+ * error (layouts, the interleave, the page table) shows up without a GPU. Host arrays;
+ * the same checks. */
+int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache, const lowp_kv_page_table *pt,
+                                      const lowp_gpu_extend_args *a, const uint16_t *k_chunk,
+                                      const uint16_t *v_chunk, uint8_t *k_ws, uint8_t *v_ws,
+                                      char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOWP_GPU_EXTEND_H */

@@ -1,0 +1,652 @@
+/* Causal extend / prefill attention over an FP8 E4M3 workspace (lowp/gpu_extend.h). The
+ * arithmetic, step by step, is lowp/attn_gpu_extend.h's definition; the comments below
+ * name the step each piece is. Compiled with --fmad=false (gpu/extend.cmake): every a*b+c
+ * here is two roundings, as in the emulator; only exp2_sw's explicit fmaf calls are fused.
+ *
+ * One CTA of 4 warps per (sequence b, KV head h, 64 packed query rows); warp w owns rows
+ * 16w .. 16w + 15 of the CTA (step 2). Lane = 4g + t.
+ *   QK^T  mma.m16n8k16, A = Q (rows g, g+8 of the warp), B = K^T of 8 positions (n-tile
+ *         nt: positions 8nt .. 8nt + 7 of the block). In k-step ks lane t feeds dims
+ *         16ks + 4t .. 4t + 3 (one LDS.32 of FP8 K, one LDS.64 of BF16 Q) as the k slots
+ *         2t, 2t+1, 2t+8, 2t+9: the same 16 dims per k-step as the definition, whose MMA
+ *         model does not depend on their order within a step.
+ *   P V   mma.m16n8k16, A = P (the QK accumulators rounded to BF16, FlashAttention-2's
+ *         register reuse: n-tiles 2j, 2j+1 are A's k 0..15 of sub-block j), B = V of the
+ *         16 positions; lane (g, t) reads V rows 16j + 2t, +1, +8, +9 at dims 64c + 8g ..
+ *         + 7 (LDS.64 each) and pairs them by byte permutes, so column g of n-tile 8c + i
+ *         is dim 64c + 8g + i (a relabelling of outputs: each output's MMA is unchanged).
+ * Shared memory: Q [64][2 qk_dim + 32 bytes], then two stages of K [64][qk_dim + 16] and
+ * V [64][vo_dim + 16] FP8 bytes; the padding makes every fragment load conflict-free.
+ * Blocks past kv_len are zero-filled by cp.async (src-size 0), never read (step 3).
+ *
+ * What to expect (d = 128). Shared memory 55,296 bytes a CTA (Q 18,432 + two stages of
+ * K and V, 36,864): 4 CTAs an SM by shared memory; ptxas gives 158 registers a thread
+ * (224 for vo_dim 256, no spills), so 3 CTAs (12 warps) an SM. Per warp and 64-position
+ * block: 128 mma.sync m16n8k16 (64 for Q.K, 64 for P.V: 524,288 FLOP) and about 2,000
+ * other instructions (1,024 scores: 32 exp2_sw a lane at about 16 instructions each; the
+ * FP8 -> BF16 conversions of K and V, which each of the 4 warps repeats; byte permutes of
+ * V; the rescales). Issue, not the tensor cores, bounds it: at 4 instructions a clock an
+ * SM, about 525 clocks a warp-block, i.e. at most ~260 TFLOP/s on 132 SMs at 1.98 GHz,
+ * realistically 150-250 (causal imbalance, latency at 12 warps an SM). That would meet
+ * the issue's 0.5x of SDPA on extends (cuDNN ~300 TFLOP/s there) and likely not on 4K-8K
+ * prefills (cuDNN 521-617). The next steps, if measured so: K/V converted once a CTA into
+ * BF16 shared memory (ldmatrix), the hardware ex2 modelled (issue item 3).
+ * Measured by lowp_gpu_extend_bench (tools/gpu_run.sh step extend).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include "lowp/attn_gpu_emul.h"
+#include "lowp/attn_gpu_extend.h"
+#include "lowp/exp2_sw.h"
+#include "lowp/format.h"
+#include "lowp/gpu_extend.h"
+#include "lowp/kvcache.h"
+#include "lowp/why.h"
+#include "decode_bf16.cuh"
+#include "decode_e2m1.h"
+
+namespace {
+
+constexpr int KB = LOWP_GPU_EXTEND_KBLOCK;
+constexpr int NWARP = LOWP_GPU_EXTEND_CTA_WARPS;
+constexpr int CROWS = NWARP * LOWP_GPU_EXTEND_WARP_ROWS; /* 64 packed rows a CTA */
+
+struct Params {
+    const uint16_t *q;
+    const uint8_t *k, *v;
+    uint16_t *out;
+    const int32_t *qo, *kv, *pre;
+    int HK, G, NQ, Dq, Dv;
+    float qks;
+    int q_rs, k_rs, v_rs, stage_bytes, off_stage, off_v;
+};
+
+__host__ __device__ constexpr int q_row_stride(int dq) { return 2 * dq + 32; }
+__host__ __device__ constexpr int kv_row_stride(int d) { return d + 16; }
+
+__device__ __forceinline__ void cp16(uint32_t dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(bytes));
+}
+
+/* Block kb's K and V rows into stage st (positions >= kv_len: zeros). */
+__device__ __forceinline__ void issue_block(const Params &p, uint8_t *sm, int st, int kb,
+                                            size_t row0, int kvlen, int h)
+{
+    uint8_t *stage = sm + p.off_stage + st * p.stage_bytes;
+    const uint32_t sb = (uint32_t)__cvta_generic_to_shared(stage);
+    const int kc = p.Dq / 16, vc = p.Dv / 16;
+    for (int idx = threadIdx.x; idx < KB * (kc + vc); idx += blockDim.x) {
+        const bool isk = idx < KB * kc;
+        const int id2 = isk ? idx : idx - KB * kc, cpr = isk ? kc : vc;
+        const int j = id2 / cpr, c = id2 % cpr, pos = kb * KB + j;
+        const bool valid = pos < kvlen;
+        const uint8_t *base = isk ? p.k : p.v;
+        const int D = isk ? p.Dq : p.Dv;
+        const uint8_t *src =
+            valid ? base + ((row0 + (size_t)pos) * (size_t)p.HK + (size_t)h) * (size_t)D + 16 * c
+                  : base;
+        const uint32_t dst = sb + (isk ? j * p.k_rs : p.off_v + j * p.v_rs) + 16 * c;
+        cp16(dst, src, valid ? 16 : 0);
+    }
+    asm volatile("cp.async.commit_group;");
+}
+
+/* Step 5's per-row block update for one of the lane's two rows: s[8][2] the row's 16
+ * scores (already masked), m and l its running max and lane sum; returns alpha. */
+__device__ __forceinline__ float softmax_row(float (&s)[8][2], float &m, float &l)
+{
+    float mb = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+        mb = fmaxf(mb, fmaxf(s[n][0], s[n][1]));
+    mb = fmaxf(mb, __shfl_xor_sync(0xffffffffu, mb, 1));
+    mb = fmaxf(mb, __shfl_xor_sync(0xffffffffu, mb, 2));
+    const float mn = fmaxf(m, mb);
+    const bool none = mn == -INFINITY;
+    const float alpha = none ? 1.0f : lowp_exp2_sw(m - mn);
+    float L = 0.0f;
+#pragma unroll
+    for (int n = 0; n < 8; n++) {
+        s[n][0] = none ? 0.0f : lowp_exp2_sw(s[n][0] - mn);
+        s[n][1] = none ? 0.0f : lowp_exp2_sw(s[n][1] - mn);
+        L = L + s[n][0];
+        L = L + s[n][1];
+    }
+    l = l * alpha + L;
+    m = mn;
+    return alpha;
+}
+
+template <int DV>
+__global__ void __launch_bounds__(128) extend_kernel(Params p)
+{
+    extern __shared__ __align__(16) uint8_t sm[];
+    const int b = blockIdx.z, h = blockIdx.y;
+    const int q0 = p.qo[b], ql = p.qo[b + 1] - q0, P = p.pre ? p.pre[b] : 0;
+    /* the last query tiles (the most key blocks) first, so that the short ones fill the
+     * tail of the grid; the CTA grouping changes no bit (step 2) */
+    const int kvlen = P + ql, nrows = ql * p.G, Rc = (gridDim.x - 1 - blockIdx.x) * CROWS;
+    const size_t row0 = (size_t)p.kv[b];
+    if (Rc >= nrows)
+        return;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    /* step 3: the CTA streams the blocks its last row needs, each warp those of its own */
+    const int nb_cta = (P + min(Rc + CROWS - 1, nrows - 1) / p.G) / KB + 1;
+    const int R0 = Rc + warp * 16;
+    const int nb_w = R0 < nrows ? (P + min(R0 + 15, nrows - 1) / p.G) / KB + 1 : 0;
+    const int Ra = R0 + g, Rb = R0 + g + 8;
+    const int seeA = Ra < nrows ? P + Ra / p.G : -1, seeB = Rb < nrows ? P + Rb / p.G : -1;
+
+    issue_block(p, sm, 0, 0, row0, kvlen, h);
+    /* step 2: the CTA's 64 packed rows of Q, zeros past the chunk */
+    const int qch = p.Dq / 8;
+    for (int idx = threadIdx.x; idx < CROWS * qch; idx += blockDim.x) {
+        const int r = idx / qch, c = idx % qch, R = Rc + r;
+        uint4 val = make_uint4(0u, 0u, 0u, 0u);
+        if (R < nrows) {
+            const int i = R / p.G, gg = R % p.G;
+            val = *reinterpret_cast<const uint4 *>(
+                p.q + ((size_t)(q0 + i) * p.NQ + (size_t)(h * p.G + gg)) * p.Dq + 8 * c);
+        }
+        *reinterpret_cast<uint4 *>(sm + r * p.q_rs + 16 * c) = val;
+    }
+
+    float o[DV / 8][4];
+#pragma unroll
+    for (int n = 0; n < DV / 8; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f;
+    const uint8_t *qa_row = sm + (warp * 16 + g) * p.q_rs + 8 * t;
+    const uint8_t *qb_row = qa_row + 8 * p.q_rs;
+
+    for (int kb = 0; kb < nb_cta; kb++) {
+        if (kb + 1 < nb_cta) {
+            issue_block(p, sm, (kb + 1) & 1, kb + 1, row0, kvlen, h);
+            asm volatile("cp.async.wait_group 1;" ::: "memory");
+        } else {
+            asm volatile("cp.async.wait_group 0;" ::: "memory");
+        }
+        __syncthreads();
+        if (kb < nb_w) {
+            const uint8_t *ks = sm + p.off_stage + (kb & 1) * p.stage_bytes;
+            const uint8_t *vs = ks + p.off_v;
+            /* step 4 */
+            float S[8][4];
+#pragma unroll
+            for (int n = 0; n < 8; n++)
+                S[n][0] = S[n][1] = S[n][2] = S[n][3] = 0.0f;
+            const uint8_t *krow = ks + g * p.k_rs + 4 * t;
+            for (int st = 0; st < p.Dq / 16; st++) {
+                const uint2 qa = *reinterpret_cast<const uint2 *>(qa_row + 32 * st);
+                const uint2 qb = *reinterpret_cast<const uint2 *>(qb_row + 32 * st);
+                const uint4 a = make_uint4(qa.x, qb.x, qa.y, qb.y);
+#pragma unroll
+                for (int n = 0; n < 8; n++) {
+                    const uint32_t kw =
+                        *reinterpret_cast<const uint32_t *>(krow + 8 * n * p.k_rs + 16 * st);
+                    mma_bf16(S[n], a, fp8x2_bf16(kw, 0), fp8x2_bf16(kw >> 16, 0));
+                }
+            }
+            float sA[8][2], sB[8][2];
+#pragma unroll
+            for (int n = 0; n < 8; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int pos = kb * KB + 8 * n + 2 * t + e;
+                    sA[n][e] = pos <= seeA ? S[n][e] * p.qks : -INFINITY;
+                    sB[n][e] = pos <= seeB ? S[n][2 + e] * p.qks : -INFINITY;
+                }
+            /* step 5 */
+            const float alA = softmax_row(sA, mA, lA), alB = softmax_row(sB, mB, lB);
+#pragma unroll
+            for (int n = 0; n < DV / 8; n++) {
+                o[n][0] = o[n][0] * alA;
+                o[n][1] = o[n][1] * alA;
+                o[n][2] = o[n][2] * alB;
+                o[n][3] = o[n][3] * alB;
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const uint4 pa = make_uint4(pack_bf16(sA[2 * j][0], sA[2 * j][1]),
+                                            pack_bf16(sB[2 * j][0], sB[2 * j][1]),
+                                            pack_bf16(sA[2 * j + 1][0], sA[2 * j + 1][1]),
+                                            pack_bf16(sB[2 * j + 1][0], sB[2 * j + 1][1]));
+                const uint8_t *v0 = vs + (16 * j + 2 * t) * p.v_rs + 8 * g;
+#pragma unroll
+                for (int c = 0; c < DV / 64; c++) {
+                    uint32_t bw[2][8];
+#pragma unroll
+                    for (int half = 0; half < 2; half++) {
+                        const uint8_t *r = v0 + 8 * half * p.v_rs + 64 * c;
+                        const uint2 x = *reinterpret_cast<const uint2 *>(r);
+                        const uint2 y = *reinterpret_cast<const uint2 *>(r + p.v_rs);
+                        const uint32_t w[4] = {lowp_dec_prmt(x.x, y.x, 0x5140u),
+                                               lowp_dec_prmt(x.x, y.x, 0x7362u),
+                                               lowp_dec_prmt(x.y, y.y, 0x5140u),
+                                               lowp_dec_prmt(x.y, y.y, 0x7362u)};
+#pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            bw[half][2 * i] = fp8x2_bf16(w[i], 0);
+                            bw[half][2 * i + 1] = fp8x2_bf16(w[i] >> 16, 0);
+                        }
+                    }
+#pragma unroll
+                    for (int i = 0; i < 8; i++)
+                        mma_bf16(o[8 * c + i], pa, bw[0][i], bw[1][i]);
+                }
+            }
+        }
+        __syncthreads(); /* the stage is refilled by the next iteration's issue */
+    }
+    /* step 6 */
+    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 1);
+    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 2);
+    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 1);
+    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 2);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const int R = e < 2 ? Ra : Rb;
+        if (R >= nrows)
+            continue;
+        const float l = e < 2 ? lA : lB;
+        uint16_t *dst = p.out + ((size_t)(q0 + R / p.G) * p.NQ + (size_t)(h * p.G + R % p.G)) *
+                                    (size_t)p.Dv;
+#pragma unroll
+        for (int c = 0; c < DV / 64; c++)
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                dst[64 * c + 8 * (2 * t + (e & 1)) + i] =
+                    (uint16_t)(pack_bf16(o[8 * c + i][e] / l, 0.0f) & 0xFFFFu);
+    }
+}
+
+/* ---- The workspace fill (lowp/gpu_extend.h, lowp_gpu_extend_workspace) ---------------- */
+struct WsParams {
+    const uint8_t *kc, *vc, *ks, *vs; /* the NVFP4 cache's codes and block scales */
+    const float *kg, *vg;             /* decode-side global scales, n_global each */
+    const int32_t *pt_indptr, *pt_indices, *qo, *kv, *pre;
+    const uint16_t *kch, *vch;        /* the chunk, BF16 */
+    uint8_t *kws, *vws;
+    const uint8_t *cast;              /* [65536]: BF16 bits -> torch E4M3 code */
+    const float *e2m1, *e4m3;         /* [16], [256]: binary32 values of the codes */
+    int H, Dq, Dv, PS, hnd, k_il, v_il, per_head;
+};
+
+/* Row (page, slot, head) -> row index of codes and of (linear) scales. */
+__host__ __device__ __forceinline__ size_t ws_row(const WsParams &p, size_t page, int slot, int h)
+{
+    return p.hnd ? (page * p.H + h) * p.PS + slot : (page * p.PS + slot) * p.H + h;
+}
+
+/* Offset of block scale s of (page, slot, head) among S a row: lowp/kvcache.h's formula,
+ * the 4-token interleave when il. */
+__host__ __device__ __forceinline__ size_t ws_scale_off(const WsParams &p, size_t page, int slot,
+                                                        int h, int s, int S, int il)
+{
+    int t = slot, u = s;
+    if (il) {
+        const int q4 = S / 4;
+        t = (slot / 4) * 4 + s / q4;
+        u = (s % q4) * 4 + slot % 4;
+    }
+    return ws_row(p, page, t, h) * (size_t)S + u;
+}
+
+/* binary32 -> BF16 bits, RN (cvt.rn.bf16.f32 on the device; its model on the host) */
+__host__ __device__ __forceinline__ uint32_t ws_bf16(float x)
+{
+#ifdef __CUDA_ARCH__
+    return pack_bf16(x, 0.0f) & 0xFFFFu;
+#else
+    return lowp_bf16_from_f32(x);
+#endif
+}
+
+/* The 16 workspace bytes of block blk (K blocks first, then V) of head h, position t of
+ * sequence b: the device kernel runs it, and lowp_gpu_extend_workspace_emulate on the host
+ * with host pointers (the same code, so a logic error shows up without a GPU). */
+__host__ __device__ __forceinline__ void ws_block(const WsParams &p, const float *e2m1,
+                                                  const float *e4m3, int b, int t, int h,
+                                                  int blk)
+{
+    const int P = p.pre[b], nbk = p.Dq / 16;
+    const bool isk = blk < nbk;
+    const int j = isk ? blk : blk - nbk, D = isk ? p.Dq : p.Dv;
+    uint8_t o[16];
+    if (t < P) {
+        const size_t page = (size_t)p.pt_indices[p.pt_indptr[b] + t / p.PS];
+        const int slot = t % p.PS;
+        const uint8_t *code = (isk ? p.kc : p.vc) + ws_row(p, page, slot, h) * (D / 2) + 8 * j;
+        const uint8_t sc = (isk ? p.ks : p.vs)[ws_scale_off(p, page, slot, h, j, D / 16,
+                                                             isk ? p.k_il : p.v_il)];
+        const float sf = e4m3[sc], g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
+        const uint2 w = *reinterpret_cast<const uint2 *>(code);
+        for (int i = 0; i < 16; i++) {
+            const uint32_t word = i < 8 ? w.x : w.y;
+            const float x = (e2m1[(word >> (4 * (i & 7))) & 0xFu] * sf) * g;
+            o[i] = p.cast[ws_bf16(x)];
+        }
+    } else {
+        const uint16_t *src =
+            (isk ? p.kch : p.vch) + ((size_t)(p.qo[b] + t - P) * p.H + h) * D + 16 * j;
+        const uint4 a = *reinterpret_cast<const uint4 *>(src);
+        const uint4 c = *reinterpret_cast<const uint4 *>(src + 8);
+        const uint32_t wv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+        for (int i = 0; i < 16; i++)
+            o[i] = p.cast[(wv[i / 2] >> (16 * (i & 1))) & 0xFFFFu];
+    }
+    uint4 out;
+    out.x = o[0] | (o[1] << 8) | (o[2] << 16) | ((uint32_t)o[3] << 24);
+    out.y = o[4] | (o[5] << 8) | (o[6] << 16) | ((uint32_t)o[7] << 24);
+    out.z = o[8] | (o[9] << 8) | (o[10] << 16) | ((uint32_t)o[11] << 24);
+    out.w = o[12] | (o[13] << 8) | (o[14] << 16) | ((uint32_t)o[15] << 24);
+    *reinterpret_cast<uint4 *>((isk ? p.kws : p.vws) + (((size_t)p.kv[b] + t) * p.H + h) * D +
+                               16 * j) = out;
+}
+
+__global__ void __launch_bounds__(256) ws_fill_kernel(WsParams p)
+{
+    __shared__ float e2m1[16], e4m3[256];
+    for (int i = threadIdx.x; i < 272; i += blockDim.x) {
+        if (i < 16)
+            e2m1[i] = p.e2m1[i];
+        else
+            e4m3[i - 16] = p.e4m3[i - 16];
+    }
+    __syncthreads();
+    const int b = blockIdx.y, n = p.pre[b] + p.qo[b + 1] - p.qo[b];
+    const int nb = (p.Dq + p.Dv) / 16;
+    const size_t total = (size_t)n * p.H * nb;
+    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x)
+        ws_block(p, e2m1, e4m3, b, (int)(idx / nb / p.H), (int)(idx / nb % p.H),
+                 (int)(idx % nb));
+}
+
+template <int DV> cudaError_t launch(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
+{
+    cudaError_t e = cudaFuncSetAttribute(extend_kernel<DV>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess)
+        return e;
+    extend_kernel<DV><<<grid, 128, smem, s>>>(p);
+    return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" size_t lowp_gpu_extend_smem_bytes(size_t qk_dim, size_t vo_dim)
+{
+    return (size_t)CROWS * q_row_stride((int)qk_dim) +
+           2 * (size_t)KB * (kv_row_stride((int)qk_dim) + kv_row_stride((int)vo_dim));
+}
+
+extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
+                               cudaStream_t stream, char *why, size_t why_len)
+{
+    if (d == NULL)
+        return lowp_why_set(why, why_len, "desc is NULL");
+    const lowp_gpu_extend_args *a = &d->host;
+    if (lowp_gpu_extend_check(a, why, why_len))
+        return -1;
+    if (d->qo_indptr_dev == NULL || d->kv_indptr_dev == NULL || d->q_dev == NULL ||
+        d->k_dev == NULL || d->v_dev == NULL || out_dev == NULL)
+        return lowp_why_set(why, why_len,
+                            "device pointers (indptrs, q, k, v, out) must not be NULL");
+    if ((d->prefix_len_dev == NULL) != (a->prefix_len == NULL))
+        return lowp_why_set(why, why_len,
+                            "prefix_len_dev and host.prefix_len must both be given or both NULL");
+    if (((uintptr_t)d->q_dev | (uintptr_t)d->k_dev | (uintptr_t)d->v_dev) % 16)
+        return lowp_why_set(why, why_len, "q, k and v must be 16-byte aligned on the device");
+    if (a->batch > 65535 || a->num_kv_heads > 65535)
+        return lowp_why_set(why, why_len, "batch and num_kv_heads must be at most 65535");
+    size_t qmax = 0;
+    for (size_t b = 0; b < a->batch; b++) {
+        size_t ql = (size_t)(a->qo_indptr[b + 1] - a->qo_indptr[b]);
+        qmax = ql > qmax ? ql : qmax;
+    }
+    const size_t G = a->num_q_heads / a->num_kv_heads;
+    if (qmax * G > (size_t)INT32_MAX - CROWS)
+        return lowp_why_set(why, why_len, "a chunk of %zu queries x %zu heads is too large",
+                            qmax, G);
+    const double sm = a->sm_scale != 0.0 ? a->sm_scale : 1.0 / sqrt((double)a->qk_dim);
+    Params p = {};
+    p.q = d->q_dev;
+    p.k = d->k_dev;
+    p.v = d->v_dev;
+    p.out = out_dev;
+    p.qo = d->qo_indptr_dev;
+    p.kv = d->kv_indptr_dev;
+    p.pre = d->prefix_len_dev;
+    p.HK = (int)a->num_kv_heads;
+    p.G = (int)G;
+    p.NQ = (int)a->num_q_heads;
+    p.Dq = (int)a->qk_dim;
+    p.Dv = (int)a->vo_dim;
+    p.qks = lowp_gpu_decode_score_scale(LOWP_FP8_E4M3, sm, 1.0f);
+    p.q_rs = q_row_stride(p.Dq);
+    p.k_rs = kv_row_stride(p.Dq);
+    p.v_rs = kv_row_stride(p.Dv);
+    p.off_v = KB * p.k_rs;
+    p.stage_bytes = KB * (p.k_rs + p.v_rs);
+    p.off_stage = CROWS * p.q_rs;
+    const size_t smem = lowp_gpu_extend_smem_bytes(a->qk_dim, a->vo_dim);
+    const dim3 grid((unsigned)((qmax * G + CROWS - 1) / CROWS), (unsigned)a->num_kv_heads,
+                    (unsigned)a->batch);
+    cudaError_t e;
+    switch (p.Dv) {
+    case 64: e = launch<64>(p, grid, smem, stream); break;
+    case 128: e = launch<128>(p, grid, smem, stream); break;
+    case 192: e = launch<192>(p, grid, smem, stream); break;
+    default: e = launch<256>(p, grid, smem, stream); break;
+    }
+    if (e != cudaSuccess)
+        return lowp_why_set(why, why_len, "extend kernel launch (%zu bytes of shared memory): %s",
+                            smem, cudaGetErrorString(e));
+    return 0;
+}
+
+/* The workspace's device tables, made once (lowp's codec on the host): the torch cast of
+ * every BF16 code, and the E2M1 / E4M3 values. Not thread-safe on first use. */
+static uint8_t *g_cast;
+static float *g_vals; /* [16 + 256] */
+static uint8_t h_cast[65536]; /* the host copies (the emulator's) */
+static float h_vals[272];
+static int h_ready;
+
+static int ws_host_tables(char *why, size_t why_len)
+{
+    if (h_ready)
+        return 0;
+    lowp_codec torch_e4m3;
+    if (lowp_codec_init(&torch_e4m3, LOWP_E4M3, LOWP_PROFILE_TORCH, LOWP_RN, LOWP_SAT_OFF, why,
+                        why_len))
+        return -1;
+    for (unsigned c = 0; c < 65536; c++)
+        h_cast[c] = (uint8_t)lowp_encode_f32(&torch_e4m3, lowp_f32_from_bf16((uint16_t)c));
+    for (unsigned c = 0; c < 16; c++)
+        h_vals[c] = lowp_decode_f32(LOWP_E2M1, (uint16_t)c);
+    for (unsigned c = 0; c < 256; c++)
+        h_vals[16 + c] = lowp_decode_f32(LOWP_E4M3, (uint16_t)c);
+    h_ready = 1;
+    return 0;
+}
+
+static int ws_tables(char *why, size_t why_len)
+{
+    if (g_cast)
+        return 0;
+    if (ws_host_tables(why, why_len))
+        return -1;
+    const uint8_t *cast = h_cast;
+    const float *vals = h_vals;
+    const size_t cast_bytes = sizeof h_cast, vals_bytes = sizeof h_vals;
+    uint8_t *dc = NULL;
+    float *dv = NULL;
+    cudaError_t e = cudaMalloc(&dc, cast_bytes);
+    if (e == cudaSuccess)
+        e = cudaMalloc(&dv, vals_bytes);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(dc, cast, cast_bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(dv, vals, vals_bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        cudaFree(dc);
+        cudaFree(dv);
+        return lowp_why_set(why, why_len, "workspace tables: %s", cudaGetErrorString(e));
+    }
+    g_cast = dc;
+    g_vals = dv;
+    return 0;
+}
+
+/* The host-side checks of a workspace fill shared by the kernel's launcher and the
+ * emulator: cfg the cache's config, pt the page table. */
+static int ws_check(const lowp_kv_config *cfg, const lowp_kv_page_table *pt,
+                    const lowp_gpu_extend_args *a, char *why, size_t why_len)
+{
+    if (lowp_gpu_extend_check(a, why, why_len))
+        return -1;
+    if (cfg->format != LOWP_NVFP4)
+        return lowp_why_set(why, why_len,
+                            "the workspace is dequantized from an nvfp4 cache; this one is %s",
+                            lowp_block_format_name(cfg->format));
+    if (cfg->num_heads != a->num_kv_heads || cfg->qk_dim != a->qk_dim ||
+        cfg->vo_dim != a->vo_dim)
+        return lowp_why_set(why, why_len,
+                            "the cache has %zu KV heads and dims %zu/%zu; the extend %zu and "
+                            "%zu/%zu",
+                            cfg->num_heads, cfg->qk_dim, cfg->vo_dim, a->num_kv_heads,
+                            a->qk_dim, a->vo_dim);
+    if (a->prefix_len == NULL)
+        return lowp_why_set(why, why_len, "an extend workspace needs prefix_len");
+    if (lowp_kv_page_table_check(pt, cfg->num_pages, cfg->page_size, why, why_len))
+        return -1;
+    if (pt->batch != a->batch)
+        return lowp_why_set(why, why_len, "the page table has %zu sequences, the extend %zu",
+                            pt->batch, a->batch);
+    for (size_t b = 0; b < a->batch; b++)
+        if (lowp_kv_seq_len(pt, cfg->page_size, b) < (size_t)a->prefix_len[b])
+            return lowp_why_set(why, why_len,
+                                "sequence %zu: the page table holds %zu positions, the prefix "
+                                "is %d",
+                                b, lowp_kv_seq_len(pt, cfg->page_size, b), a->prefix_len[b]);
+    if (a->batch > 65535)
+        return lowp_why_set(why, why_len, "batch %zu: at most 65535", a->batch);
+    return 0;
+}
+
+/* Every field of a workspace fill's parameters: the cache's buffers and global scales (kg,
+ * vg: n_global each), the index arrays, the chunk, the workspace and the tables (vals: the
+ * 16 E2M1 then the 256 E4M3 values), device or host pointers alike. */
+static WsParams ws_params(const lowp_kv_config *cfg, size_t n_global, const uint8_t *kc,
+                          const uint8_t *vc, const uint8_t *ks, const uint8_t *vs,
+                          const float *kg, const float *vg, const int32_t *pt_indptr,
+                          const int32_t *pt_indices, const int32_t *qo, const int32_t *kv,
+                          const int32_t *pre, const uint16_t *kch, const uint16_t *vch,
+                          uint8_t *kws, uint8_t *vws, const uint8_t *cast, const float *vals)
+{
+    WsParams p = {kc, vc, ks, vs, kg, vg, pt_indptr, pt_indices, qo, kv, pre, kch, vch, kws,
+                  vws, cast, vals, vals + 16, 0, 0, 0, 0, 0, 0, 0, 0};
+    p.H = (int)cfg->num_heads;
+    p.Dq = (int)cfg->qk_dim;
+    p.Dv = (int)cfg->vo_dim;
+    p.PS = (int)cfg->page_size;
+    p.hnd = cfg->layout == LOWP_KV_HND;
+    p.k_il = cfg->k_sf_order == LOWP_KV_SF_INTERLEAVE4;
+    p.v_il = cfg->v_sf_order == LOWP_KV_SF_INTERLEAVE4;
+    p.per_head = n_global > 1;
+    return p;
+}
+
+extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
+                                                 const lowp_kv_page_table *pt,
+                                                 const lowp_gpu_extend_args *a,
+                                                 const uint16_t *k_chunk, const uint16_t *v_chunk,
+                                                 uint8_t *k_ws, uint8_t *v_ws, char *why,
+                                                 size_t why_len)
+{
+    if (cache == NULL || pt == NULL || a == NULL || k_chunk == NULL || v_chunk == NULL ||
+        k_ws == NULL || v_ws == NULL)
+        return lowp_why_set(why, why_len, "cache, page table, args, chunk and workspace must "
+                                          "not be NULL");
+    const lowp_kv_config *cfg = lowp_kvcache_config(cache);
+    if (ws_check(cfg, pt, a, why, why_len) || ws_host_tables(why, why_len))
+        return -1;
+    if (((uintptr_t)k_chunk | (uintptr_t)v_chunk | (uintptr_t)k_ws | (uintptr_t)v_ws) % 16)
+        return lowp_why_set(why, why_len, "chunk and workspace must be 16-byte aligned");
+    size_t n_global = cfg->scale_gran == LOWP_KV_SCALE_HEAD ? cfg->num_heads : 1, bytes;
+    float kg[LOWP_GPU_EXTEND_MAX_GROUP * 64], vg[LOWP_GPU_EXTEND_MAX_GROUP * 64];
+    if (n_global > sizeof kg / sizeof kg[0])
+        return lowp_why_set(why, why_len, "%zu per-head global scales: at most %zu", n_global,
+                            sizeof kg / sizeof kg[0]);
+    for (size_t h = 0; h < n_global; h++) {
+        kg[h] = lowp_kvcache_global_scale(cache, LOWP_KV_K, h);
+        vg[h] = lowp_kvcache_global_scale(cache, LOWP_KV_V, h);
+    }
+    WsParams p = ws_params(cfg, n_global, lowp_kvcache_cbuffer(cache, LOWP_KV_K, LOWP_KV_CODES, &bytes),
+                           lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_CODES, &bytes),
+                           lowp_kvcache_cbuffer(cache, LOWP_KV_K, LOWP_KV_SCALES, &bytes),
+                           lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_SCALES, &bytes), kg, vg,
+                           pt->indptr, pt->indices, a->qo_indptr, a->kv_indptr, a->prefix_len,
+                           k_chunk, v_chunk, k_ws, v_ws, h_cast, h_vals);
+    const int nb = (p.Dq + p.Dv) / 16;
+    for (size_t b = 0; b < a->batch; b++) {
+        const int n = a->prefix_len[b] + a->qo_indptr[b + 1] - a->qo_indptr[b];
+        for (int t = 0; t < n; t++)
+            for (int h = 0; h < p.H; h++)
+                for (int blk = 0; blk < nb; blk++)
+                    ws_block(p, p.e2m1, p.e4m3, (int)b, t, h, blk);
+    }
+    return 0;
+}
+
+extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8_t *k_ws_dev,
+                                         uint8_t *v_ws_dev, cudaStream_t stream, char *why,
+                                         size_t why_len)
+{
+    if (d == NULL || d->cache == NULL || d->pt_host == NULL)
+        return lowp_why_set(why, why_len, "desc, cache and page table must not be NULL");
+    const lowp_gpu_extend_args *a = &d->host;
+    const lowp_kv_config *cfg = &d->cache->cfg;
+    if (lowp_gpu_kvcache_check(d->cache, why, why_len) || ws_check(cfg, d->pt_host, a, why, why_len))
+        return -1;
+    if (d->prefix_len_dev == NULL)
+        return lowp_why_set(why, why_len, "an extend workspace needs prefix_len_dev");
+    if (!d->pt_indptr_dev || !d->pt_indices_dev || !d->qo_indptr_dev || !d->kv_indptr_dev ||
+        !d->k_chunk_dev || !d->v_chunk_dev || !k_ws_dev || !v_ws_dev)
+        return lowp_why_set(why, why_len, "device pointers must not be NULL");
+    if (((uintptr_t)d->k_chunk_dev | (uintptr_t)d->v_chunk_dev | (uintptr_t)k_ws_dev |
+         (uintptr_t)v_ws_dev) % 16)
+        return lowp_why_set(why, why_len, "chunk and workspace must be 16-byte aligned");
+    if (ws_tables(why, why_len))
+        return -1;
+    const lowp_gpu_kvcache *c = d->cache;
+    WsParams p = ws_params(cfg, c->n_global, c->k_codes, c->v_codes, c->k_scales, c->v_scales,
+                           c->k_global, c->v_global, d->pt_indptr_dev, d->pt_indices_dev,
+                           d->qo_indptr_dev, d->kv_indptr_dev, d->prefix_len_dev, d->k_chunk_dev,
+                           d->v_chunk_dev, k_ws_dev, v_ws_dev, g_cast, g_vals);
+    size_t nmax = 0;
+    for (size_t b = 0; b < a->batch; b++) {
+        size_t n = (size_t)a->prefix_len[b] + (size_t)(a->qo_indptr[b + 1] - a->qo_indptr[b]);
+        nmax = n > nmax ? n : nmax;
+    }
+    size_t work = nmax * cfg->num_heads * (cfg->qk_dim + cfg->vo_dim) / 16;
+    size_t blocks = (work + 255) / 256;
+    if (blocks > 65535)
+        blocks = 65535; /* a grid-stride loop covers the rest */
+    ws_fill_kernel<<<dim3((unsigned)(blocks ? blocks : 1), (unsigned)a->batch), 256, 0, stream>>>(p);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return lowp_why_set(why, why_len, "workspace kernel launch: %s", cudaGetErrorString(e));
+    return 0;
+}
