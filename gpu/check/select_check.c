@@ -167,6 +167,8 @@ static int qsa_batch(const opts *o, lowp_qsa_keys fmt, size_t bno, size_t B, sta
     c.ratio = ratios[rbelow(&r, 8)];
     c.topk = ks[rbelow(&r, 8)];
     c.divide = (int)rbelow(&r, 2);
+    static const size_t nheads[] = {4, 4, 4, 4, 4, 1, 2, 8}; /* 4: the production kernel; others: the generic one */
+    c.index_heads = nheads[rbelow(&r, 8)];
     if (fmt == LOWP_QSA_KEYS_MXFP4)
         c.recipe = lowp_recipe_default(LOWP_MXFP4);
     if (fmt == LOWP_QSA_KEYS_NVFP4)

@@ -16,6 +16,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cuda_bf16.h>
@@ -46,7 +47,6 @@ __device__ __forceinline__ uint8_t e4m3_torch(float x)
                                             LOWP_NAN_FIXED, 0x7fu, 0xffu);
 }
 __device__ __forceinline__ float e4m3_val(uint32_t q) { return lowp_decode_core_signed(q, 8, 3, -6, 0u, 0x7fu); }
-__device__ __forceinline__ float e2m1_val(uint32_t q) { return lowp_decode_core_signed(q, 4, 1, 0, 0u, 0x8u); }
 
 /* ---------------------------------------------------------------- QSA compression */
 
@@ -109,92 +109,160 @@ __global__ void iota_kernel(int64_t *s, size_t n)
 
 /* ---------------------------------------------------------------- QSA scoring */
 
-/* The exact value of element e (of EPC in a 16-byte chunk c of codes) of a row, times its
- * block scale and the global scale: lowp_block_dequantize_f64 (every product exact). */
-template <int F> struct fmt_of;
-template <> struct fmt_of<0> { enum { EPC = 8, BS = 1 }; };  /* BF16 */
-template <> struct fmt_of<1> { enum { EPC = 16, BS = 1 }; }; /* E4M3, unit scale */
-template <> struct fmt_of<2> { enum { EPC = 32, BS = 16 }; }; /* NVFP4 */
-template <> struct fmt_of<3> { enum { EPC = 32, BS = 32 }; }; /* MXFP4 */
-template <> struct fmt_of<4> { enum { EPC = 16, BS = 32 }; }; /* MXFP8 */
-
-template <int F>
-__device__ __forceinline__ double elem(const uint32_t w[4], int e, const uint8_t *sc, int i, double g)
+/* Exact binary64 values from codes without the (slow) binary32 -> binary64 conversion:
+ * the double's bits are built from the code's fields where it is a normal number, and
+ * the conversion handles the rest (zero, subnormal, Inf, NaN: rare, so the branch costs
+ * nothing on typical data). Every value is the code's exact value, as before. */
+__device__ __forceinline__ double bf16_f64(uint32_t h)
 {
-    if (F == 0)
-        return (double)bf16v((uint16_t)(w[e / 2] >> (16 * (e % 2))));
-    uint32_t byte = F == 2 || F == 3 ? (w[e / 8] >> (8 * ((e / 2) % 4))) & 0xffu : (w[e / 4] >> (8 * (e % 4))) & 0xffu;
-    if (F == 1)
-        return (double)e4m3_val(byte);
-    if (F == 2) /* element x E4M3 block scale x global scale */
-        return (double)e2m1_val(e % 2 ? byte >> 4 : byte & 0xfu) * (double)e4m3_val(sc[i / 16]) * g;
-    if (F == 3) /* element x 2^(c - 127) */
-        return (double)e2m1_val(e % 2 ? byte >> 4 : byte & 0xfu) * (double)lowp_decode_core_e8m0(sc[i / 32]);
-    return (double)e4m3_val(byte) * (double)lowp_decode_core_e8m0(sc[i / 32]);
+    uint32_t e = (h >> 7) & 0xffu;
+    if (e == 0 || e == 0xffu)
+        return (double)bf16v((uint16_t)h);
+    return __hiloint2double((int)(((h & 0x8000u) << 16) | ((e + 896u) << 20) | ((h & 0x7fu) << 13)), 0);
+}
+__device__ __forceinline__ double e4m3_f64(uint32_t q)
+{
+    uint32_t e = (q >> 3) & 0xfu;
+    if (e == 0 || (q & 0x7fu) == 0x7fu)
+        return (double)e4m3_val(q);
+    return __hiloint2double((int)(((q & 0x80u) << 24) | ((e + 1016u) << 20) | ((q & 0x7u) << 17)), 0);
+}
+/* E2M1 magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 with the sign (no specials) */
+__device__ __forceinline__ double e2m1_f64(uint32_t c)
+{
+    uint32_t m = c & 7u, E = m >> 1, hi = E ? ((E + 1022u) << 20) | ((m & 1u) << 19) : (m ? 0x3fe00000u : 0u);
+    return __hiloint2double((int)(((c & 8u) << 28) | hi), 0);
 }
 
-/* lowp_qsa_scores: one lane per block; each warp copies its 32 rows (contiguous in the
- * cache) into shared memory with coalesced 16-byte loads, then every lane runs the
- * model's loops on its row: per head the binary64 dot in dim order, fl32, ReLU (NaN kept),
- * the binary64 head sum in head order, fl32, the binary32 division. */
-template <int F>
+template <int F> struct fmt_of;
+template <> struct fmt_of<0> { enum { EPC = 8, BS = 8 }; };   /* BF16: 8 a chunk */
+template <> struct fmt_of<1> { enum { EPC = 16, BS = 16 }; }; /* E4M3, unit scale */
+template <> struct fmt_of<2> { enum { EPC = 32, BS = 16 }; }; /* NVFP4 */
+template <> struct fmt_of<3> { enum { EPC = 32, BS = 32 }; }; /* MXFP4 */
+template <> struct fmt_of<4> { enum { EPC = 16, BS = 16 }; }; /* MXFP8 (32-element blocks: two chunks) */
+
+/* the block scale times the global scale as the dot reads it (exact): lowp_block_dequantize_f64 */
+template <int F> __device__ __forceinline__ double block_scale(const uint8_t *sc, int i, double g)
+{
+    if (F == 2)
+        return (double)e4m3_val(sc[i / 16]) * g;
+    if (F == 3 || F == 4)
+        return (double)lowp_decode_core_e8m0(sc[i / 32]);
+    return 1.0;
+}
+
+/* element e of a 16-byte chunk w, times the block scale bs (F 2..4) */
+template <int F> __device__ __forceinline__ double elem(const uint32_t w[4], int e, double bs)
+{
+    if (F == 0)
+        return bf16_f64((w[e / 2] >> (16 * (e % 2))) & 0xffffu);
+    if (F == 2 || F == 3) {
+        uint32_t byte = (w[e / 8] >> (8 * ((e / 2) % 4))) & 0xffu;
+        return e2m1_f64(e % 2 ? byte >> 4 : byte & 0xfu) * bs; /* at most 2 x 30 bits: exact */
+    }
+    uint32_t byte = (w[e / 4] >> (8 * (e % 4))) & 0xffu;
+    return F == 1 ? e4m3_f64(byte) : e4m3_f64(byte) * bs;
+}
+
+/* lowp_qsa_scores: RPL blocks a lane (rows lane, lane + 32, ...), 32 RPL a warp; each warp
+ * copies its rows (contiguous in the cache) into shared memory with coalesced 16-byte
+ * loads, then every lane runs the model's loops on each of its rows: per head the binary64
+ * dot in dim order, fl32, ReLU (NaN kept), the binary64 head sum in head order, fl32, the
+ * binary32 division. The query is in shared memory as binary64, dim-major ([dim][head]):
+ * one 16-byte load gives two heads of a dim, and serves the lane's RPL rows (the loads of
+ * q, not the arithmetic, bound the kernel at RPL = 1). HC: the head count at compile time
+ * (0: any H <= 8, tested per head). RPL changes the speed, never a bit of the output. */
+template <int F, int HC, int RPL>
 __global__ void __launch_bounds__(32 * SEL_WARPS) qsa_score_kernel(
     const uint8_t *__restrict__ codes, const uint8_t *__restrict__ scales, double g, int rb, int rs,
     const float *__restrict__ qo, const int64_t *__restrict__ blk_off, const int32_t *__restrict__ nvis, int H, int d,
     int divide, float div, float *__restrict__ scores)
 {
     extern __shared__ __align__(16) unsigned char smem[];
+    constexpr int HM = HC ? HC : SEL_MAX_QSA_HEADS; /* the accumulators and the query row stride */
+    constexpr int RW = 32 * RPL;                    /* rows a warp */
     int b = blockIdx.y, n = nvis[b];
     double *qd = (double *)smem;
-    unsigned char *rows = smem + (size_t)H * d * sizeof(double);
+    unsigned char *rows = smem + (size_t)HM * d * sizeof(double);
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int j0 = (blockIdx.x * SEL_WARPS + warp) * 32;
-    if (blockIdx.x * SEL_WARPS * 32 >= n)
+    int j0 = (blockIdx.x * SEL_WARPS + warp) * RW;
+    if (blockIdx.x * SEL_WARPS * RW >= n)
         return; /* the whole CTA: nothing visible here */
-    for (int t = threadIdx.x; t < H * d; t += blockDim.x)
-        qd[t] = (double)qo[(size_t)b * H * d + t];
+    for (int t = threadIdx.x; t < HM * d; t += blockDim.x) {
+        int i = t / HM, h = t % HM;
+        qd[t] = h < H ? (double)qo[((size_t)b * H + h) * d + i] : 0.0;
+    }
     __syncthreads();
     if (j0 >= n)
         return;
-    int nrow = n - j0 < 32 ? n - j0 : 32, stride = rb + 16, cpr = rb / 16;
-    unsigned char *wrows = rows + (size_t)warp * 32 * stride;
+    int nrow = n - j0 < RW ? n - j0 : RW, stride = rb + 16, cpr = rb / 16;
+    unsigned char *wrows = rows + (size_t)warp * RW * stride;
     const unsigned char *src = codes + (size_t)(blk_off[b] + j0) * (size_t)rb;
     for (int c = lane; c < nrow * cpr; c += 32)
         *(uint4 *)(wrows + (c / cpr) * stride + (c % cpr) * 16) = __ldg((const uint4 *)(src + (size_t)c * 16));
     __syncwarp();
     if (lane >= nrow)
         return;
-    int64_t row = blk_off[b] + j0 + lane;
-    const uint8_t *sc = scales ? scales + (size_t)row * rs : NULL;
-    const unsigned char *mine = wrows + lane * stride;
-    double acc[SEL_MAX_QSA_HEADS];
+    const uint8_t *sc[RPL];
 #pragma unroll
-    for (int h = 0; h < SEL_MAX_QSA_HEADS; h++)
-        acc[h] = 0.0;
-    constexpr int EPC = fmt_of<F>::EPC;
+    for (int k = 0; k < RPL; k++) {
+        int64_t row = blk_off[b] + j0 + lane + 32 * k;
+        sc[k] = scales && lane + 32 * k < nrow ? scales + (size_t)row * rs : scales; /* a valid row's scales */
+    }
+    double acc[RPL][HM];
+#pragma unroll
+    for (int k = 0; k < RPL; k++)
+#pragma unroll
+        for (int h = 0; h < HM; h++)
+            acc[k][h] = 0.0;
+    constexpr int EPC = fmt_of<F>::EPC, BS = fmt_of<F>::BS;
     for (int c = 0; c < cpr; c++) {
-        uint4 v = *(const uint4 *)(mine + c * 16);
-        uint32_t w[4] = {v.x, v.y, v.z, v.w};
+        uint32_t w[RPL][4];
+#pragma unroll
+        for (int k = 0; k < RPL; k++) {
+            uint4 v = *(const uint4 *)(wrows + (lane + 32 * k) * stride + c * 16);
+            w[k][0] = v.x, w[k][1] = v.y, w[k][2] = v.z, w[k][3] = v.w;
+        }
+        double bs[RPL];
 #pragma unroll
         for (int e = 0; e < EPC; e++) {
             int i = c * EPC + e;
-            double kv = elem<F>(w, e, sc, i, g);
+            double kv[RPL];
 #pragma unroll
-            for (int h = 0; h < SEL_MAX_QSA_HEADS; h++)
-                if (h < H)
-                    acc[h] = __fma_rn(qd[h * d + i], kv, acc[h]); /* the product is exact */
+            for (int k = 0; k < RPL; k++) {
+                if (e % BS == 0)
+                    bs[k] = block_scale<F>(sc[k], i, g);
+                kv[k] = elem<F>(w[k], e, bs[k]);
+            }
+            const double2 *qp = (const double2 *)(qd + (size_t)i * HM);
+#pragma unroll
+            for (int h2 = 0; h2 < HM / 2; h2++) {
+                double2 qq = qp[h2];
+#pragma unroll
+                for (int k = 0; k < RPL; k++) {
+                    if (HC || 2 * h2 < H)
+                        acc[k][2 * h2] = __fma_rn(qq.x, kv[k], acc[k][2 * h2]); /* the product is exact */
+                    if (HC || 2 * h2 + 1 < H)
+                        acc[k][2 * h2 + 1] = __fma_rn(qq.y, kv[k], acc[k][2 * h2 + 1]);
+                }
+            }
         }
     }
-    double hs = 0.0;
 #pragma unroll
-    for (int h = 0; h < SEL_MAX_QSA_HEADS; h++)
-        if (h < H) {
-            float dot = __double2float_rn(acc[h]);
-            float relu = dot > 0.0f ? dot : (dot != dot ? dot : 0.0f);
-            hs += (double)relu;
-        }
-    float s = __double2float_rn(hs);
-    scores[row] = divide ? s / div : s;
+    for (int k = 0; k < RPL; k++) {
+        if (lane + 32 * k >= nrow)
+            break;
+        double hs = 0.0;
+#pragma unroll
+        for (int h = 0; h < HM; h++)
+            if (HC || h < H) {
+                float dot = __double2float_rn(acc[k][h]);
+                float relu = dot > 0.0f ? dot : (dot != dot ? dot : 0.0f);
+                hs += (double)relu;
+            }
+        float s = __double2float_rn(hs);
+        scores[blk_off[b] + j0 + lane + 32 * k] = divide ? s / div : s;
+    }
 }
 
 /* ---------------------------------------------------------------- DSA */
@@ -529,16 +597,35 @@ extern "C" int lowp_gpu_qsa_scores(const lowp_qsa_config *c, const lowp_gpu_kvca
         return 0;
     int d = (int)c->head_dim, H = (int)c->index_heads;
     int rb = (int)lowp_qsa_keycache_row_bytes(c), rs = (int)lowp_qsa_keycache_row_scales(c);
-    size_t smem = (size_t)H * d * sizeof(double) + (size_t)SEL_WARPS * 32 * (rb + 16);
-    dim3 grid((unsigned)((bt->max_n + SEL_WARPS * 32 - 1) / (SEL_WARPS * 32)), (unsigned)bt->batch);
+    int HM = H == 4 ? 4 : SEL_MAX_QSA_HEADS;
+    /* rows a lane: LOWP_SELECT_RPL (1, 2, 4; a tuning knob, the output never changes),
+     * default 1: on the H200, BF16 keys at 128K, 1, 2 and 4 took 90.4, 90.8 and 154.9 us */
+    const char *env = getenv("LOWP_SELECT_RPL");
+    int rpl = env && (env[0] == '2' || env[0] == '4') && !env[1] ? env[0] - '0' : 1;
+    if (H != 4)
+        rpl = 1;
+    size_t smem = (size_t)HM * d * sizeof(double) + (size_t)SEL_WARPS * 32 * rpl * (rb + 16);
+    dim3 grid((unsigned)((bt->max_n + SEL_WARPS * 32 * rpl - 1) / (SEL_WARPS * 32 * rpl)), (unsigned)bt->batch);
     double g = keys->cfg.format == LOWP_NVFP4 ? (double)keys->k_global_host[0] : 1.0;
     float div = sqrtf((float)d);
     const uint8_t *sc = keys->k_scales;
+#define SEL_LAUNCH3(F, HC, RPL)                                                                                   \
+    do {                                                                                                          \
+        cudaFuncSetAttribute(qsa_score_kernel<F, HC, RPL>, cudaFuncAttributeMaxDynamicSharedMemorySize,           \
+                             (int)smem);                                                                          \
+        qsa_score_kernel<F, HC, RPL><<<grid, 32 * SEL_WARPS, smem, st>>>(                                         \
+            keys->k_codes, sc, g, rb, rs, qo_dev, bt->blk_off, bt->n, H, d, c->divide, div, scores_dev);          \
+    } while (0)
 #define SEL_LAUNCH(F)                                                                                             \
     do {                                                                                                          \
-        cudaFuncSetAttribute(qsa_score_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);        \
-        qsa_score_kernel<F><<<grid, 32 * SEL_WARPS, smem, st>>>(keys->k_codes, sc, g, rb, rs, qo_dev, bt->blk_off, \
-                                                                 bt->n, H, d, c->divide, div, scores_dev);        \
+        if (H != 4)                                                                                               \
+            SEL_LAUNCH3(F, 0, 1);                                                                                 \
+        else if (rpl == 1)                                                                                        \
+            SEL_LAUNCH3(F, 4, 1);                                                                                 \
+        else if (rpl == 2)                                                                                        \
+            SEL_LAUNCH3(F, 4, 2);                                                                                 \
+        else                                                                                                      \
+            SEL_LAUNCH3(F, 4, 4);                                                                                 \
     } while (0)
     switch (qsa_format_id(c->keys)) {
     case 0: SEL_LAUNCH(0); break;
@@ -547,6 +634,8 @@ extern "C" int lowp_gpu_qsa_scores(const lowp_qsa_config *c, const lowp_gpu_kvca
     case 3: SEL_LAUNCH(3); break;
     default: SEL_LAUNCH(4); break;
     }
+#undef SEL_LAUNCH3
+#undef SEL_LAUNCH2
 #undef SEL_LAUNCH
     return launch_err("QSA scoring kernel", why, wl);
 }
