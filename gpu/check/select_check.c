@@ -5,10 +5,11 @@
  *
  *   lowp_gpu_select_check REPORT.md [--quick] [--cases N] [--max-ctx N] [--seed S]
  *                         [--threads T] [--only qsa|dsa|sparse] [--bench] [--bench-only]
- *                         [--bench-ctx N]
+ *                         [--bench-ctx N] [--sparse-cases N] [--budget-s S]
  *
  * Per selector and format, --cases cases (default 10^5; --quick 2000 and contexts up to
- * 2048), random and adversarial: Gaussian keys over 2^+-8, an outlier channel, all-zero and
+ * 2048; the sparse decode --sparse-cases, default 20000, --quick 500: its emulator is the
+ * slow part), random and adversarial: Gaussian keys over 2^+-8, an outlier channel, all-zero and
  * three-valued keys (ReLU zeros: ties everywhere, the smaller index must win), NaN / Inf
  * keys (a NaN score: lowp_topk refuses, the kernel must report status 1), huge keys
  * (overflow to Inf in the mean), norm weights that push E4M3 keys past 464 (NaN), k larger
@@ -44,7 +45,8 @@
 #include "lowp/why.h"
 
 typedef struct opts {
-    size_t cases, max_ctx, bench_ctx;
+    size_t cases, sparse_cases, max_ctx, bench_ctx;
+    double budget_s; /* 0: none; else each of the 8 checks stops adding batches after budget_s / 8 */
     uint64_t seed;
     int threads, bench, bench_only;
     const char *only;
@@ -599,7 +601,7 @@ static int sparse_batch(const opts *o, int fi, size_t bno, size_t B, stat *st, c
     }
     indptr[0] = 0;
     for (size_t b = 0; b < B; b++) {
-        len[b] = rbelow(&r, 8) == 0 ? 1 + rbelow(&r, cap) : 1 + rbelow(&r, cap < 200 ? cap : 200);
+        len[b] = rbelow(&r, 16) == 0 ? 1 + rbelow(&r, cap) : 1 + rbelow(&r, cap < 128 ? cap : 128);
         size_t np = (len[b] + P - 1) / P;
         indptr[b + 1] = indptr[b] + (int32_t)np;
         last[b] = (int32_t)(len[b] - (np - 1) * P);
@@ -929,7 +931,8 @@ out:
 static int usage(void)
 {
     fprintf(stderr, "usage: lowp_gpu_select_check REPORT.md [--quick] [--cases N] [--max-ctx N] [--seed S] "
-                    "[--threads T] [--only qsa|dsa|sparse] [--bench] [--bench-only] [--bench-ctx N]\n");
+                    "[--threads T] [--only qsa|dsa|sparse] [--bench] [--bench-only] [--bench-ctx N] "
+                    "[--sparse-cases N] [--budget-s S]\n");
     return 2;
 }
 
@@ -937,7 +940,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-')
         return usage();
-    opts o = {100000, 8192, 131072, 20261201, 0, 0, 0, NULL};
+    opts o = {100000, 20000, 8192, 131072, 0.0, 20261201, 0, 0, 0, NULL};
     const char *env = getenv("LOWP_SEED");
     if (env)
         o.seed = lowp_cli_parse_seed("LOWP_SEED", env);
@@ -952,6 +955,10 @@ int main(int argc, char **argv)
             o.bench = o.bench_only = 1;
         else if (v && !strcmp(a, "--cases"))
             o.cases = lowp_cli_parse_count("--cases", argv[++i], 0);
+        else if (v && !strcmp(a, "--sparse-cases"))
+            o.sparse_cases = lowp_cli_parse_count("--sparse-cases", argv[++i], 0);
+        else if (v && !strcmp(a, "--budget-s"))
+            o.budget_s = lowp_cli_parse_nonnegative("--budget-s", argv[++i]);
         else if (v && !strcmp(a, "--max-ctx"))
             o.max_ctx = (size_t)lowp_cli_parse_u64("--max-ctx", argv[++i], 16, (uint64_t)1 << 20);
         else if (v && !strcmp(a, "--bench-ctx"))
@@ -973,8 +980,10 @@ int main(int argc, char **argv)
         int given = 0;
         for (int i = 2; i < argc; i++)
             given |= !strcmp(argv[i], "--cases");
-        if (!given)
+        if (!given) {
             o.cases = 2000;
+            o.sparse_cases = 500;
+        }
         o.max_ctx = o.max_ctx < 2048 ? o.max_ctx : 2048;
     }
     if (o.threads == 0)
@@ -994,10 +1003,12 @@ int main(int argc, char **argv)
     struct cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     fprintf(md, "# lowp sparse-selection GPU kernels vs the CPU models (%s)\n\n"
-                "`lowp_gpu_select_check` (gpu/check/select_check.c), seed %llu, %zu cases per selector and format, "
-                "contexts up to %zu tokens.\n\n| check | cases | refused (NaN score) | differing cases | seconds | first difference |\n"
+                "`lowp_gpu_select_check` (gpu/check/select_check.c), seed %llu, %zu cases per selector and format "
+                "(%zu for the sparse decode), contexts up to %zu tokens. A case is one query (sequence): QSA its "
+                "index-key cache rows, scores and index list; DSA its FP8 keys and scales, scores and selection; "
+                "the sparse decode its outputs.\n\n| check | cases | refused (NaN score) | differing cases | seconds | first difference |\n"
                 "|---|---:|---:|---:|---:|---|\n",
-            prop.name, (unsigned long long)o.seed, o.cases, o.max_ctx);
+            prop.name, (unsigned long long)o.seed, o.cases, o.sparse_cases, o.max_ctx);
     stat sts[16];
     size_t ns = 0;
     char why[600] = "";
@@ -1014,9 +1025,13 @@ int main(int argc, char **argv)
             snprintf(s->name, sizeof s->name, "%s %s", sel == 0 ? "QSA" : sel == 1 ? "DSA" : "sparse decode",
                      sel == 0 ? qsa_names[f] : sel == 1 ? "fp8" : sparse_names[f]);
             double t0 = now();
-            size_t per = sel == 2 ? 64 : BATCH;
-            for (size_t bno = 0; s->cases < o.cases && rc == 0; bno++) {
-                size_t B = o.cases - s->cases < per ? o.cases - s->cases : per;
+            size_t per = sel == 2 ? 64 : BATCH, want = sel == 2 ? o.sparse_cases : o.cases;
+            for (size_t bno = 0; s->cases < want && rc == 0; bno++) {
+                if (o.budget_s > 0 && now() - t0 > o.budget_s / 8) {
+                    printf("  %s: the budget ends it after %zu of %zu cases\n", s->name, s->cases, want);
+                    break;
+                }
+                size_t B = want - s->cases < per ? want - s->cases : per;
                 rc = sel == 0   ? qsa_batch(&o, qsa_formats[f], bno, B, s, why, sizeof why)
                      : sel == 1 ? dsa_batch(&o, bno, B, s, why, sizeof why)
                                 : sparse_batch(&o, f, bno, B, s, why, sizeof why);
