@@ -87,6 +87,17 @@ static void differ(stat *s, const char *fmt, ...)
     }
 }
 
+/* the first CPU-model failure of a parallel loop (one line kept) */
+static void note_fail(int *fail, char *fwhy, size_t n, const char *w)
+{
+#pragma omp critical
+    {
+        if (!*fail)
+            snprintf(fwhy, n, "%s", w);
+        *fail = 1;
+    }
+}
+
 static int f32_same(float a, float b) { return (a != a && b != b) || lowp_f32_bits(a) == lowp_f32_bits(b); }
 
 /* ------------------------------------------------------------------ random keys */
@@ -120,27 +131,23 @@ static size_t gen_len(uint64_t *r, size_t max_ctx, size_t lo)
     return lo + rbelow(r, cap - lo + 1);
 }
 
-/* device buffer that only grows */
-typedef struct dbuf {
-    void *p;
-    size_t n;
-} dbuf;
-static int dgrow(dbuf *b, size_t n, char *why, size_t wl)
+/* device scratch: slot i holds one allocation of at least n bytes, replaced when it is
+ * too small (freed at exit) */
+#define NBUF 12
+static void *g_dev[NBUF];
+static size_t g_len[NBUF];
+static int dev_need(int i, size_t n, char *why, size_t wl)
 {
-    if (n <= b->n)
+    if (n <= g_len[i] && g_dev[i])
         return 0;
-    cudaFree(b->p);
-    b->p = NULL;
-    b->n = 0;
-    cudaError_t e = cudaMalloc(&b->p, n ? n : 1);
-    if (e != cudaSuccess)
-        return lowp_why_set(why, wl, "cudaMalloc of %zu bytes: %s", n, cudaGetErrorString(e));
-    b->n = n;
+    cudaFree(g_dev[i]);
+    g_len[i] = 0;
+    if (cudaMalloc(&g_dev[i], n ? n : 1) != cudaSuccess)
+        return lowp_why_set(why, wl, "cudaMalloc of %zu bytes for scratch %d failed", n, i);
+    g_len[i] = n;
     return 0;
 }
 #define CK(call) LOWP_CUDA_CK(call)
-#define NBUF 12
-static dbuf g_buf[NBUF];
 
 /* ------------------------------------------------------------------ QSA */
 
@@ -244,13 +251,8 @@ static int qsa_batch(const opts *o, lowp_qsa_keys fmt, size_t bno, size_t B, sta
                          ? 1
                          : 0;
         free(kb);
-        if (e) {
-#pragma omp critical
-            {
-                fail = 1;
-                snprintf(fwhy, sizeof fwhy, "%s", w2);
-            }
-        }
+        if (e)
+            note_fail(&fail, fwhy, sizeof fwhy, w2);
         for (size_t i = 0; i < len[b] * d; i++)
             kbits[(size_t)toff[b] * d + i] = lowp_bf16_from_f32(kk[i]);
     }
@@ -269,35 +271,35 @@ static int qsa_batch(const opts *o, lowp_qsa_keys fmt, size_t bno, size_t B, sta
         rc = -1;
         goto out;
     }
-    if (dgrow(&g_buf[0], T * d * 2 + 2, why, wl) || dgrow(&g_buf[1], B * 8, why, wl) ||
-        dgrow(&g_buf[2], B * 8, why, wl) || dgrow(&g_buf[3], B * 4, why, wl) || dgrow(&g_buf[4], B * 4, why, wl) ||
-        dgrow(&g_buf[5], B * 4, why, wl) || dgrow(&g_buf[6], ((maxnb + 1) * c.rotary_dim + 1) * 4, why, wl) ||
-        dgrow(&g_buf[7], d * 4, why, wl) || dgrow(&g_buf[8], B * H * d * 4, why, wl) ||
-        dgrow(&g_buf[9], (NB + 1) * 4, why, wl) || dgrow(&g_buf[10], B * (W + 1) * 4, why, wl) ||
-        dgrow(&g_buf[11], B * 4, why, wl)) {
+    if (dev_need(0, T * d * 2 + 2, why, wl) || dev_need(1, B * 8, why, wl) ||
+        dev_need(2, B * 8, why, wl) || dev_need(3, B * 4, why, wl) || dev_need(4, B * 4, why, wl) ||
+        dev_need(5, B * 4, why, wl) || dev_need(6, ((maxnb + 1) * c.rotary_dim + 1) * 4, why, wl) ||
+        dev_need(7, d * 4, why, wl) || dev_need(8, B * H * d * 4, why, wl) ||
+        dev_need(9, (NB + 1) * 4, why, wl) || dev_need(10, B * (W + 1) * 4, why, wl) ||
+        dev_need(11, B * 4, why, wl)) {
         rc = -1;
         goto out;
     }
-    CK(cudaMemcpy(g_buf[0].p, kbits, T * d * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[1].p, toff, B * 8, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[2].p, boff, B * 8, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[3].p, nblk, B * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[4].p, nvis, B * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[5].p, ipos, B * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[6].p, rope, (maxnb + 1) * c.rotary_dim * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[7].p, wk, d * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[8].p, qo, B * H * d * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemset(g_buf[9].p, 0xff, (NB + 1) * 4));
-    CK(cudaMemset(g_buf[10].p, 0x55, B * (W + 1) * 4));
-    lowp_gpu_select_batch bt = {B, g_buf[1].p, g_buf[2].p, g_buf[3].p, maxnb, NB};
-    if (lowp_gpu_qsa_compress(&c, g_buf[0].p, g_buf[7].p, g_buf[6].p, &bt, keys, why, wl)) {
+    CK(cudaMemcpy(g_dev[0], kbits, T * d * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[1], toff, B * 8, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[2], boff, B * 8, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[3], nblk, B * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[4], nvis, B * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[5], ipos, B * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[6], rope, (maxnb + 1) * c.rotary_dim * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[7], wk, d * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[8], qo, B * H * d * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(g_dev[9], 0xff, (NB + 1) * 4));
+    CK(cudaMemset(g_dev[10], 0x55, B * (W + 1) * 4));
+    lowp_gpu_select_batch bt = {B, g_dev[1], g_dev[2], g_dev[3], maxnb, NB};
+    if (lowp_gpu_qsa_compress(&c, g_dev[0], g_dev[7], g_dev[6], &bt, keys, why, wl)) {
         rc = -1;
         goto out;
     }
-    bt.n = g_buf[4].p;
+    bt.n = g_dev[4];
     bt.max_n = maxvis;
-    if (lowp_gpu_qsa_scores(&c, keys, g_buf[8].p, &bt, g_buf[9].p, 0, why, wl) ||
-        lowp_gpu_topk(g_buf[9].p, &bt, c.topk, R, g_buf[5].p, g_buf[10].p, g_buf[11].p, 0, why, wl)) {
+    if (lowp_gpu_qsa_scores(&c, keys, g_dev[8], &bt, g_dev[9], 0, why, wl) ||
+        lowp_gpu_topk(g_dev[9], &bt, c.topk, R, g_dev[5], g_dev[10], g_dev[11], 0, why, wl)) {
         rc = -1;
         goto out;
     }
@@ -305,9 +307,9 @@ static int qsa_batch(const opts *o, lowp_qsa_keys fmt, size_t bno, size_t B, sta
     CK(cudaMemcpy(gcodes, keys->k_codes, NB * rb, cudaMemcpyDeviceToHost));
     if (rs)
         CK(cudaMemcpy(gscales, keys->k_scales, NB * rs, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(gscore, g_buf[9].p, (NB + 1) * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(gidx, g_buf[10].p, B * (W + 1) * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(gst, g_buf[11].p, B * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gscore, g_dev[9], (NB + 1) * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gidx, g_dev[10], B * (W + 1) * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gst, g_dev[11], B * 4, cudaMemcpyDeviceToHost));
     /* compare */
     for (size_t b = 0; b < B; b++) {
         int bad = 0;
@@ -459,13 +461,8 @@ static int dsa_batch(const opts *o, size_t bno, size_t B, stat *st, char *why, s
         free(q);
         free(w);
         free(sel);
-        if (e) {
-#pragma omp critical
-            {
-                fail = 1;
-                snprintf(fwhy, sizeof fwhy, "%s", w2);
-            }
-        }
+        if (e)
+            note_fail(&fail, fwhy, sizeof fwhy, w2);
         for (size_t i = 0; i < n * d; i++)
             kbits[(size_t)toff[b] * d + i] = lowp_bf16_from_f32(kk[i]);
     }
@@ -473,33 +470,33 @@ static int dsa_batch(const opts *o, size_t bno, size_t B, stat *st, char *why, s
         rc = lowp_why_set(why, wl, "CPU model: %s", fwhy);
         goto out;
     }
-    if (dgrow(&g_buf[0], T * d * 2 + 2, why, wl) || dgrow(&g_buf[1], T * d + 16, why, wl) ||
-        dgrow(&g_buf[2], (T + 1) * 4, why, wl) || dgrow(&g_buf[3], B * H * d * 4, why, wl) ||
-        dgrow(&g_buf[4], B * H * 4, why, wl) || dgrow(&g_buf[5], B * 8, why, wl) || dgrow(&g_buf[6], B * 4, why, wl) ||
-        dgrow(&g_buf[7], (T + 1) * 4, why, wl) || dgrow(&g_buf[8], B * (K + 1) * 4, why, wl) ||
-        dgrow(&g_buf[9], B * 4, why, wl)) {
+    if (dev_need(0, T * d * 2 + 2, why, wl) || dev_need(1, T * d + 16, why, wl) ||
+        dev_need(2, (T + 1) * 4, why, wl) || dev_need(3, B * H * d * 4, why, wl) ||
+        dev_need(4, B * H * 4, why, wl) || dev_need(5, B * 8, why, wl) || dev_need(6, B * 4, why, wl) ||
+        dev_need(7, (T + 1) * 4, why, wl) || dev_need(8, B * (K + 1) * 4, why, wl) ||
+        dev_need(9, B * 4, why, wl)) {
         rc = -1;
         goto out;
     }
-    CK(cudaMemcpy(g_buf[0].p, kbits, T * d * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[3].p, qq, B * H * d * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[4].p, wh, B * H * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[5].p, toff, B * 8, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g_buf[6].p, nvis, B * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemset(g_buf[7].p, 0xff, (T + 1) * 4));
-    lowp_gpu_select_batch bt = {B, g_buf[5].p, g_buf[5].p, g_buf[6].p, maxvis, T};
-    if (lowp_gpu_dsa_quantize(&c, g_buf[0].p, T, g_buf[1].p, g_buf[2].p, 0, why, wl) ||
-        lowp_gpu_dsa_scores(&c, g_buf[1].p, g_buf[2].p, g_buf[3].p, g_buf[4].p, &bt, g_buf[7].p, 0, why, wl) ||
-        lowp_gpu_topk(g_buf[7].p, &bt, K, 0, NULL, g_buf[8].p, g_buf[9].p, 0, why, wl)) {
+    CK(cudaMemcpy(g_dev[0], kbits, T * d * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[3], qq, B * H * d * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[4], wh, B * H * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[5], toff, B * 8, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_dev[6], nvis, B * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(g_dev[7], 0xff, (T + 1) * 4));
+    lowp_gpu_select_batch bt = {B, g_dev[5], g_dev[5], g_dev[6], maxvis, T};
+    if (lowp_gpu_dsa_quantize(&c, g_dev[0], T, g_dev[1], g_dev[2], 0, why, wl) ||
+        lowp_gpu_dsa_scores(&c, g_dev[1], g_dev[2], g_dev[3], g_dev[4], &bt, g_dev[7], 0, why, wl) ||
+        lowp_gpu_topk(g_dev[7], &bt, K, 0, NULL, g_dev[8], g_dev[9], 0, why, wl)) {
         rc = -1;
         goto out;
     }
     CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(gcodes, g_buf[1].p, T * d, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(gks, g_buf[2].p, T * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(gs, g_buf[7].p, T * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(gidx, g_buf[8].p, B * (K + 1) * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(gst, g_buf[9].p, B * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gcodes, g_dev[1], T * d, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gks, g_dev[2], T * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gs, g_dev[7], T * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gidx, g_dev[8], B * (K + 1) * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gst, g_dev[9], B * 4, cudaMemcpyDeviceToHost));
     for (size_t b = 0; b < B; b++) {
         int bad = 0;
         st->cases++;
@@ -692,31 +689,31 @@ static int sparse_batch(const opts *o, int fi, size_t bno, size_t B, stat *st, c
         goto out;
     }
     size_t nrows = (size_t)sindptr[B];
-    if (dgrow(&g_buf[0], B * NQ * dq * 2, why, wl) || dgrow(&g_buf[1], (B + 1 + nrows + B) * 4, why, wl) ||
-        dgrow(&g_buf[3], B * NQ * dv * 2, why, wl)) {
+    if (dev_need(0, B * NQ * dq * 2, why, wl) || dev_need(1, (B + 1 + nrows + B) * 4, why, wl) ||
+        dev_need(3, B * NQ * dv * 2, why, wl)) {
         rc = -1;
         goto out;
     }
-    int32_t *d_ip = g_buf[1].p, *d_ix = d_ip + (B + 1), *d_l = d_ix + nrows;
-    CK(cudaMemcpy(g_buf[0].p, q, B * NQ * dq * 2, cudaMemcpyHostToDevice));
+    int32_t *d_ip = g_dev[1], *d_ix = d_ip + (B + 1), *d_l = d_ix + nrows;
+    CK(cudaMemcpy(g_dev[0], q, B * NQ * dq * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_ip, sindptr, (B + 1) * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_ix, rows, nrows * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_l, slast, B * 4, cudaMemcpyHostToDevice));
     lowp_gpu_decode_desc dd = {.cache = &gview, .pt_host = &spt, .indptr_dev = d_ip, .indices_dev = d_ix,
-                               .last_page_len_dev = d_l, .num_q_heads = NQ, .sm_scale = 0.0, .q_dev = g_buf[0].p};
+                               .last_page_len_dev = d_l, .num_q_heads = NQ, .sm_scale = 0.0, .q_dev = g_dev[0]};
     size_t wsb = lowp_gpu_decode_workspace_bytes(&dd, why, wl);
-    if (wsb == 0 || dgrow(&g_buf[2], wsb, why, wl)) {
+    if (wsb == 0 || dev_need(2, wsb, why, wl)) {
         rc = -1;
         goto out;
     }
-    CK(cudaMemset(g_buf[2].p, 0xff, wsb));
-    CK(cudaMemset(g_buf[3].p, 0xff, B * NQ * dv * 2));
-    if (lowp_gpu_decode(&dd, g_buf[2].p, wsb, g_buf[3].p, 0, why, wl)) {
+    CK(cudaMemset(g_dev[2], 0xff, wsb));
+    CK(cudaMemset(g_dev[3], 0xff, B * NQ * dv * 2));
+    if (lowp_gpu_decode(&dd, g_dev[2], wsb, g_dev[3], 0, why, wl)) {
         rc = -1;
         goto out;
     }
     CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(gout, g_buf[3].p, B * NQ * dv * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gout, g_dev[3], B * NQ * dv * 2, cudaMemcpyDeviceToHost));
     for (size_t b = 0; b < B; b++) {
         st->cases++;
         st->compared++;
@@ -783,22 +780,22 @@ static int bench(const opts *o, FILE *md, char *why, size_t wl)
         }
         for (size_t i = 0; i < Bq * c.index_heads * c.head_dim; i++)
             qo[i] = 0.125f;
-        if (dgrow(&g_buf[0], Bq * 8, why, wl) || dgrow(&g_buf[1], Bq * 4, why, wl) ||
-            dgrow(&g_buf[2], Bq * c.index_heads * c.head_dim * 4, why, wl) || dgrow(&g_buf[3], NB * 4, why, wl) ||
-            dgrow(&g_buf[4], 1 << 20, why, wl)) {
+        if (dev_need(0, Bq * 8, why, wl) || dev_need(1, Bq * 4, why, wl) ||
+            dev_need(2, Bq * c.index_heads * c.head_dim * 4, why, wl) || dev_need(3, NB * 4, why, wl) ||
+            dev_need(4, 1 << 20, why, wl)) {
             lowp_gpu_kvcache_destroy(keys);
             return -1;
         }
-        CK(cudaMemcpy(g_buf[0].p, off, Bq * 8, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(g_buf[1].p, nv, Bq * 4, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(g_buf[2].p, qo, Bq * c.index_heads * c.head_dim * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(g_dev[0], off, Bq * 8, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(g_dev[1], nv, Bq * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(g_dev[2], qo, Bq * c.index_heads * c.head_dim * 4, cudaMemcpyHostToDevice));
         free(off), free(nv), free(qo);
-        lowp_gpu_select_batch bt = {Bq, NULL, g_buf[0].p, g_buf[1].p, nb, NB};
+        lowp_gpu_select_batch bt = {Bq, NULL, g_dev[0], g_dev[1], nb, NB};
         double ts = 0, tr = 0;
         for (int pass = 0; pass < 2 && rc == 0; pass++) { /* pass 0 warms up */
             CK(cudaEventRecord(e0, 0));
             for (int it = 0; it < iters; it++)
-                if (lowp_gpu_qsa_scores(&c, keys, g_buf[2].p, &bt, g_buf[3].p, 0, why, wl)) {
+                if (lowp_gpu_qsa_scores(&c, keys, g_dev[2], &bt, g_dev[3], 0, why, wl)) {
                     rc = -1;
                     goto out;
                 }
@@ -807,9 +804,9 @@ static int bench(const opts *o, FILE *md, char *why, size_t wl)
             ts = time_ms(e0, e1) * 1e3 / iters;
             CK(cudaEventRecord(e0, 0));
             for (int it = 0; it < iters; it++) {
-                lowp_gpu_select_read(keys->k_codes, NB * rb, g_buf[4].p, 0);
+                lowp_gpu_select_read(keys->k_codes, NB * rb, g_dev[4], 0);
                 if (rs)
-                    lowp_gpu_select_read(keys->k_scales, NB * rs, g_buf[4].p, 0);
+                    lowp_gpu_select_read(keys->k_scales, NB * rs, g_dev[4], 0);
             }
             CK(cudaEventRecord(e1, 0));
             CK(cudaEventSynchronize(e1));
@@ -883,23 +880,22 @@ static int bench(const opts *o, FILE *md, char *why, size_t wl)
             uint16_t *qh = malloc(B * Hk * G * D * 2);
             for (size_t i = 0; i < B * Hk * G * D; i++)
                 qh[i] = 0x3c00;
-            dbuf dq = {0}, dpt = {0}, dws = {0}, dout = {0};
             lowp_gpu_decode_params prm;
-            if (dgrow(&dq, B * Hk * G * D * 2, why, wl) || dgrow(&dpt, (B + 1 + nidx + B) * 4, why, wl) ||
-                dgrow(&dout, B * Hk * G * D * 2, why, wl))
+            if (dev_need(5, B * Hk * G * D * 2, why, wl) || dev_need(6, (B + 1 + nidx + B) * 4, why, wl) ||
+                dev_need(8, B * Hk * G * D * 2, why, wl))
                 rc = -1;
-            int32_t *d_ip = dpt.p, *d_ix = d_ip + B + 1, *d_l = d_ix + nidx;
+            int32_t *d_ip = g_dev[6], *d_ix = d_ip + B + 1, *d_l = d_ix + nidx;
             if (rc == 0) {
-                cudaMemcpy(dq.p, qh, B * Hk * G * D * 2, cudaMemcpyHostToDevice);
+                cudaMemcpy(g_dev[5], qh, B * Hk * G * D * 2, cudaMemcpyHostToDevice);
                 cudaMemcpy(d_ip, ip, (B + 1) * 4, cudaMemcpyHostToDevice);
                 cudaMemcpy(d_ix, ix, nidx * 4, cudaMemcpyHostToDevice);
                 cudaMemcpy(d_l, ls, B * 4, cudaMemcpyHostToDevice);
             }
             lowp_gpu_decode_desc dd = {.cache = use, .pt_host = &pt, .indptr_dev = d_ip, .indices_dev = d_ix,
-                                       .last_page_len_dev = d_l, .num_q_heads = Hk * G, .q_dev = dq.p};
+                                       .last_page_len_dev = d_l, .num_q_heads = Hk * G, .q_dev = g_dev[5]};
             size_t wsb = rc ? 0 : lowp_gpu_decode_workspace_bytes(&dd, why, wl);
-            if (rc == 0 && (wsb == 0 || dgrow(&dws, wsb, why, wl) ||
-                            lowp_gpu_decode_prepare(&dd, dws.p, wsb, dout.p, 0, &prm, why, wl)))
+            if (rc == 0 && (wsb == 0 || dev_need(7, wsb, why, wl) ||
+                            lowp_gpu_decode_prepare(&dd, g_dev[7], wsb, g_dev[8], 0, &prm, why, wl)))
                 rc = -1;
             for (int pass = 0; pass < 2 && rc == 0; pass++) {
                 cudaEventRecord(e0, 0);
@@ -911,7 +907,6 @@ static int bench(const opts *o, FILE *md, char *why, size_t wl)
             }
             if (rc == 0 && cudaGetLastError() != cudaSuccess)
                 rc = lowp_why_set(why, wl, "decode timing launch failed");
-            cudaFree(dq.p), cudaFree(dpt.p), cudaFree(dws.p), cudaFree(dout.p);
             free(ip), free(ix), free(ls), free(qh);
             lowp_gpu_kvcache_destroy(gc);
         }
@@ -940,7 +935,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-')
         return usage();
-    opts o = {100000, 20000, 8192, 131072, 0.0, 20261201, 0, 0, 0, NULL};
+    opts o = {100000, 20000, 4096, 131072, 0.0, 20261201, 0, 0, 0, NULL};
     const char *env = getenv("LOWP_SEED");
     if (env)
         o.seed = lowp_cli_parse_seed("LOWP_SEED", env);
@@ -1014,6 +1009,7 @@ int main(int argc, char **argv)
     char why[600] = "";
     int rc = 0;
     const size_t BATCH = 256;
+    int cut = 0; /* checks that --budget-s ended before their cases */
     for (int sel = 0; sel < 3 && rc == 0 && !o.bench_only; sel++) {
         const char *sn = sel == 0 ? "qsa" : sel == 1 ? "dsa" : "sparse";
         if (o.only && strcmp(o.only, sn))
@@ -1029,6 +1025,7 @@ int main(int argc, char **argv)
             for (size_t bno = 0; s->cases < want && rc == 0; bno++) {
                 if (o.budget_s > 0 && now() - t0 > o.budget_s / 8) {
                     printf("  %s: the budget ends it after %zu of %zu cases\n", s->name, s->cases, want);
+                    cut++;
                     break;
                 }
                 size_t B = want - s->cases < per ? want - s->cases : per;
@@ -1044,11 +1041,14 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
     }
+    if (cut)
+        fprintf(md, "\n%d of the checks above ran fewer cases than asked: --budget-s %.0f ended them.\n", cut,
+                o.budget_s);
     if (rc == 0 && o.bench)
         rc = bench(&o, md, why, sizeof why);
     fclose(md);
     for (int i = 0; i < NBUF; i++)
-        cudaFree(g_buf[i].p);
+        cudaFree(g_dev[i]);
     if (rc) {
         remove(tmp);
         fprintf(stderr, "lowp_gpu_select_check: %s\n", why);
