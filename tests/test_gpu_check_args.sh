@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/test_gpu_check_args.sh CVT KVWRITE DECODE MMA: the stand-alone GPU check programs
+# tests/test_gpu_check_args.sh CVT KVWRITE DECODE MMA SELECT: the stand-alone GPU check programs
 # take their numbers through the CLI's one parser (tools/cli_parse.h): a malformed or
 # out-of-range number is refused with one line naming the option and exit status 2,
 # before any GPU is looked for (so this runs on machines without one).
@@ -21,6 +21,12 @@ refuse "--cases: '010x' is not an integer" "$3" "$tmp" --cases 010x
 refuse "--seed: an empty string is not a number" "$3" "$tmp" --seed ""
 refuse "--threads: 99999 is out of range" "$3" "$tmp" --threads 99999
 refuse "LOWP_SEED: 'abc' is not an integer" env LOWP_SEED=abc "$4" "$tmp"
+refuse "--cases: '5x' is not an integer" "$5" "$tmp" --cases 5x
+refuse "--max-ctx: 8 is out of range" "$5" "$tmp" --max-ctx 8
+refuse "--only: 'moba' is not qsa, dsa or sparse" "$5" "$tmp" --only moba
+refuse "--threads: 0 is out of range" "$5" "$tmp" --threads 0
+refuse "LOWP_SEED: 'x1' is not an integer" env LOWP_SEED=x1 "$5" "$tmp"
+refuse "usage: lowp_gpu_select_check" "$5" --quick
 rm -f "$tmp"
 echo "test_gpu_check_args: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -22,6 +22,13 @@
 #      lowp gpu bench         -> gpu-bench-h200.csv/.txt; tools/sdpa_bench.py -> sdpa-bench-h200.csv
 #      tools/gpu_tune.sh      -> gpu-tune.txt (step tune, not in "kernels": the decode's ring
 #                                size, which changes speed and never a bit of output)
+#      lowp_gpu_select_check  -> select-gpu-h200.md (step select, not in "kernels": the sparse-
+#                                selection kernels vs the CPU models of lowp/select.h, 10^5 cases
+#                                per selector and format, the sparse decode vs the decode emulator,
+#                                the scoring's bandwidth against a plain read at 128K and sparse vs
+#                                dense decode over 2051 tokens; then compute-sanitizer memcheck /
+#                                racecheck on a small run -> sanitizer-*-select.log. Arguments in
+#                                LOWP_GPU_SELECT_ARGS (default: --bench --budget-s what is left)
 #      tools/certify_h200.py  -> certify-h200.md/.json (step certify, only when asked: torch SDPA
 #                                per backend on BF16 and FP8-dequantized caches, FlashInfer's FP8
 #                                batch decode if flashinfer imports, lowp gpu attn; each kernel's
@@ -38,7 +45,7 @@
 #      lowp gpu attn --path extend|prefill vs --emulate (byte for byte) and vs lowp attn
 #                                (within the bound) on a 300-query chunk over 2000 tokens
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select
 #   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
 #   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
 #   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
@@ -111,7 +118,7 @@ STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select; do want $k && KERNELS=1; done
 [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && KERNELS=1
 # the kernel targets the chosen steps run (lowp always)
 TARGETS=lowp_cli
@@ -120,6 +127,7 @@ want mma && TARGETS="$TARGETS lowp_gpu_mma_probe"
 want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
 want certify && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
 want extend && TARGETS="$TARGETS lowp_gpu_extend_check lowp_gpu_extend_bench" # + lowp_cli
+want select && TARGETS="$TARGETS lowp_gpu_select_check"
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
   P=${TMPDIR:-/tmp}/lowp-deps
   say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
@@ -429,6 +437,22 @@ PYEOF
     done
     rm -f "$OUT"/ext-[qkv].npy
   fi
+fi
+if want select; then
+  SC=$GPUB/lowp_gpu_select_check
+  if [ -x "$SC" ]; then
+    # the check and the timings, leaving about 90 s for the two sanitizer runs
+    sb=$(($(left) - 100)); [ $sb -lt 30 ] && sb=30
+    run_step "select check + timings" $((sb + 30)) select-gpu-h200.md "$SC" "$OUT/select-gpu-h200.md" \
+      ${LOWP_GPU_SELECT_ARGS:---bench --budget-s $sb} $QUICK
+    CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+    if [ -n "$CS" ]; then
+      for tool in memcheck racecheck; do
+        run_step "sanitizer $tool: select" 60 sanitizer-$tool-select.log \
+          sh -c "'$CS' --tool $tool --error-exitcode 99 '$SC' '$OUT/san-$tool-select.md' --cases 6 --sparse-cases 3 --max-ctx 300 > '$OUT/sanitizer-$tool-select.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' '$OUT/sanitizer-$tool-select.log'"
+      done
+    else summ "compute-sanitizer (select)" "not found" 0 ""; fi
+  else summ "select check" "not built" 0 "see build.log"; fi
 fi
 if want mma; then
   if [ -x "$GPUB/lowp_gpu_mma_probe" ]; then

@@ -125,6 +125,15 @@ static void rope_bf16(const qsa_codecs *k, float *x, size_t rd, const float *cs,
     }
 }
 
+int lowp_qsa_rope_table(const lowp_qsa_config *c, size_t pos, float *cs, float *sn, char *why, size_t wl)
+{
+    qsa_codecs k;
+    if (check_config(c, why, wl) || codecs_init(&k, why, wl))
+        return -1;
+    rope_table(&k, c->rope_theta, c->rotary_dim, pos, cs, sn);
+    return 0;
+}
+
 int lowp_qsa_compress(const lowp_qsa_config *c, const float *kraw, size_t seq_len, const float *wk,
                       double *kb, double *kdelta, char *why, size_t wl)
 {

@@ -130,6 +130,11 @@ size_t lowp_qsa_index_width(const lowp_qsa_config *c);
 int lowp_qsa_compress(const lowp_qsa_config *c, const float *k, size_t seq_len, const float *wk,
                       double *kb, double *kdelta, char *why, size_t why_len);
 
+/* The RoPE table lowp_qsa_compress and lowp_qsa_query use at position pos: cs[i], sn[i]
+ * (i < rotary_dim / 2), the BF16 cos / sin above. A GPU kernel that reproduces the
+ * indexer takes it as input (production kernels read a cos/sin cache too). 0 or -1. */
+int lowp_qsa_rope_table(const lowp_qsa_config *c, size_t pos, float *cs, float *sn, char *why, size_t why_len);
+
 /* The query side: q[index_heads][head_dim] raw BF16 values at position pos -> qo as the
  * dot reads it (BF16, or E4M3 values for LOWP_QSA_KEYS_E4M3). Returns 0 or -1. */
 int lowp_qsa_query(const lowp_qsa_config *c, const float *q, size_t pos, const float *wq, float *qo,
