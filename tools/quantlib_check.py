@@ -264,7 +264,12 @@ def main(argv=None):
             fin = np.abs(x[np.isfinite(x)])
             g_amax = np.float32(np.float32(fin.max()) / np.float32(2688.0))
             # two global scales: the tensor's finite amax / 2688 and the uncalibrated 1.0
-            sets[fmt] = [(x, kinds, np.float32(1.0)), (x, kinds, g_amax)]
+            # global scales: the uncalibrated 1.0, the tensor's finite amax / 2688 (here
+            # FLT_MAX / 2688), and two that put the typical blocks' scales into the E4M3
+            # subnormals (2^-4) and past 448 (2^-14: the clamp)
+            x2, kinds2 = make_blocks(bs, emax, rng, a.quick, g=np.float32(2.0 ** -4))
+            sets[fmt] = [(x, kinds, np.float32(1.0)), (x, kinds, g_amax), (x2, kinds2, np.float32(2.0 ** -4)),
+                         (x, kinds, np.float32(2.0 ** -14))]
         else:
             x, kinds = make_blocks(bs, emax, rng, a.quick)
             sets[fmt] = [(x, kinds, np.float32(1.0))]

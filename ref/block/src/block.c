@@ -367,6 +367,11 @@ static void block_scales(const recipe_ctx *c, const float *x, size_t nb, uint8_t
     if (c->format == LOWP_NVFP4)
         for (size_t b = 0; b < nb; b++)
             sf[b] = sf[b] != sf[b] ? fabsf(sf[b]) : sf[b];
+    /* ModelOpt's block amax is torch.max, whose NaN on the CPU is 0xFFFFFFFF: the scale
+     * converts with its sign (0xFF); on CUDA tensors the canonical NaN (0x7F). */
+    if (c->format == LOWP_NVFP4 && c->recipe == LOWP_RECIPE_MODELOPT && !(c->flags & LOWP_BLOCK_NAN_CANONICAL))
+        for (size_t b = 0; b < nb; b++)
+            sf[b] = sf[b] != sf[b] ? -fabsf(sf[b]) : sf[b];
     lowp_encode_f32_u8(&c->scale, sf, q, nb);
     if (c->zero_amax_zero_factor || c->recipe == LOWP_RECIPE_TRTLLM)
         for (size_t b = 0; b < nb; b++)
@@ -493,13 +498,13 @@ static uint8_t torchao_e2m1(float x)
 }
 
 /* ModelOpt MXFP4QTensor cast_fp4: ord = #{bounds b : |v| - b > 0} (ties go down), sign bit
- * (2 - sign(v)) // 2, which is 1 for v < 0 and for +-0; NaN: the float NaN * 8 + ord cast to
- * uint8, 0 on x86 (cvttss2si's 0x80000000 truncated). */
+ * (2 - sign(v)) // 2, which is 1 for v < 0 and for +-0; torch.sign(NaN) is 0, so NaN -> 0x8
+ * (measured, torch 2.15 CPU). */
 static uint8_t modelopt_mx_e2m1(float v)
 {
     static const float bounds[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
     if (v != v)
-        return 0;
+        return 8;
     float a = fabsf(v);
     unsigned ord = 0;
     for (int i = 0; i < 7; i++)
@@ -512,8 +517,8 @@ static float amax_nan_block(const float *xb, size_t bs)
     float m = 0.0f;
     for (size_t i = 0; i < bs; i++) {
         float a = fabsf(xb[i]);
-        if (a != a)
-            return a; /* torch.amax: the NaN, sign cleared by abs */
+        if (a != a) /* torch.amax over a NaN: the default quiet NaN, not the input's */
+            return lowp_f32_from_bits(0x7fc00000u);
         m = a > m ? a : m;
     }
     return m;
@@ -534,7 +539,10 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
         float s = (m / 6.0f) / c->gs.dec;
         s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s); /* clamp(E4M3_EPS, 448) */
         lowp_encode_f32_u8(&c->torch_e4m3, &s, q, 1);
-        r = (1.0f / c->gs.dec) / lowp_decode_f32(LOWP_E4M3, *q);
+        /* torch's float8_e4m3fn -> float32 gives the NaN code 0x7FF00000 (sign kept) */
+        float qv = (*q & 0x7fu) == 0x7fu ? lowp_f32_from_bits(0x7ff00000u | ((uint32_t)(*q >> 7) << 31))
+                                          : lowp_decode_f32(LOWP_E4M3, *q);
+        r = (1.0f / c->gs.dec) / qv;
         break;
     }
     case LOWP_RECIPE_TORCHAO_FLOOR:
@@ -588,7 +596,9 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
         break;
     }
     for (size_t i = 0; i < bs; i++) {
-        float vi = device_nan(c, div ? xb[i] / r : xb[i] * r);
+        /* a NaN block factor wins over a NaN element: torch's broadcast multiply / divide
+         * returns the factor's NaN (measured: torch 2.15 CPU, vectorized kernels) */
+        float vi = device_nan(c, r != r ? r : (div ? xb[i] / r : xb[i] * r));
         v[i] = vi;
         if (c->recipe == LOWP_RECIPE_MODELOPT && fp4) {
             ec[i] = modelopt_mx_e2m1(vi);
