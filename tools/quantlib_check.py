@@ -179,8 +179,46 @@ def lib_torchao():
 
 
 def lib_compressed_tensors():
+    """The path llm-compressor drives: block min / max (the observer; here torch.aminmax),
+    generate_gparam (NVFP4), calculate_qparams, quantize, then the compressor's packing
+    (pack_fp4_to_uint8) and E8M0 scale encoding (compress_mx_scale)."""
+    import torch
     import compressed_tensors
-    return "compressed-tensors", compressed_tensors.__version__, []
+    from compressed_tensors.compressors.mx_utils import compress_mx_scale
+    from compressed_tensors.compressors.nvfp4.helpers import pack_fp4_to_uint8
+    from compressed_tensors.quantization import preset_name_to_scheme
+    from compressed_tensors.quantization.lifecycle.forward import quantize
+    from compressed_tensors.quantization.utils.helpers import calculate_qparams, generate_gparam
+
+    def run(preset, bs):
+        args = preset_name_to_scheme(preset, ["Linear"]).weights
+
+        def go(x, g):
+            xb = x.reshape(-1, bs)
+            mn, mx = torch.aminmax(xb, dim=-1)
+            gs = None
+            if preset == "NVFP4":
+                gs = torch.tensor([np.float32(1.0) / np.float32(g)], device=x.device)  # encode side
+            scale, zp = calculate_qparams(mn.reshape(-1, 1), mx.reshape(-1, 1), args, global_scale=gs)
+            q = quantize(x=xb, scale=scale, zero_point=None, args=args, global_scale=gs)
+            if preset == "MXFP8":
+                codes = u8(q.to(torch.float8_e4m3fn))
+            else:
+                codes = u8(pack_fp4_to_uint8(q.reshape(x.shape[0], -1)))
+            if preset == "NVFP4":
+                sc = u8(scale.to(torch.float8_e4m3fn)).reshape(-1)
+            else:
+                sc = u8(compress_mx_scale(scale, torch.uint8)).reshape(-1)
+            return codes, sc, None
+        return go
+
+    src = ("quantization/utils/helpers.py: calculate_qparams; lifecycle/forward_helpers.py: _quantize; "
+           "compressors/nvfp4/helpers.py: pack_fp4_to_uint8")
+    return "compressed-tensors", compressed_tensors.__version__, [
+        ("nvfp4", "NVFP4", "compressed-tensors", run("NVFP4", 16), src),
+        ("mxfp4", "MXFP4", "compressed-tensors", run("MXFP4", 32), src + "; mxfp_utils.py: generate_mx_scales"),
+        ("mxfp8", "MXFP8", "compressed-tensors", run("MXFP8", 32), src + "; mxfp_utils.py: generate_mx_scales"),
+    ]
 
 
 LIBS = [("modelopt", lib_modelopt), ("torchao", lib_torchao), ("compressed_tensors", lib_compressed_tensors)]

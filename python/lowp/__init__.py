@@ -27,7 +27,7 @@ VERDICTS = ("exact", "within", "outside", "nan-mismatch")
 _BLOCK_FORMATS = {"nvfp4": 0, "mxfp4": 1, "mxfp8": 2, "fp8_e4m3": 3, "fp8_e5m2": 4, "bf16": 5}
 # lowp/block.h lowp_recipe, in enum order; quantize() takes a name or the enum value
 RECIPES = ("trtllm", "exact", "modelopt", "ocp", "rceil", "sglang-kv", "torchao", "torchao-floor",
-           "torchao-ceil", "torchao-even", "torchao-rceil")
+           "torchao-ceil", "torchao-even", "torchao-rceil", "compressed-tensors")
 NAN_CANONICAL = 2  # LOWP_BLOCK_NAN_CANONICAL: NaN element values as CUDA makes them
 _KV_ORDER = {"nhd": 0, "hnd": 1}
 _SF_ORDER = {"linear": 0, "interleave4": 1}

@@ -20,6 +20,9 @@
  *                 mx_tensor.py to_mx / _to_mx_rceil (FLOOR, CEIL, EVEN, RCEIL), its E2M1 cast
  *                 prototype/custom_fp_utils.py _f32_to_floatx_unpacked
  *   modelopt MX   ModelOpt 0.47 qtensor/mxfp4_tensor.py, qtensor/mxfp8_tensor.py
+ *   compressed-tensors  compressed-tensors 0.20 quantization/utils/helpers.py calculate_qparams
+ *                 and generate_gparam, mxfp_utils.py generate_mx_scales, forward_helpers.py
+ *                 _quantize, fp4_utils.py cast_to_fp4, nvfp4/helpers.py pack_fp4_to_uint8
  *
  * Structure: blocks are processed in chunks. For each block the scalar part (amax, scale
  * code, element factor) is computed once; the elements of the whole chunk are then scaled
@@ -46,7 +49,8 @@ static const char *const block_format_names[LOWP_BLOCK_FORMAT_COUNT] = {
     "nvfp4", "mxfp4", "mxfp8", "fp8_e4m3", "fp8_e5m2", "bf16"};
 static const char *const recipe_names[LOWP_RECIPE_COUNT] = {
     "trtllm",  "exact",         "modelopt",     "ocp",          "rceil",        "sglang-kv",
-    "torchao", "torchao-floor", "torchao-ceil", "torchao-even", "torchao-rceil"};
+    "torchao", "torchao-floor", "torchao-ceil", "torchao-even", "torchao-rceil",
+    "compressed-tensors"};
 static const size_t block_sizes[LOWP_BLOCK_FORMAT_COUNT] = {16, 32, 32, 1, 1, 1};
 static const lowp_format element_formats[LOWP_BLOCK_FORMAT_COUNT] = {
     LOWP_E2M1, LOWP_E2M1, LOWP_E4M3, LOWP_E4M3, LOWP_E5M2, LOWP_BF16};
@@ -107,19 +111,19 @@ int lowp_recipe_check(lowp_block_format f, lowp_recipe r, char *why, size_t why_
     switch (f) {
     case LOWP_NVFP4:
         if (r == LOWP_RECIPE_TRTLLM || r == LOWP_RECIPE_EXACT || r == LOWP_RECIPE_MODELOPT ||
-            r == LOWP_RECIPE_SGLANG_KV || r == LOWP_RECIPE_TORCHAO)
+            r == LOWP_RECIPE_SGLANG_KV || r == LOWP_RECIPE_TORCHAO || r == LOWP_RECIPE_COMPRESSED_TENSORS)
             return 0;
         return lowp_why_set(why, why_len,
-                            "NVFP4 recipes are trtllm, exact, modelopt, sglang-kv and torchao (ocp, "
-                            "rceil and torchao-* are MX scale rules)");
+                            "NVFP4 recipes are trtllm, exact, modelopt, sglang-kv, torchao and "
+                            "compressed-tensors (ocp, rceil and torchao-* are MX scale rules)");
     case LOWP_MXFP4:
     case LOWP_MXFP8:
         if (r == LOWP_RECIPE_OCP || r == LOWP_RECIPE_RCEIL || r == LOWP_RECIPE_TRTLLM ||
-            r == LOWP_RECIPE_MODELOPT || (r >= LOWP_RECIPE_TORCHAO_FLOOR && r <= LOWP_RECIPE_TORCHAO_RCEIL))
+            r == LOWP_RECIPE_MODELOPT || r >= LOWP_RECIPE_TORCHAO_FLOOR)
             return 0;
         return lowp_why_set(why, why_len,
                             "MX recipes are ocp, rceil, trtllm, modelopt, torchao-floor, "
-                            "torchao-ceil, torchao-even and torchao-rceil");
+                            "torchao-ceil, torchao-even, torchao-rceil and compressed-tensors");
     default:
         if (r == LOWP_RECIPE_EXACT)
             return 0;
@@ -153,6 +157,12 @@ lowp_global_scale lowp_recipe_global_scale(lowp_block_format f, lowp_recipe r, f
         case LOWP_RECIPE_TORCHAO:  /* per_tensor_amax_to_scale: amax / (448 * 6) */
             gs.dec = amax / 2688.0f;
             gs.enc = 1.0f / gs.dec;
+            break;
+        case LOWP_RECIPE_COMPRESSED_TENSORS: /* generate_gparam: 2688 / clamp(amax, FLT_MIN),
+                                                NaN / Inf -> 1 */
+            gs.enc = 2688.0f / (amax < FLT_MIN ? FLT_MIN : amax);
+            gs.enc = isfinite(gs.enc) ? gs.enc : 1.0f;
+            gs.dec = 1.0f / gs.enc;
             break;
         default: /* sglang-kv: uncalibrated global scale 1.0 */
             break;
@@ -512,6 +522,19 @@ static uint8_t modelopt_mx_e2m1(float v)
     return (uint8_t)((v > 0.0f ? 0u : 8u) + ord);
 }
 
+/* compressed-tensors cast_to_fp4 then pack_fp4_to_uint8: RNE magnitude (its thresholds
+ * are the E2M1 midpoints with ties to even), times sign(v), so a negative v that rounds
+ * to 0 keeps the sign bit and -0 does not (sign(-0) = 0); the code is the index of
+ * (q * 2).to(int8), which is 0 for NaN on x86; the sign bit is signbit(q). */
+static uint8_t ct_e2m1(const recipe_ctx *c, float v)
+{
+    if (v != v)
+        return 0;
+    uint8_t mag;
+    lowp_encode_f32_u8(&c->elem, &v, &mag, 1);
+    return (uint8_t)((mag & 7u) | (v < 0.0f ? 8u : 0u));
+}
+
 static float amax_nan_block(const float *xb, size_t bs)
 {
     float m = 0.0f;
@@ -578,6 +601,36 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
         }
         break;
     }
+    case LOWP_RECIPE_COMPRESSED_TENSORS: {
+        /* amax = max(|min(mn, 0)|, |max(mx, 0)|): |x| max, NaN propagating; the NaN comes
+         * out as 0xFFFFFFFF on the CPU (torch.aminmax's NaN; measured), 0x7FFFFFFF on CUDA */
+        float mc = m != m ? lowp_f32_from_bits((c->flags & LOWP_BLOCK_NAN_CANONICAL) ? 0x7fffffffu : 0xffffffffu) : m;
+        if (c->format == LOWP_NVFP4) {
+            float s = c->gs.enc * (mc / 6.0f);      /* global_scale * (max / 6) */
+            s = clamp_sym(s, 448.0f);               /* round_to_quantized_type_dtype */
+            lowp_encode_f32_u8(&c->torch_e4m3, &s, q, 1);
+            float qv = (*q & 0x7fu) == 0x7fu ? lowp_f32_from_bits(0x7ff00000u | ((uint32_t)(*q >> 7) << 31))
+                                              : lowp_decode_f32(LOWP_E4M3, *q);
+            qv = qv == 0.0f ? 0.125f : qv;          /* scale 0 -> eps of float8_e4m3fn */
+            if (qv == 0.125f && *q == 0)
+                *q = 0x20;                          /* the stored scale is the eps, 0.125 = 2^-3 */
+            r = qv / c->gs.enc;                     /* _quantize: scale / global_scale */
+        } else {
+            /* generate_mx_scales: round_to_power_2 at E2M1's mantissa (also for MXFP8):
+             * (bits + 2^21) & 0xFF800000 (NaN -> Inf, FLT_MAX -> Inf); code =
+             * round(clamp(127 + floor(log2 p2) - offset, 0, 255)); scale 2^(code - 127) */
+            float p2 = lowp_f32_from_bits((lowp_f32_bits(mc) + (1u << 21)) & 0xff800000u);
+            float e = 127.0f + floorf(log2_f32(p2)) - (fp4 ? 2.0f : 8.0f);
+            e = e < 0.0f ? 0.0f : (e > 255.0f ? 255.0f : e);
+            *q = (uint8_t)e;
+            r = *q == 255 ? INFINITY : lowp_f32_pow2((int)*q - 127);
+            /* compress_mx_scale: 127 + floor(log2(Inf)).to(int32): INT_MIN + 127 -> 0x7F */
+            if (*q == 255)
+                *q = 0x7f;
+        }
+        div = 1;
+        break;
+    }
     default: /* modelopt MX */
         if (fp4) { /* e = ceil(maximum(log2(m / 6), -127)); v = x / exp2(e) */
             float l = log2_f32(m / 6.0f);
@@ -602,6 +655,8 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
         v[i] = vi;
         if (c->recipe == LOWP_RECIPE_MODELOPT && fp4) {
             ec[i] = modelopt_mx_e2m1(vi);
+        } else if (c->recipe == LOWP_RECIPE_COMPRESSED_TENSORS && fp4) {
+            ec[i] = ct_e2m1(c, clamp_sym(vi, 6.0f));
         } else if (fp4) {
             /* nvfp4_quantize and _to_mx_rceil clamp to +-6 first; E2M1 saturates anyway */
             ec[i] = torchao_e2m1(vi);

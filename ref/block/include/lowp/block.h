@@ -53,13 +53,15 @@ typedef enum lowp_recipe {
     LOWP_RECIPE_TORCHAO_FLOOR = 7, /* MX to_mx ScaleCalculationMode.FLOOR */
     LOWP_RECIPE_TORCHAO_CEIL = 8,  /* MX to_mx CEIL */
     LOWP_RECIPE_TORCHAO_EVEN = 9,  /* MX to_mx EVEN */
-    LOWP_RECIPE_TORCHAO_RCEIL = 10 /* MX to_mx RCEIL, eager (torch.log2) path */
+    LOWP_RECIPE_TORCHAO_RCEIL = 10, /* MX to_mx RCEIL, eager (torch.log2) path */
+    LOWP_RECIPE_COMPRESSED_TENSORS = 11 /* compressed-tensors 0.20 calculate_qparams + quantize
+                                           (NVFP4 with its encode-side global scale, MXFP4, MXFP8) */
 } lowp_recipe;
-#define LOWP_RECIPE_COUNT 11
+#define LOWP_RECIPE_COUNT 12
 
 /* Names: "nvfp4" "mxfp4" "mxfp8" "fp8_e4m3" "fp8_e5m2" "bf16"; "trtllm" "exact"
  * "modelopt" "ocp" "rceil" "sglang-kv" "torchao" "torchao-floor" "torchao-ceil"
- * "torchao-even" "torchao-rceil". modelopt also names ModelOpt's MXFP4 / MXFP8 quantizers.
+ * "torchao-even" "torchao-rceil" "compressed-tensors". modelopt also names ModelOpt's MXFP4 / MXFP8 quantizers.
  * Parsers return 0 or -1. */
 const char *lowp_block_format_name(lowp_block_format f);
 const char *lowp_recipe_name(lowp_recipe r);
@@ -98,7 +100,7 @@ lowp_global_scale lowp_global_scale_from_dec(lowp_block_format f, lowp_recipe r,
 /* Quantize flags. */
 #define LOWP_BLOCK_SCALE_UP 1u /* NVFP4 exact/modelopt: round the E4M3 block scale up, not RN;
                                   ignored by the recipes that have no such step */
-#define LOWP_BLOCK_NAN_CANONICAL 2u /* torchao recipes and modelopt MX: every NaN the element
+#define LOWP_BLOCK_NAN_CANONICAL 2u /* torchao, compressed-tensors and modelopt MX recipes: every NaN the element
                                   arithmetic produces is the GPU's canonical 0x7FFFFFFF (torch
                                   on CUDA tensors), not x86's propagated payload (torch CPU);
                                   ignored by the other recipes */
