@@ -226,8 +226,10 @@ START_TEST(test_api_sizes_names_layout)
     static const int has_g[LOWP_BLOCK_FORMAT_COUNT] = {1, 0, 0, 1, 1, 0};
     static const char *const fn[LOWP_BLOCK_FORMAT_COUNT] = {"nvfp4",    "mxfp4",    "mxfp8",
                                                             "fp8_e4m3", "fp8_e5m2", "bf16"};
-    static const char *const rn[LOWP_RECIPE_COUNT] = {"trtllm", "exact", "modelopt",
-                                                      "ocp",    "rceil", "sglang-kv"};
+    static const char *const rn[LOWP_RECIPE_COUNT] = {
+        "trtllm",       "exact",        "modelopt",      "ocp",
+        "rceil",        "sglang-kv",    "torchao",       "torchao-floor",
+        "torchao-ceil", "torchao-even", "torchao-rceil", "compressed-tensors"};
     /* code bytes for 64 elements: 4-bit packed two per byte, 8-bit one, BF16 two */
     static const size_t cb64[LOWP_BLOCK_FORMAT_COUNT] = {32, 32, 64, 64, 64, 128};
     static const lowp_recipe def[LOWP_BLOCK_FORMAT_COUNT] = {
@@ -266,15 +268,17 @@ END_TEST
 
 START_TEST(test_recipe_check_refuses_undefined_pairs_with_reason)
 {
-    /* recipes.md: NVFP4 {trtllm, exact, modelopt, sglang-kv}; MXFP4/MXFP8 {ocp, rceil,
-     * trtllm}; FP8 {exact}; BF16 {exact}. Columns: trtllm exact modelopt ocp rceil sglang-kv */
+    /* recipes.md: NVFP4 {trtllm, exact, modelopt, sglang-kv, torchao, compressed-tensors};
+     * MXFP4/MXFP8 {ocp, rceil, trtllm, modelopt, torchao-*, compressed-tensors}; FP8 {exact};
+     * BF16 {exact}. Columns: trtllm exact modelopt ocp rceil sglang-kv torchao torchao-floor
+     * torchao-ceil torchao-even torchao-rceil compressed-tensors */
     static const int defined[LOWP_BLOCK_FORMAT_COUNT][LOWP_RECIPE_COUNT] = {
-        {1, 1, 1, 0, 0, 1}, /* nvfp4 */
-        {1, 0, 0, 1, 1, 0}, /* mxfp4 */
-        {1, 0, 0, 1, 1, 0}, /* mxfp8 */
-        {0, 1, 0, 0, 0, 0}, /* fp8_e4m3 */
-        {0, 1, 0, 0, 0, 0}, /* fp8_e5m2 */
-        {0, 1, 0, 0, 0, 0}, /* bf16 */
+        {1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 1}, /* nvfp4 */
+        {1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, /* mxfp4 */
+        {1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, /* mxfp8 */
+        {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* fp8_e4m3 */
+        {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* fp8_e5m2 */
+        {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* bf16 */
     };
     int bad = 0;
     for (int f = 0; f < LOWP_BLOCK_FORMAT_COUNT; f++)
@@ -299,7 +303,7 @@ START_TEST(test_recipe_check_refuses_undefined_pairs_with_reason)
         }
     ck_assert_msg(bad == 0, "%d mismatches (see stderr)", bad);
 
-    /* lowp_block_quantize refuses the same pairs: ocp on NVFP4, modelopt on MXFP8 */
+    /* lowp_block_quantize refuses the same pairs: ocp on NVFP4, exact on MXFP8 */
     float x[32] = {1.0f};
     uint8_t codes[64], scales[2];
     char why[256] = "";
@@ -310,10 +314,10 @@ START_TEST(test_recipe_check_refuses_undefined_pairs_with_reason)
                      -1);
     ck_assert_msg(why[0] != '\0', "ocp on nvfp4 refused without a reason");
     why[0] = '\0';
-    ck_assert_int_eq(lowp_block_quantize(LOWP_MXFP8, LOWP_RECIPE_MODELOPT, GS_ONE, 0, x, 32,
+    ck_assert_int_eq(lowp_block_quantize(LOWP_MXFP8, LOWP_RECIPE_EXACT, GS_ONE, 0, x, 32,
                                          codes, scales, &k, why, sizeof why),
                      -1);
-    ck_assert_msg(why[0] != '\0', "modelopt on mxfp8 refused without a reason");
+    ck_assert_msg(why[0] != '\0', "exact on mxfp8 refused without a reason");
     why[0] = '\0';
     ck_assert_int_eq(lowp_block_quantize(LOWP_MXFP4, LOWP_RECIPE_SGLANG_KV, GS_ONE, 0, x, 32,
                                          codes, scales, &k, why, sizeof why),
@@ -396,8 +400,10 @@ END_TEST
 START_TEST(test_nvfp4_nan_propagates_modelopt)
 {
     /* Block {+qNaN, 1, -2, 6, 0.5, 0, -0, 3, 0 x8}, g = 1.
-     * amax_nan = NaN (|+qNaN| is +NaN); s = NaN/(6*1) = +NaN; s == 0 no; max(NaN, 2^-9) stays
-     * NaN; e4m3_torch(+NaN) = 0x7F (sign kept, positive). d = NaN*1 = NaN;
+     * amax_nan = NaN; s = NaN/(6*1) = NaN; s == 0 no; clamp(NaN, 2^-9, 448) stays NaN;
+     * e4m3_torch(NaN) keeps the sign: ModelOpt's amax is torch.max, whose NaN is 0xFFFFFFFF
+     * on the CPU (scale 0xFF), the canonical 0x7FFFFFFF on CUDA (LOWP_BLOCK_NAN_CANONICAL:
+     * 0x7F). d = NaN*1 = NaN;
      * c_i = e2m1_modelopt(x_i/NaN) = e2m1_modelopt(NaN) = 0x7 for every element, zeros and
      * negative elements included: ModelOpt's _cast_fp4 takes the sign from the scaled value
      * (sign_bit = (weight < 0) on weight = input / scale, nvfp4_tensor.py @211c6b3) and
@@ -405,8 +411,13 @@ START_TEST(test_nvfp4_nan_propagates_modelopt)
     const float x[] = {qnan(), 1, -2, 6, 0.5f, 0, -0.0f, 3};
     static const uint16_t w[] = {0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7};
     qcase c[] = {
-        {"nan propagates", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, gs_dec(1), 0, NX(x), w, 0x7, 0x7F,
+        {"nan propagates", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, gs_dec(1), 0, NX(x), w, 0x7, 0xFF,
          -1,
+         COUNTS(.elements = 16, .blocks = 1, .nan_in = 1, .inf_in = 0, .saturated = 0,
+                .flushed = 0, .nan_out = 16, .scale_zero = 0, .scale_subnormal = 0,
+                .scale_nan = 1)},
+        {"nan propagates, cuda", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, gs_dec(1),
+         LOWP_BLOCK_NAN_CANONICAL, NX(x), w, 0x7, 0x7F, -1,
          COUNTS(.elements = 16, .blocks = 1, .nan_in = 1, .inf_in = 0, .saturated = 0,
                 .flushed = 0, .nan_out = 16, .scale_zero = 0, .scale_subnormal = 0,
                 .scale_nan = 1)},
@@ -448,18 +459,21 @@ START_TEST(test_nvfp4_inf_saturates_scale_to_448)
 }
 END_TEST
 
-START_TEST(test_nvfp4_inf_modelopt_torch_cast_gives_nan_scale)
+START_TEST(test_nvfp4_inf_modelopt_clamps_scale_to_448)
 {
-    /* Same block, g = 1. amax_nan = Inf; s = Inf/6 = Inf; max(Inf, 2^-9) = Inf;
-     * e4m3_torch(+Inf) = 0x7F (torch 2.11 does not saturate: Inf -> NaN, ref/notes/formats.md §2.4).
-     * d = NaN*1 = NaN; every x/d = NaN -> 0x7. Scale NaN: 16 elements decode to NaN. */
+    /* Same block, g = 1. amax_nan = Inf; s = Inf/6 = Inf; ModelOpt 0.47 clamps to
+     * [2^-9, 448] before the cast (nvfp4_tensor.py _cast_per_block_scale_to_fp8), so
+     * s = 448 -> 0x7E (before 0.47 e4m3_torch(Inf) made the scale NaN). d = 448 * 1;
+     * x / 448: Inf -> 0x7, 1 -> 0.0022 -> 0x0 (flushed), -3 -> -0.0067 -> 0x8 (sign from
+     * v < 0; flushed), 448 -> 1 -> 0x2, 2240 -> 5 (tie, even 4) -> 0x6, -2688 -> -6 -> 0xF
+     * (not beyond 6: not saturated), 0 -> 0x0, -0 -> 0x0 (-0 < 0 is false), -Inf -> 0xF. */
     const float x[] = {INFINITY, 1, -3, 448, 2240, -2688, 0, -0.0f, -INFINITY};
-    static const uint16_t w[] = {0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7};
+    static const uint16_t w[] = {0x7, 0x0, 0x8, 0x2, 0x6, 0xF, 0x0, 0x0, 0xF};
     qcase c[] = {
-        {"inf", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, gs_dec(1), 0, NX(x), w, 0x7, 0x7F, -1,
+        {"inf", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, gs_dec(1), 0, NX(x), w, 0x0, 0x7E, -1,
          COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 2, .saturated = 0,
-                .flushed = 0, .nan_out = 16, .scale_zero = 0, .scale_subnormal = 0,
-                .scale_nan = 1)},
+                .flushed = 2, .nan_out = 0, .scale_zero = 0, .scale_subnormal = 0,
+                .scale_nan = 0)},
     };
     RUN_CASES(c);
 }
@@ -1038,7 +1052,9 @@ START_TEST(test_nvfp4_modelopt_global_amax_zero_or_inf_consequences)
      *   e4m3_torch(NaN) = 0x7F | sign of that NaN (recipes.md does not fix the sign of a NaN
      *   made by 0/0: 0xFFC00000 on x86, 0x7FFFFFFF on a GPU; either is accepted);
      *   d = NaN; x/d = NaN -> 0x7.
-     * g = 0, block {3, -1, 0}: s = 3/0 = +Inf -> e4m3_torch 0x7F; d = NaN -> all 0x7.
+     * g = 0, block {3, -1, 0}: s = 3/0 = +Inf, clamped to 448 -> 0x7E; d = 448 * 0 = 0;
+     *   3/0 = Inf -> 0x7, -1/0 = -Inf -> 0xF (both saturated, and flushed: they decode to
+     *   6 * 448 * 0 = 0), 0/0 = NaN -> 0x7 (the padding too).
      * g = Inf, block {3, -1, 0, -0}: s = 3/Inf = 0 -> 1 -> 0x38; d = 1*Inf = Inf; x/Inf = +-0
      *   -> 0x0: ModelOpt's _cast_fp4 takes the sign from (scaled_weight < 0), and -1/Inf = -0
      *   is not < 0. (flushed not checked: the codes are zero, but 0 * 1 * g = 0 * Inf is NaN.)
@@ -1048,6 +1064,7 @@ START_TEST(test_nvfp4_modelopt_global_amax_zero_or_inf_consequences)
         z[i] = (i & 1) ? -0.0f : 0.0f;
     static const uint16_t w7[16] = {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};
     const float a[] = {3, -1, 0};
+    static const uint16_t w7f[] = {0x7, 0xF, 0x7};
     const float b[] = {3, -1, 0, -0.0f};
     static const uint16_t w0[] = {0x0, 0x0, 0x0, 0x0};
     lowp_global_scale g0 = {0.0f, INFINITY}, ginf = {INFINITY, 0.0f};
@@ -1056,10 +1073,10 @@ START_TEST(test_nvfp4_modelopt_global_amax_zero_or_inf_consequences)
          COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 0, .saturated = 0,
                 .flushed = 0, .nan_out = 16, .scale_zero = 0, .scale_subnormal = 0,
                 .scale_nan = 1)},
-        {"g=0, nonzero block", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, g0, 0, NX(a), w7, 0x7, 0x7F, -1,
-         COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 0, .saturated = 0,
-                .flushed = 0, .nan_out = 16, .scale_zero = 0, .scale_subnormal = 0,
-                .scale_nan = 1)},
+        {"g=0, nonzero block", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, g0, 0, NX(a), w7f, 0x7, 0x7E, -1,
+         COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 0, .saturated = 2,
+                .flushed = 2, .nan_out = 0, .scale_zero = 0, .scale_subnormal = 0,
+                .scale_nan = 0)},
         {"g=Inf", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, ginf, 0, NX(b), w0, 0x0, 0x38, -1,
          COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 0, .saturated = 0,
                 .flushed = ANY, .nan_out = ANY, .scale_zero = 0, .scale_subnormal = 0,
@@ -2607,7 +2624,7 @@ static Suite *block_suite(void)
     tcase_add_test(nv, test_nvfp4_nan_ignored_in_amax_trtllm_exact_sglang);
     tcase_add_test(nv, test_nvfp4_nan_propagates_modelopt);
     tcase_add_test(nv, test_nvfp4_inf_saturates_scale_to_448);
-    tcase_add_test(nv, test_nvfp4_inf_modelopt_torch_cast_gives_nan_scale);
+    tcase_add_test(nv, test_nvfp4_inf_modelopt_clamps_scale_to_448);
     tcase_add_test(nv, test_nvfp4_zero_block_scale_0x00_trtllm_exact_sglang);
     tcase_add_test(nv, test_nvfp4_zero_block_modelopt_scale_one_0x38);
     tcase_add_test(nv, test_nvfp4_block_scale_e4m3_subnormal);

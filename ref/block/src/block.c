@@ -611,9 +611,10 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
             lowp_encode_f32_u8(&c->torch_e4m3, &s, q, 1);
             float qv = (*q & 0x7fu) == 0x7fu ? lowp_f32_from_bits(0x7ff00000u | ((uint32_t)(*q >> 7) << 31))
                                               : lowp_decode_f32(LOWP_E4M3, *q);
-            qv = qv == 0.0f ? 0.125f : qv;          /* scale 0 -> eps of float8_e4m3fn */
-            if (qv == 0.125f && *q == 0)
-                *q = 0x20;                          /* the stored scale is the eps, 0.125 = 2^-3 */
+            if ((*q & 0x7fu) == 0) {                /* scale 0 -> eps of float8_e4m3fn, */
+                *q = 0x20;                          /* 0.125 = 2^-3, which is what is stored */
+                qv = 0.125f;
+            }
             r = qv / c->gs.enc;                     /* _quantize: scale / global_scale */
         } else {
             /* generate_mx_scales: round_to_power_2 at E2M1's mantissa (also for MXFP8):
