@@ -171,6 +171,9 @@ def lib_torchao():
         return run
 
     rows = [("nvfp4", "per-tensor", "torchao", nvfp4, "prototype/mx_formats/nvfp4_tensor.py: nvfp4_quantize")]
+    # lowp's older recipes that name torchao's modes in their history: compared for the record
+    ALSO[("torchao", "FLOOR")] = ["ocp"]
+    ALSO[("torchao", "RCEIL")] = ["rceil"]
     for fmt, elem in (("mxfp4", torch.float4_e2m1fn_x2), ("mxfp8", torch.float8_e4m3fn)):
         for mode in (M.FLOOR, M.CEIL, M.EVEN, M.RCEIL):
             rows.append((fmt, mode.name, "torchao-" + mode.value, mx(elem, mode),
@@ -221,6 +224,17 @@ def lib_compressed_tensors():
     ]
 
 
+# (library, mode) -> lowp recipes not named after it, compared for the record: a difference
+# there is expected and explained (EXPLAIN), never a failure
+ALSO = {}
+EXPLAIN = {
+    "ocp": "ocp divides a scale-code-0 block by 2^-127 (torchao: F32_MIN_NORMAL clamp, mx_tensor.py "
+           "`scale_fp32 = torch.clamp(scale_fp32, min=F32_MIN_NORMAL)`), gives a NaN / Inf amax the code 0xFF and "
+           "NaN elements (torchao: Inf is an ordinary exponent, 0xFF divides by +Inf), and casts with cuda satfinite",
+    "rceil": "rceil rounds amax * RN(1/max) up exactly; torchao RCEIL takes ceil(torch.log2(amax / max)) "
+             "(mx_tensor.py _to_mx_rceil), whose binary32 log2 rounds d = 2^k (1 + 2^-23) down to k for |k| >= 4, "
+             "and multiplies by 1 for scale code 0",
+}
 LIBS = [("modelopt", lib_modelopt), ("torchao", lib_torchao), ("compressed_tensors", lib_compressed_tensors)]
 FMT = {"nvfp4": (16, 6.0), "mxfp4": (32, 6.0), "mxfp8": (32, 448.0)}
 
@@ -336,6 +350,16 @@ def main(argv=None):
                     why += " global scale bits differ"
                 rows.append((name, ver, fmt, label, a.device, recipe, r["blocks"], r["differ"], verdict,
                              src + ((" | " + why) if why else "")))
+                for alt in ALSO.get((mod, mode), []):
+                    ra = compare(lowp, name, ver, fmt, label, alt, fn, src, x, kinds, float(g), a.device, flags, [])
+                    if "error" in ra:
+                        continue
+                    va = "equal" if ra["differ"] == 0 else "differs (not named after it)"
+                    wa = "; ".join("%s: %d" % kv for kv in sorted(ra["classes"].items()))
+                    rows.append((name, ver, fmt, label, a.device, alt, ra["blocks"], ra["differ"], va,
+                                 EXPLAIN.get(alt, "") + ((" | " + wa) if wa else "")))
+                    log("%-18s %-8s %-6s %-24s %-14s %6d blocks %5d differ  %s" %
+                        (name, ver, fmt, label, alt, ra["blocks"], ra["differ"], va))
                 log("%-18s %-8s %-6s %-24s %-14s %6d blocks %5d differ  %s" %
                     (name, ver, fmt, label, recipe, r["blocks"], r["differ"], verdict))
     for line in details:
