@@ -1620,6 +1620,159 @@ END_TEST
 /* ---------------------------------------------------------------------------------- */
 /* Packing, multiple blocks                                                             */
 
+/* ---------------------------------------------------------------------------------- */
+/* The torch-op recipes (recipes.md): torchao, ModelOpt MX, compressed-tensors. Each    */
+/* case pins one step; breaking that step in block.c changes the listed code.          */
+
+/* counts not under test here (the oracle test holds every counter) */
+#define KANY(n) COUNTS(.elements = (n), .blocks = 1, .nan_in = ANY, .inf_in = ANY,            \
+                       .saturated = ANY, .flushed = ANY, .nan_out = ANY, .scale_zero = ANY,   \
+                       .scale_subnormal = ANY, .scale_nan = ANY)
+
+START_TEST(test_nvfp4_torchao_scale_floor_and_e2m1_bits)
+{
+    /* g = 1. Block {2^-9, -2^-10}: s = (2^-9 / 6) / 1 = 3.26e-4, clamped up to E4M3_EPS =
+     * 2^-6 -> 0x08 (without the clamp it would round to the E4M3 zero and r = Inf make
+     * every element 0x7 / 0xF); r = 1 / 2^-6 = 64: 2^-9 * 64 = 0.125 -> 0x0; -2^-10 * 64 =
+     * -0.0625 -> 0x8. Block {6 * 2^-6, -0, 5 * 2^-6 ... }: s = 2^-6 exactly -> 0x08, r = 64:
+     * 6 -> 0x7, -0 -> 0x8 (e2m1_torchao keeps -0's sign bit, unlike modelopt), 5 -> tie,
+     * even 4 -> 0x6, 0.75 * 2^-6 * 64 = 0.75 -> tie, even 1.0 -> 0x2. */
+    const float a[] = {0x1p-9f, -0x1p-10f};
+    static const uint16_t wa[] = {0x0, 0x8};
+    const float b[] = {6 * 0x1p-6f, -0.0f, 5 * 0x1p-6f, 0.75f * 0x1p-6f};
+    static const uint16_t wb[] = {0x7, 0x8, 0x6, 0x2};
+    /* NaN block: s NaN -> 0x7F; torch decodes it to 0x7FF00000, so r and every element
+     * value are that NaN (its factor wins, T1) -> 0x4 (payload bit 21 set), also for the
+     * NaN element itself and under NAN_CANONICAL (0x7FFFFFFF has bit 21 too). */
+    const float c[] = {qnan(), 1, -2};
+    static const uint16_t wc[] = {0x4, 0x4, 0x4};
+    qcase k[] = {
+        {"scale floor 2^-6", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), 0, NX(a), wa, 0x0, 0x08, -1, KANY(16)},
+        {"scale 2^-6, e2m1 bits", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), 0, NX(b), wb, 0x0, 0x08, -1, KANY(16)},
+        {"nan block", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), 0, NX(c), wc, 0x4, 0x7F, -1, KANY(16)},
+        {"nan block, cuda", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), LOWP_BLOCK_NAN_CANONICAL, NX(c), wc, 0x4, 0x7F, -1, KANY(16)},
+    };
+    RUN_CASES(k);
+}
+END_TEST
+
+START_TEST(test_mx_torchao_floor_ceil_even_scale_rules)
+{
+    /* MXFP4, amax 7 = 1.11b x 2^2: FLOOR e = 2 - 2 = 0 -> 0x7F, 7 / 1 -> saturates 0x7;
+     * CEIL (fraction nonzero) e = 1 -> 0x80, 7 / 2 = 3.5 -> tie, even 4 -> 0x6; EVEN rounds
+     * 7 at E2M1's mantissa: bits + 2^21 carries to 8 -> e = 1 -> 0x80, 0x6.
+     * amax 6.5 = 1.101b x 2^2: EVEN does not carry (1.101b + 0.01b = 1.111b) -> 0x7F, 6.5 ->
+     * 0x7; CEIL -> 0x80, 3.25 -> 0x5 (3.0). */
+    const float s7[] = {7.0f}, s65[] = {6.5f};
+    static const uint16_t w7[] = {0x7}, w6[] = {0x6}, w5[] = {0x5};
+    /* amax 2^-125: FLOOR e = -125 - 2 = -127 -> code 0, divided by F32_MIN_NORMAL 2^-126:
+     * 2^-125 / 2^-126 = 2 -> 0x4 (ocp divides by 2^-127: 4 -> 0x6). */
+    const float t[] = {0x1p-125f};
+    static const uint16_t wt4[] = {0x4}, wt6[] = {0x6};
+    /* NaN block: 0xFF, divisor +Inf: finite elements -> +-0 (0x0, 0x8), the +qNaN element
+     * keeps its payload (bit 21 clear) -> 0x3 on the CPU, 0x4 under NAN_CANONICAL. */
+    const float n[] = {1, -1, qnan()};
+    static const uint16_t wn[] = {0x0, 0x8, 0x3}, wnc[] = {0x0, 0x8, 0x4};
+    /* Inf block: Inf is an ordinary exponent: 255 - 127 - 2 = 126 -> 0xFD; Inf / 2^126 ->
+     * 0x7, 1 / 2^126 -> 0x0. MXFP8: 255 - 127 - 8 -> 0xF7, e4m3_torch(clamp(Inf)) = 0x7E. */
+    const float i[] = {INFINITY, 1};
+    static const uint16_t wi[] = {0x7, 0x0}, wi8[] = {0x7E, 0x00};
+    qcase k[] = {
+        {"floor 7", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, 0, NX(s7), w7, 0x0, 0x7F, -1, KANY(32)},
+        {"ceil 7", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_CEIL, GS_ONE, 0, NX(s7), w6, 0x0, 0x80, -1, KANY(32)},
+        {"even 7", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_EVEN, GS_ONE, 0, NX(s7), w6, 0x0, 0x80, -1, KANY(32)},
+        {"even 6.5", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_EVEN, GS_ONE, 0, NX(s65), w7, 0x0, 0x7F, -1, KANY(32)},
+        {"ceil 6.5", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_CEIL, GS_ONE, 0, NX(s65), w5, 0x0, 0x80, -1, KANY(32)},
+        {"floor code 0", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, 0, NX(t), wt4, 0x0, 0x00, -1, KANY(32)},
+        {"ocp code 0", LOWP_MXFP4, LOWP_RECIPE_OCP, GS_ONE, 0, NX(t), wt6, 0x0, 0x00, -1, KANY(32)},
+        {"floor nan", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, 0, NX(n), wn, 0x0, 0xFF, -1, KANY(32)},
+        {"floor nan, cuda", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, LOWP_BLOCK_NAN_CANONICAL, NX(n), wnc, 0x0, 0xFF, -1, KANY(32)},
+        {"floor inf", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, 0, NX(i), wi, 0x0, 0xFD, -1, KANY(32)},
+        {"floor inf 8", LOWP_MXFP8, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, 0, NX(i), wi8, 0x00, 0xF7, -1, KANY(32)},
+    };
+    RUN_CASES(k);
+}
+END_TEST
+
+START_TEST(test_mx_torchao_rceil_log2_rounding_and_code0)
+{
+    /* MXFP4, amax 96 (1 + 2^-23) = 0x42C00001: d = m / 6 = 16 (1 + 2^-23); torch.log2 gives
+     * 4 + 1.7e-7, which rounds to 4.0 in binary32 (half an ulp of 4 is 2.4e-7), so
+     * ceil = 4 -> 0x83 (131), factor 2^-4: 6.0000007 -> clamp 6 -> 0x7. cuBLAS rceil rounds
+     * up exactly: 0x84, 96 / 32 = 3 -> 0x5.
+     * amax 6 * 2^-127 = 3 * 2^-126: d = 2^-127, log2 = -127 -> code 0, factor 1.0 (not
+     * 2^127): 3 * 2^-126 -> 0x0 (a factor 2^127 would give 6 -> 0x7). */
+    const float a[] = {f32(0x42C00001u)};
+    static const uint16_t w7[] = {0x7}, w5[] = {0x5}, w0[] = {0x0};
+    const float b[] = {3 * 0x1p-126f};
+    /* Inf: 0xFE, factor 2^-127: Inf -> 0x7, 1 -> 0x0. */
+    const float i[] = {INFINITY, 1};
+    static const uint16_t wi[] = {0x7, 0x0};
+    qcase k[] = {
+        {"log2 rounds", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_RCEIL, GS_ONE, 0, NX(a), w7, 0x0, 0x83, -1, KANY(32)},
+        {"rceil exact", LOWP_MXFP4, LOWP_RECIPE_RCEIL, GS_ONE, 0, NX(a), w5, 0x0, 0x84, -1, KANY(32)},
+        {"code 0 factor 1", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_RCEIL, GS_ONE, 0, NX(b), w0, 0x0, 0x00, -1, KANY(32)},
+        {"inf", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_RCEIL, GS_ONE, 0, NX(i), wi, 0x0, 0xFE, -1, KANY(32)},
+    };
+    RUN_CASES(k);
+}
+END_TEST
+
+START_TEST(test_mx_modelopt_ties_down_and_zero_sign)
+{
+    /* MXFP4, amax 6: d = 1, log2 0, e = 0 -> 0x7F, divisor 1. cast_fp4 counts the bounds
+     * strictly below |v|: 0.75 -> 0x1 (RNE would say 0x2), 1.75 -> 0x3, 3.5 -> 0x5, 2.5
+     * -> 0x4, 5 -> 0x6; the sign bit (2 - sign(v)) // 2 is set for +0 and -0 -> 0x8 (the
+     * padding too); -1 -> 0xA. NaN block: log2(NaN) -> q 0, every element 0x8. */
+    const float a[] = {6, 0.75f, 1.75f, 3.5f, 2.5f, 5, 0, -0.0f, -1};
+    static const uint16_t wa[] = {0x7, 0x1, 0x3, 0x5, 0x4, 0x6, 0x8, 0x8, 0xA};
+    const float n[] = {qnan(), 1};
+    static const uint16_t wn[] = {0x8, 0x8};
+    /* MXFP8, NaN block: d > 0 is false -> -127 -> 0x00, factor 2^127: 1 -> 448 (0x7E),
+     * -1 -> 0xFE, the NaN -> 0x7F. Zero block: 0x00, codes 0x00. */
+    const float n8[] = {1, -1, qnan()};
+    static const uint16_t wn8[] = {0x7E, 0xFE, 0x7F};
+    qcase k[] = {
+        {"ties down, zero sign", LOWP_MXFP4, LOWP_RECIPE_MODELOPT, GS_ONE, 0, NX(a), wa, 0x8, 0x7F, -1, KANY(32)},
+        {"nan", LOWP_MXFP4, LOWP_RECIPE_MODELOPT, GS_ONE, 0, NX(n), wn, 0x8, 0x00, -1, KANY(32)},
+        {"mxfp8 nan", LOWP_MXFP8, LOWP_RECIPE_MODELOPT, GS_ONE, 0, NX(n8), wn8, 0x00, 0x00, -1, KANY(32)},
+    };
+    RUN_CASES(k);
+}
+END_TEST
+
+START_TEST(test_compressed_tensors_nvfp4_eps_and_mx_rounding)
+{
+    /* NVFP4, S = 1. Zero block: s = 0 -> e4m3 0 -> replaced by eps 0.125: stored 0x20;
+     * {-1e-4, 0, -0}: s = 1.7e-5 -> 0 -> 0x20, d = 0.125: -8e-4 -> 0 with the sign (0x8),
+     * 0 -> 0x0, -0 -> 0x0 (sign(-0) = 0). NaN block: the CPU NaN is negative -> 0xFF
+     * (0x7F under NAN_CANONICAL); elements NaN -> 0x0. */
+    const float z[] = {0};
+    static const uint16_t wz[] = {0x0};
+    const float a[] = {-1e-4f, 0, -0.0f};
+    static const uint16_t wa[] = {0x8, 0x0, 0x0};
+    const float n[] = {qnan(), 1};
+    static const uint16_t wn[] = {0x0, 0x0};
+    /* MXFP8 amax 460.8 = 1.8 x 2^8: round_to_power_2 at E2M1's mantissa carries to 512:
+     * 127 + 9 - 8 = 128 -> 0x80; 460.8 / 2 = 230.4 -> E4M3 224 = 0x76. (torchao EVEN rounds
+     * at E4M3's mantissa: no carry, 0x7F.) Inf block: p2 Inf -> 255, divisor Inf, stored 0x7F
+     * (compress_mx_scale); 1 / Inf -> 0x00, Inf / Inf -> x86's -NaN -> 0xFF. */
+    const float m[] = {460.8f};
+    static const uint16_t wm[] = {0x76};
+    const float i[] = {1, INFINITY};
+    static const uint16_t wi[] = {0x00, 0xFF};
+    qcase k[] = {
+        {"zero block eps", LOWP_NVFP4, LOWP_RECIPE_COMPRESSED_TENSORS, gs_enc(1), 0, NX(z), wz, 0x0, 0x20, -1, KANY(16)},
+        {"eps, signs", LOWP_NVFP4, LOWP_RECIPE_COMPRESSED_TENSORS, gs_enc(1), 0, NX(a), wa, 0x0, 0x20, -1, KANY(16)},
+        {"nan", LOWP_NVFP4, LOWP_RECIPE_COMPRESSED_TENSORS, gs_enc(1), 0, NX(n), wn, 0x0, 0xFF, -1, KANY(16)},
+        {"nan, cuda", LOWP_NVFP4, LOWP_RECIPE_COMPRESSED_TENSORS, gs_enc(1), LOWP_BLOCK_NAN_CANONICAL, NX(n), wn, 0x0, 0x7F, -1, KANY(16)},
+        {"mx pow2 at e2m1", LOWP_MXFP8, LOWP_RECIPE_COMPRESSED_TENSORS, GS_ONE, 0, NX(m), wm, 0x00, 0x80, -1, KANY(32)},
+        {"mx inf", LOWP_MXFP8, LOWP_RECIPE_COMPRESSED_TENSORS, GS_ONE, 0, NX(i), wi, 0x00, 0x7F, -1, KANY(32)},
+    };
+    RUN_CASES(k);
+}
+END_TEST
+
 START_TEST(test_packing_low_nibble_is_even_element)
 {
     /* NVFP4 trtllm, S = 1, amax 6 -> scale 0x38, factor 1, so element i of
@@ -2653,6 +2806,11 @@ static Suite *block_suite(void)
     tcase_add_test(mx, test_mx_inf_in_block);
     tcase_add_test(mx, test_mx_zero_block_scale_2m127);
     tcase_add_test(mx, test_mx_element_ties_round_to_even);
+    tcase_add_test(mx, test_nvfp4_torchao_scale_floor_and_e2m1_bits);
+    tcase_add_test(mx, test_mx_torchao_floor_ceil_even_scale_rules);
+    tcase_add_test(mx, test_mx_torchao_rceil_log2_rounding_and_code0);
+    tcase_add_test(mx, test_mx_modelopt_ties_down_and_zero_sign);
+    tcase_add_test(mx, test_compressed_tensors_nvfp4_eps_and_mx_rounding);
     suite_add_tcase(s, mx);
 
     TCase *el = tcase_create("per_tensor_and_passthrough");
