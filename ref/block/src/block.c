@@ -535,6 +535,15 @@ static uint8_t ct_e2m1(const recipe_ctx *c, float v)
     return (uint8_t)((mag & 7u) | (v < 0.0f ? 8u : 0u));
 }
 
+/* torch's float8_e4m3fn -> float32: exact, and the NaN codes give 0x7FF00000 with the sign
+ * (measured, torch 2.15), whose payload bit 21 torchao's E2M1 cast then reads. */
+static float torch_e4m3_value(uint8_t q)
+{
+    if ((q & 0x7fu) == 0x7fu)
+        return lowp_f32_from_bits(0x7ff00000u | ((uint32_t)(q >> 7) << 31));
+    return lowp_decode_f32(LOWP_E4M3, q);
+}
+
 static float amax_nan_block(const float *xb, size_t bs)
 {
     float m = 0.0f;
@@ -562,10 +571,7 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
         float s = (m / 6.0f) / c->gs.dec;
         s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s); /* clamp(E4M3_EPS, 448) */
         lowp_encode_f32_u8(&c->torch_e4m3, &s, q, 1);
-        /* torch's float8_e4m3fn -> float32 gives the NaN code 0x7FF00000 (sign kept) */
-        float qv = (*q & 0x7fu) == 0x7fu ? lowp_f32_from_bits(0x7ff00000u | ((uint32_t)(*q >> 7) << 31))
-                                          : lowp_decode_f32(LOWP_E4M3, *q);
-        r = (1.0f / c->gs.dec) / qv;
+        r = (1.0f / c->gs.dec) / torch_e4m3_value(*q);
         break;
     }
     case LOWP_RECIPE_TORCHAO_FLOOR:
@@ -609,8 +615,7 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
             float s = c->gs.enc * (mc / 6.0f);      /* global_scale * (max / 6) */
             s = clamp_sym(s, 448.0f);               /* round_to_quantized_type_dtype */
             lowp_encode_f32_u8(&c->torch_e4m3, &s, q, 1);
-            float qv = (*q & 0x7fu) == 0x7fu ? lowp_f32_from_bits(0x7ff00000u | ((uint32_t)(*q >> 7) << 31))
-                                              : lowp_decode_f32(LOWP_E4M3, *q);
+            float qv = torch_e4m3_value(*q);
             if ((*q & 0x7fu) == 0) {                /* scale 0 -> eps of float8_e4m3fn, */
                 *q = 0x20;                          /* 0.125 = 2^-3, which is what is stored */
                 qv = 0.125f;
