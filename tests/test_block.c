@@ -253,6 +253,14 @@ START_TEST(test_api_sizes_names_layout)
         ck_assert_int_eq(lowp_recipe_parse(rn[r], &parsed), 0);
         ck_assert_int_eq(parsed, r);
     }
+    /* lowp_recipe_names is the names above, space-separated */
+    char joined[512] = "";
+    for (int r = 0; r < LOWP_RECIPE_COUNT; r++) {
+        if (r > 0)
+            strcat(joined, " ");
+        strcat(joined, rn[r]);
+    }
+    ck_assert_str_eq(lowp_recipe_names(), joined);
     lowp_block_format pf;
     lowp_recipe pr;
     ck_assert_int_eq(lowp_block_format_parse("nvfp8", &pf), -1);

@@ -55,6 +55,13 @@ static const size_t block_sizes[LOWP_BLOCK_FORMAT_COUNT] = {16, 32, 32, 1, 1, 1}
 static const lowp_format element_formats[LOWP_BLOCK_FORMAT_COUNT] = {
     LOWP_E2M1, LOWP_E2M1, LOWP_E4M3, LOWP_E4M3, LOWP_E5M2, LOWP_BF16};
 
+/* recipe_names joined by spaces; tests/test_block.c holds the two equal */
+const char *lowp_recipe_names(void)
+{
+    return "trtllm exact modelopt ocp rceil sglang-kv torchao torchao-floor torchao-ceil "
+           "torchao-even torchao-rceil compressed-tensors";
+}
+
 const char *lowp_block_format_name(lowp_block_format f)
 {
     return (unsigned)f < LOWP_BLOCK_FORMAT_COUNT ? block_format_names[f] : "?";

@@ -66,6 +66,8 @@ typedef enum lowp_recipe {
 const char *lowp_block_format_name(lowp_block_format f);
 const char *lowp_recipe_name(lowp_recipe r);
 int lowp_block_format_parse(const char *name, lowp_block_format *out);
+/* Every recipe name, space-separated, in enum order (for usage and error messages). */
+const char *lowp_recipe_names(void);
 int lowp_recipe_parse(const char *name, lowp_recipe *out);
 
 size_t lowp_block_size(lowp_block_format f);          /* 16, 32, 32, 1, 1, 1 */
