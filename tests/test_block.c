@@ -226,8 +226,10 @@ START_TEST(test_api_sizes_names_layout)
     static const int has_g[LOWP_BLOCK_FORMAT_COUNT] = {1, 0, 0, 1, 1, 0};
     static const char *const fn[LOWP_BLOCK_FORMAT_COUNT] = {"nvfp4",    "mxfp4",    "mxfp8",
                                                             "fp8_e4m3", "fp8_e5m2", "bf16"};
-    static const char *const rn[LOWP_RECIPE_COUNT] = {"trtllm", "exact", "modelopt",
-                                                      "ocp",    "rceil", "sglang-kv"};
+    static const char *const rn[LOWP_RECIPE_COUNT] = {
+        "trtllm",       "exact",        "modelopt",      "ocp",
+        "rceil",        "sglang-kv",    "torchao",       "torchao-floor",
+        "torchao-ceil", "torchao-even", "torchao-rceil", "compressed-tensors"};
     /* code bytes for 64 elements: 4-bit packed two per byte, 8-bit one, BF16 two */
     static const size_t cb64[LOWP_BLOCK_FORMAT_COUNT] = {32, 32, 64, 64, 64, 128};
     static const lowp_recipe def[LOWP_BLOCK_FORMAT_COUNT] = {
@@ -251,6 +253,14 @@ START_TEST(test_api_sizes_names_layout)
         ck_assert_int_eq(lowp_recipe_parse(rn[r], &parsed), 0);
         ck_assert_int_eq(parsed, r);
     }
+    /* lowp_recipe_names is the names above, space-separated */
+    char joined[512] = "";
+    for (int r = 0; r < LOWP_RECIPE_COUNT; r++) {
+        if (r > 0)
+            strcat(joined, " ");
+        strcat(joined, rn[r]);
+    }
+    ck_assert_str_eq(lowp_recipe_names(), joined);
     lowp_block_format pf;
     lowp_recipe pr;
     ck_assert_int_eq(lowp_block_format_parse("nvfp8", &pf), -1);
@@ -266,15 +276,17 @@ END_TEST
 
 START_TEST(test_recipe_check_refuses_undefined_pairs_with_reason)
 {
-    /* recipes.md: NVFP4 {trtllm, exact, modelopt, sglang-kv}; MXFP4/MXFP8 {ocp, rceil,
-     * trtllm}; FP8 {exact}; BF16 {exact}. Columns: trtllm exact modelopt ocp rceil sglang-kv */
+    /* recipes.md: NVFP4 {trtllm, exact, modelopt, sglang-kv, torchao, compressed-tensors};
+     * MXFP4/MXFP8 {ocp, rceil, trtllm, modelopt, torchao-*, compressed-tensors}; FP8 {exact};
+     * BF16 {exact}. Columns: trtllm exact modelopt ocp rceil sglang-kv torchao torchao-floor
+     * torchao-ceil torchao-even torchao-rceil compressed-tensors */
     static const int defined[LOWP_BLOCK_FORMAT_COUNT][LOWP_RECIPE_COUNT] = {
-        {1, 1, 1, 0, 0, 1}, /* nvfp4 */
-        {1, 0, 0, 1, 1, 0}, /* mxfp4 */
-        {1, 0, 0, 1, 1, 0}, /* mxfp8 */
-        {0, 1, 0, 0, 0, 0}, /* fp8_e4m3 */
-        {0, 1, 0, 0, 0, 0}, /* fp8_e5m2 */
-        {0, 1, 0, 0, 0, 0}, /* bf16 */
+        {1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 1}, /* nvfp4 */
+        {1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, /* mxfp4 */
+        {1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, /* mxfp8 */
+        {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* fp8_e4m3 */
+        {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* fp8_e5m2 */
+        {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* bf16 */
     };
     int bad = 0;
     for (int f = 0; f < LOWP_BLOCK_FORMAT_COUNT; f++)
@@ -299,7 +311,7 @@ START_TEST(test_recipe_check_refuses_undefined_pairs_with_reason)
         }
     ck_assert_msg(bad == 0, "%d mismatches (see stderr)", bad);
 
-    /* lowp_block_quantize refuses the same pairs: ocp on NVFP4, modelopt on MXFP8 */
+    /* lowp_block_quantize refuses the same pairs: ocp on NVFP4, exact on MXFP8 */
     float x[32] = {1.0f};
     uint8_t codes[64], scales[2];
     char why[256] = "";
@@ -310,10 +322,10 @@ START_TEST(test_recipe_check_refuses_undefined_pairs_with_reason)
                      -1);
     ck_assert_msg(why[0] != '\0', "ocp on nvfp4 refused without a reason");
     why[0] = '\0';
-    ck_assert_int_eq(lowp_block_quantize(LOWP_MXFP8, LOWP_RECIPE_MODELOPT, GS_ONE, 0, x, 32,
+    ck_assert_int_eq(lowp_block_quantize(LOWP_MXFP8, LOWP_RECIPE_EXACT, GS_ONE, 0, x, 32,
                                          codes, scales, &k, why, sizeof why),
                      -1);
-    ck_assert_msg(why[0] != '\0', "modelopt on mxfp8 refused without a reason");
+    ck_assert_msg(why[0] != '\0', "exact on mxfp8 refused without a reason");
     why[0] = '\0';
     ck_assert_int_eq(lowp_block_quantize(LOWP_MXFP4, LOWP_RECIPE_SGLANG_KV, GS_ONE, 0, x, 32,
                                          codes, scales, &k, why, sizeof why),
@@ -396,8 +408,10 @@ END_TEST
 START_TEST(test_nvfp4_nan_propagates_modelopt)
 {
     /* Block {+qNaN, 1, -2, 6, 0.5, 0, -0, 3, 0 x8}, g = 1.
-     * amax_nan = NaN (|+qNaN| is +NaN); s = NaN/(6*1) = +NaN; s == 0 no; max(NaN, 2^-9) stays
-     * NaN; e4m3_torch(+NaN) = 0x7F (sign kept, positive). d = NaN*1 = NaN;
+     * amax_nan = NaN; s = NaN/(6*1) = NaN; s == 0 no; clamp(NaN, 2^-9, 448) stays NaN;
+     * e4m3_torch(NaN) keeps the sign: ModelOpt's amax is torch.max, whose NaN is 0xFFFFFFFF
+     * on the CPU (scale 0xFF), the canonical 0x7FFFFFFF on CUDA (LOWP_BLOCK_NAN_CANONICAL:
+     * 0x7F). d = NaN*1 = NaN;
      * c_i = e2m1_modelopt(x_i/NaN) = e2m1_modelopt(NaN) = 0x7 for every element, zeros and
      * negative elements included: ModelOpt's _cast_fp4 takes the sign from the scaled value
      * (sign_bit = (weight < 0) on weight = input / scale, nvfp4_tensor.py @211c6b3) and
@@ -405,8 +419,13 @@ START_TEST(test_nvfp4_nan_propagates_modelopt)
     const float x[] = {qnan(), 1, -2, 6, 0.5f, 0, -0.0f, 3};
     static const uint16_t w[] = {0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7};
     qcase c[] = {
-        {"nan propagates", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, gs_dec(1), 0, NX(x), w, 0x7, 0x7F,
+        {"nan propagates", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, gs_dec(1), 0, NX(x), w, 0x7, 0xFF,
          -1,
+         COUNTS(.elements = 16, .blocks = 1, .nan_in = 1, .inf_in = 0, .saturated = 0,
+                .flushed = 0, .nan_out = 16, .scale_zero = 0, .scale_subnormal = 0,
+                .scale_nan = 1)},
+        {"nan propagates, cuda", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, gs_dec(1),
+         LOWP_BLOCK_NAN_CANONICAL, NX(x), w, 0x7, 0x7F, -1,
          COUNTS(.elements = 16, .blocks = 1, .nan_in = 1, .inf_in = 0, .saturated = 0,
                 .flushed = 0, .nan_out = 16, .scale_zero = 0, .scale_subnormal = 0,
                 .scale_nan = 1)},
@@ -448,18 +467,21 @@ START_TEST(test_nvfp4_inf_saturates_scale_to_448)
 }
 END_TEST
 
-START_TEST(test_nvfp4_inf_modelopt_torch_cast_gives_nan_scale)
+START_TEST(test_nvfp4_inf_modelopt_clamps_scale_to_448)
 {
-    /* Same block, g = 1. amax_nan = Inf; s = Inf/6 = Inf; max(Inf, 2^-9) = Inf;
-     * e4m3_torch(+Inf) = 0x7F (torch 2.11 does not saturate: Inf -> NaN, ref/notes/formats.md §2.4).
-     * d = NaN*1 = NaN; every x/d = NaN -> 0x7. Scale NaN: 16 elements decode to NaN. */
+    /* Same block, g = 1. amax_nan = Inf; s = Inf/6 = Inf; ModelOpt 0.47 clamps to
+     * [2^-9, 448] before the cast (nvfp4_tensor.py _cast_per_block_scale_to_fp8), so
+     * s = 448 -> 0x7E (before 0.47 e4m3_torch(Inf) made the scale NaN). d = 448 * 1;
+     * x / 448: Inf -> 0x7, 1 -> 0.0022 -> 0x0 (flushed), -3 -> -0.0067 -> 0x8 (sign from
+     * v < 0; flushed), 448 -> 1 -> 0x2, 2240 -> 5 (tie, even 4) -> 0x6, -2688 -> -6 -> 0xF
+     * (not beyond 6: not saturated), 0 -> 0x0, -0 -> 0x0 (-0 < 0 is false), -Inf -> 0xF. */
     const float x[] = {INFINITY, 1, -3, 448, 2240, -2688, 0, -0.0f, -INFINITY};
-    static const uint16_t w[] = {0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7, 0x7};
+    static const uint16_t w[] = {0x7, 0x0, 0x8, 0x2, 0x6, 0xF, 0x0, 0x0, 0xF};
     qcase c[] = {
-        {"inf", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, gs_dec(1), 0, NX(x), w, 0x7, 0x7F, -1,
+        {"inf", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, gs_dec(1), 0, NX(x), w, 0x0, 0x7E, -1,
          COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 2, .saturated = 0,
-                .flushed = 0, .nan_out = 16, .scale_zero = 0, .scale_subnormal = 0,
-                .scale_nan = 1)},
+                .flushed = 2, .nan_out = 0, .scale_zero = 0, .scale_subnormal = 0,
+                .scale_nan = 0)},
     };
     RUN_CASES(c);
 }
@@ -1038,7 +1060,9 @@ START_TEST(test_nvfp4_modelopt_global_amax_zero_or_inf_consequences)
      *   e4m3_torch(NaN) = 0x7F | sign of that NaN (recipes.md does not fix the sign of a NaN
      *   made by 0/0: 0xFFC00000 on x86, 0x7FFFFFFF on a GPU; either is accepted);
      *   d = NaN; x/d = NaN -> 0x7.
-     * g = 0, block {3, -1, 0}: s = 3/0 = +Inf -> e4m3_torch 0x7F; d = NaN -> all 0x7.
+     * g = 0, block {3, -1, 0}: s = 3/0 = +Inf, clamped to 448 -> 0x7E; d = 448 * 0 = 0;
+     *   3/0 = Inf -> 0x7, -1/0 = -Inf -> 0xF (both saturated, and flushed: they decode to
+     *   6 * 448 * 0 = 0), 0/0 = NaN -> 0x7 (the padding too).
      * g = Inf, block {3, -1, 0, -0}: s = 3/Inf = 0 -> 1 -> 0x38; d = 1*Inf = Inf; x/Inf = +-0
      *   -> 0x0: ModelOpt's _cast_fp4 takes the sign from (scaled_weight < 0), and -1/Inf = -0
      *   is not < 0. (flushed not checked: the codes are zero, but 0 * 1 * g = 0 * Inf is NaN.)
@@ -1048,6 +1072,7 @@ START_TEST(test_nvfp4_modelopt_global_amax_zero_or_inf_consequences)
         z[i] = (i & 1) ? -0.0f : 0.0f;
     static const uint16_t w7[16] = {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};
     const float a[] = {3, -1, 0};
+    static const uint16_t w7f[] = {0x7, 0xF, 0x7};
     const float b[] = {3, -1, 0, -0.0f};
     static const uint16_t w0[] = {0x0, 0x0, 0x0, 0x0};
     lowp_global_scale g0 = {0.0f, INFINITY}, ginf = {INFINITY, 0.0f};
@@ -1056,10 +1081,10 @@ START_TEST(test_nvfp4_modelopt_global_amax_zero_or_inf_consequences)
          COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 0, .saturated = 0,
                 .flushed = 0, .nan_out = 16, .scale_zero = 0, .scale_subnormal = 0,
                 .scale_nan = 1)},
-        {"g=0, nonzero block", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, g0, 0, NX(a), w7, 0x7, 0x7F, -1,
-         COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 0, .saturated = 0,
-                .flushed = 0, .nan_out = 16, .scale_zero = 0, .scale_subnormal = 0,
-                .scale_nan = 1)},
+        {"g=0, nonzero block", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, g0, 0, NX(a), w7f, 0x7, 0x7E, -1,
+         COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 0, .saturated = 2,
+                .flushed = 2, .nan_out = 0, .scale_zero = 0, .scale_subnormal = 0,
+                .scale_nan = 0)},
         {"g=Inf", LOWP_NVFP4, LOWP_RECIPE_MODELOPT, ginf, 0, NX(b), w0, 0x0, 0x38, -1,
          COUNTS(.elements = 16, .blocks = 1, .nan_in = 0, .inf_in = 0, .saturated = 0,
                 .flushed = ANY, .nan_out = ANY, .scale_zero = 0, .scale_subnormal = 0,
@@ -1602,6 +1627,159 @@ END_TEST
 
 /* ---------------------------------------------------------------------------------- */
 /* Packing, multiple blocks                                                             */
+
+/* ---------------------------------------------------------------------------------- */
+/* The torch-op recipes (recipes.md): torchao, ModelOpt MX, compressed-tensors. Each    */
+/* case pins one step; breaking that step in block.c changes the listed code.          */
+
+/* counts not under test here (the oracle test holds every counter) */
+#define KANY(n) COUNTS(.elements = (n), .blocks = 1, .nan_in = ANY, .inf_in = ANY,            \
+                       .saturated = ANY, .flushed = ANY, .nan_out = ANY, .scale_zero = ANY,   \
+                       .scale_subnormal = ANY, .scale_nan = ANY)
+
+START_TEST(test_nvfp4_torchao_scale_floor_and_e2m1_bits)
+{
+    /* g = 1. Block {2^-9, -2^-10}: s = (2^-9 / 6) / 1 = 3.26e-4, clamped up to E4M3_EPS =
+     * 2^-6 -> 0x08 (without the clamp it would round to the E4M3 zero and r = Inf make
+     * every element 0x7 / 0xF); r = 1 / 2^-6 = 64: 2^-9 * 64 = 0.125 -> 0x0; -2^-10 * 64 =
+     * -0.0625 -> 0x8. Block {6 * 2^-6, -0, 5 * 2^-6 ... }: s = 2^-6 exactly -> 0x08, r = 64:
+     * 6 -> 0x7, -0 -> 0x8 (e2m1_torchao keeps -0's sign bit, unlike modelopt), 5 -> tie,
+     * even 4 -> 0x6, 0.75 * 2^-6 * 64 = 0.75 -> tie, even 1.0 -> 0x2. */
+    const float a[] = {0x1p-9f, -0x1p-10f};
+    static const uint16_t wa[] = {0x0, 0x8};
+    const float b[] = {6 * 0x1p-6f, -0.0f, 5 * 0x1p-6f, 0.75f * 0x1p-6f};
+    static const uint16_t wb[] = {0x7, 0x8, 0x6, 0x2};
+    /* NaN block: s NaN -> 0x7F; torch decodes it to 0x7FF00000, so r and every element
+     * value are that NaN (its factor wins, T1) -> 0x4 (payload bit 21 set), also for the
+     * NaN element itself and under NAN_CANONICAL (0x7FFFFFFF has bit 21 too). */
+    const float c[] = {qnan(), 1, -2};
+    static const uint16_t wc[] = {0x4, 0x4, 0x4};
+    qcase k[] = {
+        {"scale floor 2^-6", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), 0, NX(a), wa, 0x0, 0x08, -1, KANY(16)},
+        {"scale 2^-6, e2m1 bits", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), 0, NX(b), wb, 0x0, 0x08, -1, KANY(16)},
+        {"nan block", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), 0, NX(c), wc, 0x4, 0x7F, -1, KANY(16)},
+        {"nan block, cuda", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), LOWP_BLOCK_NAN_CANONICAL, NX(c), wc, 0x4, 0x7F, -1, KANY(16)},
+    };
+    RUN_CASES(k);
+}
+END_TEST
+
+START_TEST(test_mx_torchao_floor_ceil_even_scale_rules)
+{
+    /* MXFP4, amax 7 = 1.11b x 2^2: FLOOR e = 2 - 2 = 0 -> 0x7F, 7 / 1 -> saturates 0x7;
+     * CEIL (fraction nonzero) e = 1 -> 0x80, 7 / 2 = 3.5 -> tie, even 4 -> 0x6; EVEN rounds
+     * 7 at E2M1's mantissa: bits + 2^21 carries to 8 -> e = 1 -> 0x80, 0x6.
+     * amax 6.5 = 1.101b x 2^2: EVEN does not carry (1.101b + 0.01b = 1.111b) -> 0x7F, 6.5 ->
+     * 0x7; CEIL -> 0x80, 3.25 -> 0x5 (3.0). */
+    const float s7[] = {7.0f}, s65[] = {6.5f};
+    static const uint16_t w7[] = {0x7}, w6[] = {0x6}, w5[] = {0x5};
+    /* amax 2^-125: FLOOR e = -125 - 2 = -127 -> code 0, divided by F32_MIN_NORMAL 2^-126:
+     * 2^-125 / 2^-126 = 2 -> 0x4 (ocp divides by 2^-127: 4 -> 0x6). */
+    const float t[] = {0x1p-125f};
+    static const uint16_t wt4[] = {0x4}, wt6[] = {0x6};
+    /* NaN block: 0xFF, divisor +Inf: finite elements -> +-0 (0x0, 0x8), the +qNaN element
+     * keeps its payload (bit 21 clear) -> 0x3 on the CPU, 0x4 under NAN_CANONICAL. */
+    const float n[] = {1, -1, qnan()};
+    static const uint16_t wn[] = {0x0, 0x8, 0x3}, wnc[] = {0x0, 0x8, 0x4};
+    /* Inf block: Inf is an ordinary exponent: 255 - 127 - 2 = 126 -> 0xFD; Inf / 2^126 ->
+     * 0x7, 1 / 2^126 -> 0x0. MXFP8: 255 - 127 - 8 -> 0xF7, e4m3_torch(clamp(Inf)) = 0x7E. */
+    const float i[] = {INFINITY, 1};
+    static const uint16_t wi[] = {0x7, 0x0}, wi8[] = {0x7E, 0x00};
+    qcase k[] = {
+        {"floor 7", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, 0, NX(s7), w7, 0x0, 0x7F, -1, KANY(32)},
+        {"ceil 7", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_CEIL, GS_ONE, 0, NX(s7), w6, 0x0, 0x80, -1, KANY(32)},
+        {"even 7", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_EVEN, GS_ONE, 0, NX(s7), w6, 0x0, 0x80, -1, KANY(32)},
+        {"even 6.5", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_EVEN, GS_ONE, 0, NX(s65), w7, 0x0, 0x7F, -1, KANY(32)},
+        {"ceil 6.5", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_CEIL, GS_ONE, 0, NX(s65), w5, 0x0, 0x80, -1, KANY(32)},
+        {"floor code 0", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, 0, NX(t), wt4, 0x0, 0x00, -1, KANY(32)},
+        {"ocp code 0", LOWP_MXFP4, LOWP_RECIPE_OCP, GS_ONE, 0, NX(t), wt6, 0x0, 0x00, -1, KANY(32)},
+        {"floor nan", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, 0, NX(n), wn, 0x0, 0xFF, -1, KANY(32)},
+        {"floor nan, cuda", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, LOWP_BLOCK_NAN_CANONICAL, NX(n), wnc, 0x0, 0xFF, -1, KANY(32)},
+        {"floor inf", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, 0, NX(i), wi, 0x0, 0xFD, -1, KANY(32)},
+        {"floor inf 8", LOWP_MXFP8, LOWP_RECIPE_TORCHAO_FLOOR, GS_ONE, 0, NX(i), wi8, 0x00, 0xF7, -1, KANY(32)},
+    };
+    RUN_CASES(k);
+}
+END_TEST
+
+START_TEST(test_mx_torchao_rceil_log2_rounding_and_code0)
+{
+    /* MXFP4, amax 96 (1 + 2^-23) = 0x42C00001: d = m / 6 = 16 (1 + 2^-23); torch.log2 gives
+     * 4 + 1.7e-7, which rounds to 4.0 in binary32 (half an ulp of 4 is 2.4e-7), so
+     * ceil = 4 -> 0x83 (131), factor 2^-4: 6.0000007 -> clamp 6 -> 0x7. cuBLAS rceil rounds
+     * up exactly: 0x84, 96 / 32 = 3 -> 0x5.
+     * amax 6 * 2^-127 = 3 * 2^-126: d = 2^-127, log2 = -127 -> code 0, factor 1.0 (not
+     * 2^127): 3 * 2^-126 -> 0x0 (a factor 2^127 would give 6 -> 0x7). */
+    const float a[] = {f32(0x42C00001u)};
+    static const uint16_t w7[] = {0x7}, w5[] = {0x5}, w0[] = {0x0};
+    const float b[] = {3 * 0x1p-126f};
+    /* Inf: 0xFE, factor 2^-127: Inf -> 0x7, 1 -> 0x0. */
+    const float i[] = {INFINITY, 1};
+    static const uint16_t wi[] = {0x7, 0x0};
+    qcase k[] = {
+        {"log2 rounds", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_RCEIL, GS_ONE, 0, NX(a), w7, 0x0, 0x83, -1, KANY(32)},
+        {"rceil exact", LOWP_MXFP4, LOWP_RECIPE_RCEIL, GS_ONE, 0, NX(a), w5, 0x0, 0x84, -1, KANY(32)},
+        {"code 0 factor 1", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_RCEIL, GS_ONE, 0, NX(b), w0, 0x0, 0x00, -1, KANY(32)},
+        {"inf", LOWP_MXFP4, LOWP_RECIPE_TORCHAO_RCEIL, GS_ONE, 0, NX(i), wi, 0x0, 0xFE, -1, KANY(32)},
+    };
+    RUN_CASES(k);
+}
+END_TEST
+
+START_TEST(test_mx_modelopt_ties_down_and_zero_sign)
+{
+    /* MXFP4, amax 6: d = 1, log2 0, e = 0 -> 0x7F, divisor 1. cast_fp4 counts the bounds
+     * strictly below |v|: 0.75 -> 0x1 (RNE would say 0x2), 1.75 -> 0x3, 3.5 -> 0x5, 2.5
+     * -> 0x4, 5 -> 0x6; the sign bit (2 - sign(v)) // 2 is set for +0 and -0 -> 0x8 (the
+     * padding too); -1 -> 0xA. NaN block: log2(NaN) -> q 0, every element 0x8. */
+    const float a[] = {6, 0.75f, 1.75f, 3.5f, 2.5f, 5, 0, -0.0f, -1};
+    static const uint16_t wa[] = {0x7, 0x1, 0x3, 0x5, 0x4, 0x6, 0x8, 0x8, 0xA};
+    const float n[] = {qnan(), 1};
+    static const uint16_t wn[] = {0x8, 0x8};
+    /* MXFP8, NaN block: d > 0 is false -> -127 -> 0x00, factor 2^127: 1 -> 448 (0x7E),
+     * -1 -> 0xFE, the NaN -> 0x7F. Zero block: 0x00, codes 0x00. */
+    const float n8[] = {1, -1, qnan()};
+    static const uint16_t wn8[] = {0x7E, 0xFE, 0x7F};
+    qcase k[] = {
+        {"ties down, zero sign", LOWP_MXFP4, LOWP_RECIPE_MODELOPT, GS_ONE, 0, NX(a), wa, 0x8, 0x7F, -1, KANY(32)},
+        {"nan", LOWP_MXFP4, LOWP_RECIPE_MODELOPT, GS_ONE, 0, NX(n), wn, 0x8, 0x00, -1, KANY(32)},
+        {"mxfp8 nan", LOWP_MXFP8, LOWP_RECIPE_MODELOPT, GS_ONE, 0, NX(n8), wn8, 0x00, 0x00, -1, KANY(32)},
+    };
+    RUN_CASES(k);
+}
+END_TEST
+
+START_TEST(test_compressed_tensors_nvfp4_eps_and_mx_rounding)
+{
+    /* NVFP4, S = 1. Zero block: s = 0 -> e4m3 0 -> replaced by eps 0.125: stored 0x20;
+     * {-1e-4, 0, -0}: s = 1.7e-5 -> 0 -> 0x20, d = 0.125: -8e-4 -> 0 with the sign (0x8),
+     * 0 -> 0x0, -0 -> 0x0 (sign(-0) = 0). NaN block: the CPU NaN is negative -> 0xFF
+     * (0x7F under NAN_CANONICAL); elements NaN -> 0x0. */
+    const float z[] = {0};
+    static const uint16_t wz[] = {0x0};
+    const float a[] = {-1e-4f, 0, -0.0f};
+    static const uint16_t wa[] = {0x8, 0x0, 0x0};
+    const float n[] = {qnan(), 1};
+    static const uint16_t wn[] = {0x0, 0x0};
+    /* MXFP8 amax 460.8 = 1.8 x 2^8: round_to_power_2 at E2M1's mantissa carries to 512:
+     * 127 + 9 - 8 = 128 -> 0x80; 460.8 / 2 = 230.4 -> E4M3 224 = 0x76. (torchao EVEN rounds
+     * at E4M3's mantissa: no carry, 0x7F.) Inf block: p2 Inf -> 255, divisor Inf, stored 0x7F
+     * (compress_mx_scale); 1 / Inf -> 0x00, Inf / Inf -> x86's -NaN -> 0xFF. */
+    const float m[] = {460.8f};
+    static const uint16_t wm[] = {0x76};
+    const float i[] = {1, INFINITY};
+    static const uint16_t wi[] = {0x00, 0xFF};
+    qcase k[] = {
+        {"zero block eps", LOWP_NVFP4, LOWP_RECIPE_COMPRESSED_TENSORS, gs_enc(1), 0, NX(z), wz, 0x0, 0x20, -1, KANY(16)},
+        {"eps, signs", LOWP_NVFP4, LOWP_RECIPE_COMPRESSED_TENSORS, gs_enc(1), 0, NX(a), wa, 0x0, 0x20, -1, KANY(16)},
+        {"nan", LOWP_NVFP4, LOWP_RECIPE_COMPRESSED_TENSORS, gs_enc(1), 0, NX(n), wn, 0x0, 0xFF, -1, KANY(16)},
+        {"nan, cuda", LOWP_NVFP4, LOWP_RECIPE_COMPRESSED_TENSORS, gs_enc(1), LOWP_BLOCK_NAN_CANONICAL, NX(n), wn, 0x0, 0x7F, -1, KANY(16)},
+        {"mx pow2 at e2m1", LOWP_MXFP8, LOWP_RECIPE_COMPRESSED_TENSORS, GS_ONE, 0, NX(m), wm, 0x00, 0x80, -1, KANY(32)},
+        {"mx inf", LOWP_MXFP8, LOWP_RECIPE_COMPRESSED_TENSORS, GS_ONE, 0, NX(i), wi, 0x00, 0x7F, -1, KANY(32)},
+    };
+    RUN_CASES(k);
+}
+END_TEST
 
 START_TEST(test_packing_low_nibble_is_even_element)
 {
@@ -2607,7 +2785,7 @@ static Suite *block_suite(void)
     tcase_add_test(nv, test_nvfp4_nan_ignored_in_amax_trtllm_exact_sglang);
     tcase_add_test(nv, test_nvfp4_nan_propagates_modelopt);
     tcase_add_test(nv, test_nvfp4_inf_saturates_scale_to_448);
-    tcase_add_test(nv, test_nvfp4_inf_modelopt_torch_cast_gives_nan_scale);
+    tcase_add_test(nv, test_nvfp4_inf_modelopt_clamps_scale_to_448);
     tcase_add_test(nv, test_nvfp4_zero_block_scale_0x00_trtllm_exact_sglang);
     tcase_add_test(nv, test_nvfp4_zero_block_modelopt_scale_one_0x38);
     tcase_add_test(nv, test_nvfp4_block_scale_e4m3_subnormal);
@@ -2636,6 +2814,11 @@ static Suite *block_suite(void)
     tcase_add_test(mx, test_mx_inf_in_block);
     tcase_add_test(mx, test_mx_zero_block_scale_2m127);
     tcase_add_test(mx, test_mx_element_ties_round_to_even);
+    tcase_add_test(mx, test_nvfp4_torchao_scale_floor_and_e2m1_bits);
+    tcase_add_test(mx, test_mx_torchao_floor_ceil_even_scale_rules);
+    tcase_add_test(mx, test_mx_torchao_rceil_log2_rounding_and_code0);
+    tcase_add_test(mx, test_mx_modelopt_ties_down_and_zero_sign);
+    tcase_add_test(mx, test_compressed_tensors_nvfp4_eps_and_mx_rounding);
     suite_add_tcase(s, mx);
 
     TCase *el = tcase_create("per_tensor_and_passthrough");

@@ -284,7 +284,7 @@ int lowp_cmd_attn(int argc, char **argv)
     lowp_recipe recipe = lowp_kv_config_default(f, 1, 1, 1, 1, 1).recipe;
     if (a.recipe != NULL) {
         if (lowp_recipe_parse(a.recipe, &recipe))
-            lowp_cli_fail("--recipe: unknown recipe '%s' (trtllm exact modelopt ocp rceil sglang-kv)", a.recipe);
+            lowp_cli_fail("--recipe: unknown recipe '%s' (%s)", a.recipe, lowp_recipe_names());
         if (lowp_recipe_check(f, recipe, why, sizeof why))
             lowp_cli_fail("--recipe %s --kv-format %s: %s", a.recipe, a.format, why);
     }

@@ -152,7 +152,7 @@ int lowp_cmd_quantize(int argc, char **argv)
         lowp_cli_fail("unknown block format '%s' (nvfp4 mxfp4 mxfp8 fp8_e4m3 fp8_e5m2 bf16)", format);
     lowp_recipe r = lowp_recipe_default(f);
     if (recipe != NULL && lowp_recipe_parse(recipe, &r))
-        lowp_cli_fail("unknown recipe '%s' (trtllm exact modelopt ocp rceil sglang-kv)", recipe);
+        lowp_cli_fail("unknown recipe '%s' (%s)", recipe, lowp_recipe_names());
     char why[1024];
     if (lowp_recipe_check(f, r, why, sizeof why))
         lowp_cli_fail("%s --recipe %s: %s", format, lowp_recipe_name(r), why);

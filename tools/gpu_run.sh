@@ -29,6 +29,11 @@
 #                                dense decode over 2051 tokens; then compute-sanitizer memcheck /
 #                                racecheck on a small run -> sanitizer-*-select.log. Arguments in
 #                                LOWP_GPU_SELECT_ARGS (default: --bench --budget-s what is left)
+#      tools/quantlib_check.py -> quantlib-check-h200.md, quantlib-check-h200-cpu.md (step
+#                                quantlib, only when asked: torchao / nvidia-modelopt /
+#                                compressed-tensors on CUDA and CPU tensors against lowp's
+#                                recipes, byte for byte; the three wheels carried in .whl/,
+#                                installed --no-deps into $TMPDIR/lowp-quantlib-py)
 #      tools/certify_h200.py  -> certify-h200.md/.json (step certify, only when asked: torch SDPA
 #                                per backend on BF16 and FP8-dequantized caches, FlashInfer's FP8
 #                                batch decode if flashinfer imports, lowp gpu attn; each kernel's
@@ -45,7 +50,7 @@
 #      lowp gpu attn --path extend|prefill vs --emulate (byte for byte) and vs lowp attn
 #                                (within the bound) on a 300-query chunk over 2000 tokens
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib
 #   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
 #   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
 #   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
@@ -118,14 +123,14 @@ STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib; do want $k && KERNELS=1; done
 [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && KERNELS=1
 # the kernel targets the chosen steps run (lowp always)
 TARGETS=lowp_cli
 want mma && TARGETS="$TARGETS lowp_gpu_mma_probe"
 { want kvwrite || want sanitize-kv; } && TARGETS="$TARGETS lowp_gpu_kv_write_check"
 want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
-want certify && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
+{ want certify || want quantlib; } && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
 want extend && TARGETS="$TARGETS lowp_gpu_extend_check lowp_gpu_extend_bench" # + lowp_cli
 want select && TARGETS="$TARGETS lowp_gpu_select_check"
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
@@ -370,6 +375,21 @@ if want certify; then
     run_step "certify_h200.py" $((cb + 30)) certify-h200.md env LOWP_LIBRARY="$B/ref/liblowp.so" python3 \
       tools/certify_h200.py --out "$OUT" --lowp "$LOWP" --budget-s "$cb" ${LOWP_CERTIFY_ARGS:-}
   else summ "certify_h200.py" "not built" 0 "lowp or liblowp.so missing; see build.log"; fi
+fi
+if want quantlib; then
+  # The three libraries from wheels carried in .whl/ (git-ignored), without their
+  # dependencies: torch is on the machine; a library whose import still fails is reported
+  # as not installed by quantlib_check.py and the others run.
+  QP=${TMPDIR:-/tmp}/lowp-quantlib-py
+  if [ -f "$B/ref/liblowp.so" ] && ls "$ROOT"/.whl/*.whl >/dev/null 2>&1; then
+    say "quantlib: $(ls "$ROOT"/.whl/*.whl | wc -l) wheels, $(du -ch "$ROOT"/.whl/*.whl | tail -1 | cut -f1) in .whl/"
+    python3 -m pip install -q --no-deps --no-index --target "$QP" "$ROOT"/.whl/*.whl >>"$BLOG" 2>&1 ||
+      say "pip install --target $QP failed (see build.log)"
+    run_step "quantlib_check.py (cuda)" 240 quantlib-check-h200.md env LOWP_LIBRARY="$B/ref/liblowp.so" \
+      PYTHONPATH="$QP" python3 tools/quantlib_check.py --device cuda --out "$OUT/quantlib-check-h200.md" $QUICK
+    run_step "quantlib_check.py (cpu)" 180 quantlib-check-h200-cpu.md env LOWP_LIBRARY="$B/ref/liblowp.so" \
+      PYTHONPATH="$QP" python3 tools/quantlib_check.py --device cpu --out "$OUT/quantlib-check-h200-cpu.md" $QUICK
+  else summ "quantlib_check.py" "not run" 0 "liblowp.so or .whl/*.whl missing"; fi
 fi
 if want bench && [ -x "$LOWP" ]; then
   run_step "lowp gpu bench" 240 gpu-bench-h200.csv sh -c "'$LOWP' gpu bench --csv '$OUT/gpu-bench-h200.csv' ${LOWP_GPU_BENCH_ARGS:-} | tee '$OUT/gpu-bench-h200.txt'"

@@ -19,12 +19,16 @@ import pathlib
 
 import numpy as np
 
-__all__ = ["certify", "quantize", "Certificate", "LAYOUTS", "DTYPES", "library_path"]
+__all__ = ["certify", "quantize", "Certificate", "LAYOUTS", "DTYPES", "RECIPES", "library_path"]
 
 LAYOUTS = ("vllm-fp8", "flashinfer", "sglang-nvfp4", "trtllm")
 DTYPES = ("f32", "bf16", "f16", "e4m3")
 VERDICTS = ("exact", "within", "outside", "nan-mismatch")
 _BLOCK_FORMATS = {"nvfp4": 0, "mxfp4": 1, "mxfp8": 2, "fp8_e4m3": 3, "fp8_e5m2": 4, "bf16": 5}
+# lowp/block.h lowp_recipe, in enum order; quantize() takes a name or the enum value
+RECIPES = ("trtllm", "exact", "modelopt", "ocp", "rceil", "sglang-kv", "torchao", "torchao-floor",
+           "torchao-ceil", "torchao-even", "torchao-rceil", "compressed-tensors")
+NAN_CANONICAL = 2  # LOWP_BLOCK_NAN_CANONICAL: NaN element values as CUDA makes them
 _KV_ORDER = {"nhd": 0, "hnd": 1}
 _SF_ORDER = {"linear": 0, "interleave4": 1}
 
@@ -266,14 +270,20 @@ def certify(layout, key_cache, value_cache, *, k_scale, v_scale, query, output, 
     return Certificate(res, exact, bound, verdict)
 
 
-def quantize(x, fmt="fp8_e4m3", scale=1.0, recipe=None):
+def quantize(x, fmt="fp8_e4m3", scale=1.0, recipe=None, flags=0):
     """The cache model's quantize-on-write (lowp_block_quantize): x (float32, blocks along
     the last axis) -> (codes uint8, block scales uint8 or None) exactly as lowp's paged
     cache stores them, with the decode-side global scale `scale` (fp8: code = sat_rne(x /
-    scale); nvfp4: E2M1 pairs, low nibble first, and E4M3 scales per 16)."""
+    scale); nvfp4: E2M1 pairs, low nibble first, and E4M3 scales per 16). recipe: a name
+    of RECIPES (ref/recipes.md) or None for the format's default; flags: LOWP_BLOCK_* bits
+    (NAN_CANONICAL)."""
     if fmt not in _BLOCK_FORMATS:
         raise ValueError("lowp.quantize: format %r is not one of %s" % (fmt, ", ".join(_BLOCK_FORMATS)))
     f = _BLOCK_FORMATS[fmt]
+    if isinstance(recipe, str):
+        if recipe not in RECIPES:
+            raise ValueError("lowp.quantize: recipe %r is not one of %s" % (recipe, ", ".join(RECIPES)))
+        recipe = RECIPES.index(recipe)
     r = _lib.lowp_recipe_default(f) if recipe is None else recipe
     a = np.ascontiguousarray(_numpy(x), dtype=np.float32)
     n = a.size
@@ -285,7 +295,7 @@ def quantize(x, fmt="fp8_e4m3", scale=1.0, recipe=None):
     scales = np.empty(a.shape[:-1] + (a.shape[-1] // block,), dtype=np.uint8) if block > 1 else None
     why = ctypes.create_string_buffer(512)
     gs = _lib.lowp_global_scale_from_dec(f, r, float(scale))
-    if _lib.lowp_block_quantize(f, r, gs, 0, a.ctypes.data, n, codes.ctypes.data,
+    if _lib.lowp_block_quantize(f, r, gs, int(flags), a.ctypes.data, n, codes.ctypes.data,
                                 None if scales is None else scales.ctypes.data, None, why, 512):
         raise ValueError("lowp.quantize: " + why.value.decode())
     return codes, scales

@@ -138,7 +138,8 @@ typedef struct {
 
 static int bv_uses_enc(lowp_block_format f, lowp_recipe r)
 {
-    return f == LOWP_NVFP4 && (r == LOWP_RECIPE_TRTLLM || r == LOWP_RECIPE_EXACT);
+    return f == LOWP_NVFP4 && (r == LOWP_RECIPE_TRTLLM || r == LOWP_RECIPE_EXACT ||
+                               r == LOWP_RECIPE_COMPRESSED_TENSORS);
 }
 
 static lowp_global_scale bv_gs(lowp_block_format f, lowp_recipe r, const bv_group *g)

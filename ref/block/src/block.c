@@ -16,6 +16,13 @@
  *   rceil         cuDNN block scaling / torchao RCEIL: amax * (1/max) rounded up to E8M0
  *   trtllm MX     cvt_warp_fp16_to_mxfp8, cvt_warp_fp16_to_fp4<UE8M0_SF=true> (exp2f_rcp)
  *   exact FP8     vLLM quant_utils.cuh scaled_vec_conversion: x / scale, SATFINITE
+ *   torchao       torchao 0.18 prototype/mx_formats nvfp4_tensor.py nvfp4_quantize and
+ *                 mx_tensor.py to_mx / _to_mx_rceil (FLOOR, CEIL, EVEN, RCEIL), its E2M1 cast
+ *                 prototype/custom_fp_utils.py _f32_to_floatx_unpacked
+ *   modelopt MX   ModelOpt 0.47 qtensor/mxfp4_tensor.py, qtensor/mxfp8_tensor.py
+ *   compressed-tensors  compressed-tensors 0.20 quantization/utils/helpers.py calculate_qparams
+ *                 and generate_gparam, mxfp_utils.py generate_mx_scales, forward_helpers.py
+ *                 _quantize, fp4_utils.py cast_to_fp4, nvfp4/helpers.py pack_fp4_to_uint8
  *
  * Structure: blocks are processed in chunks. For each block the scalar part (amax, scale
  * code, element factor) is computed once; the elements of the whole chunk are then scaled
@@ -41,10 +48,19 @@
 static const char *const block_format_names[LOWP_BLOCK_FORMAT_COUNT] = {
     "nvfp4", "mxfp4", "mxfp8", "fp8_e4m3", "fp8_e5m2", "bf16"};
 static const char *const recipe_names[LOWP_RECIPE_COUNT] = {
-    "trtllm", "exact", "modelopt", "ocp", "rceil", "sglang-kv"};
+    "trtllm",  "exact",         "modelopt",     "ocp",          "rceil",        "sglang-kv",
+    "torchao", "torchao-floor", "torchao-ceil", "torchao-even", "torchao-rceil",
+    "compressed-tensors"};
 static const size_t block_sizes[LOWP_BLOCK_FORMAT_COUNT] = {16, 32, 32, 1, 1, 1};
 static const lowp_format element_formats[LOWP_BLOCK_FORMAT_COUNT] = {
     LOWP_E2M1, LOWP_E2M1, LOWP_E4M3, LOWP_E4M3, LOWP_E5M2, LOWP_BF16};
+
+/* recipe_names joined by spaces; tests/test_block.c holds the two equal */
+const char *lowp_recipe_names(void)
+{
+    return "trtllm exact modelopt ocp rceil sglang-kv torchao torchao-floor torchao-ceil "
+           "torchao-even torchao-rceil compressed-tensors";
+}
 
 const char *lowp_block_format_name(lowp_block_format f)
 {
@@ -102,16 +118,19 @@ int lowp_recipe_check(lowp_block_format f, lowp_recipe r, char *why, size_t why_
     switch (f) {
     case LOWP_NVFP4:
         if (r == LOWP_RECIPE_TRTLLM || r == LOWP_RECIPE_EXACT || r == LOWP_RECIPE_MODELOPT ||
-            r == LOWP_RECIPE_SGLANG_KV)
+            r == LOWP_RECIPE_SGLANG_KV || r == LOWP_RECIPE_TORCHAO || r == LOWP_RECIPE_COMPRESSED_TENSORS)
             return 0;
         return lowp_why_set(why, why_len,
-                            "NVFP4 recipes are trtllm, exact, modelopt and sglang-kv (ocp and "
-                            "rceil are MX scale rules)");
+                            "NVFP4 recipes are trtllm, exact, modelopt, sglang-kv, torchao and "
+                            "compressed-tensors (ocp, rceil and torchao-* are MX scale rules)");
     case LOWP_MXFP4:
     case LOWP_MXFP8:
-        if (r == LOWP_RECIPE_OCP || r == LOWP_RECIPE_RCEIL || r == LOWP_RECIPE_TRTLLM)
+        if (r == LOWP_RECIPE_OCP || r == LOWP_RECIPE_RCEIL || r == LOWP_RECIPE_TRTLLM ||
+            r == LOWP_RECIPE_MODELOPT || r >= LOWP_RECIPE_TORCHAO_FLOOR)
             return 0;
-        return lowp_why_set(why, why_len, "MX recipes are ocp, rceil and trtllm");
+        return lowp_why_set(why, why_len,
+                            "MX recipes are ocp, rceil, trtllm, modelopt, torchao-floor, "
+                            "torchao-ceil, torchao-even, torchao-rceil and compressed-tensors");
     default:
         if (r == LOWP_RECIPE_EXACT)
             return 0;
@@ -142,8 +161,15 @@ lowp_global_scale lowp_recipe_global_scale(lowp_block_format f, lowp_recipe r, f
             gs.dec = (float)(1.0 / (double)gs.enc);
             break;
         case LOWP_RECIPE_MODELOPT: /* weights_scaling_factor_2 = amax / (6 * 448) */
+        case LOWP_RECIPE_TORCHAO:  /* per_tensor_amax_to_scale: amax / (448 * 6) */
             gs.dec = amax / 2688.0f;
             gs.enc = 1.0f / gs.dec;
+            break;
+        case LOWP_RECIPE_COMPRESSED_TENSORS: /* generate_gparam: 2688 / clamp(amax, FLT_MIN),
+                                                NaN / Inf -> 1 */
+            gs.enc = 2688.0f / (amax < FLT_MIN ? FLT_MIN : amax);
+            gs.enc = isfinite(gs.enc) ? gs.enc : 1.0f;
+            gs.dec = 1.0f / gs.enc;
             break;
         default: /* sglang-kv: uncalibrated global scale 1.0 */
             break;
@@ -183,6 +209,7 @@ typedef struct recipe_ctx {
      * work is an amax, a few multiplies, one encode and one table read. */
     float factor_of_code[256];
     int zero_amax_zero_factor; /* recipe sets the factor to 0 for an all-zero block */
+    lowp_codec torch_e4m3;     /* tensor.to(float8_e4m3fn): the torch-op recipes' E4M3 cast */
 } recipe_ctx;
 
 static float code_factor(const recipe_ctx *c, uint8_t q);
@@ -198,7 +225,8 @@ static int init_ctx(recipe_ctx *c, lowp_block_format f, lowp_recipe r, lowp_glob
     c->bs = block_sizes[f];
     lowp_format ef = element_formats[f];
     /* Elements: the hardware cvt.rn(.satfinite) conversions; BF16 __float2bfloat16_rn. */
-    if (lowp_codec_init(&c->elem, ef, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_DEFAULT, NULL, 0))
+    if (lowp_codec_init(&c->elem, ef, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_DEFAULT, NULL, 0) ||
+        lowp_codec_init(&c->torch_e4m3, LOWP_E4M3, LOWP_PROFILE_TORCH, LOWP_RN, LOWP_SAT_OFF, NULL, 0))
         return -1;
     c->elem_max = lowp_decode_f32(ef, lowp_format_max_code(ef));
     /* The round-up variant is a step of the exact and modelopt recipes only (recipes.md);
@@ -313,7 +341,8 @@ static void block_scales(const recipe_ctx *c, const float *x, size_t nb, uint8_t
         for (size_t b = 0; b < nb; b++) {
             float s = amax[b] / six_g;
             s = s == 0.0f ? 1.0f : s;
-            sf[b] = s < 0x1p-9f ? 0x1p-9f : s; /* clamp_(min=2**-9); NaN compares false */
+            s = s < 0x1p-9f ? 0x1p-9f : s; /* clamp(min=2**-9, max=448); NaN compares false */
+            sf[b] = s > 448.0f ? 448.0f : s;
         }
         break;
     }
@@ -355,6 +384,11 @@ static void block_scales(const recipe_ctx *c, const float *x, size_t nb, uint8_t
     if (c->format == LOWP_NVFP4)
         for (size_t b = 0; b < nb; b++)
             sf[b] = sf[b] != sf[b] ? fabsf(sf[b]) : sf[b];
+    /* ModelOpt's block amax is torch.max, whose NaN on the CPU is 0xFFFFFFFF: the scale
+     * converts with its sign (0xFF); on CUDA tensors the canonical NaN (0x7F). */
+    if (c->format == LOWP_NVFP4 && c->recipe == LOWP_RECIPE_MODELOPT && !(c->flags & LOWP_BLOCK_NAN_CANONICAL))
+        for (size_t b = 0; b < nb; b++)
+            sf[b] = sf[b] != sf[b] ? -fabsf(sf[b]) : sf[b];
     lowp_encode_f32_u8(&c->scale, sf, q, nb);
     if (c->zero_amax_zero_factor || c->recipe == LOWP_RECIPE_TRTLLM)
         for (size_t b = 0; b < nb; b++)
@@ -430,9 +464,250 @@ static void count_scales(lowp_block_format f, const uint8_t *q, size_t nb, lowp_
     }
 }
 
+/* ---- the torch-op recipes: torchao and ModelOpt MX (ref/recipes.md) -------------- */
+
+/* The recipes written with torch tensor ops rather than a kernel: one block at a time,
+ * scalar, in the libraries' operand order (x86 propagates the first NaN operand's payload,
+ * which torchao's E2M1 cast reads). */
+static int torch_op_recipe(const recipe_ctx *c)
+{
+    return c->recipe >= LOWP_RECIPE_TORCHAO ||
+           (c->recipe == LOWP_RECIPE_MODELOPT && c->format != LOWP_NVFP4);
+}
+
+/* A NaN element value as the device makes it: propagated (CPU) or the canonical
+ * 0x7FFFFFFF every CUDA arithmetic instruction returns (LOWP_BLOCK_NAN_CANONICAL). */
+static float device_nan(const recipe_ctx *c, float v)
+{
+    return (c->flags & LOWP_BLOCK_NAN_CANONICAL) && v != v ? lowp_f32_from_bits(0x7fffffffu) : v;
+}
+
+/* torch.clamp(v, -hi, hi): NaN passes through. */
+static float clamp_sym(float v, float hi)
+{
+    return v > hi ? hi : (v < -hi ? -hi : v);
+}
+
+/* log2 rounded once to binary32 (torch.log2 on a float32 tensor, assumed correctly rounded:
+ * the binary64 log2 is within an ulp of binary64, far inside half an ulp of binary32 except
+ * at exact powers of two, where both are exact). log2(0) = -Inf, log2(Inf) = Inf. */
+static float log2_f32(float d)
+{
+    return (float)log2((double)d);
+}
+
+/* torchao _f32_to_floatx_unpacked(x, ebits 2, mbits 1), on the bits: |x| >= 6 (Inf too)
+ * -> 7; |x| < 1 -> RNE to a multiple of 0.5 by adding 2^22; otherwise the exponent rebias
+ * plus round-half-even adder, (a - (126 << 23) + 0x1FFFFF + odd) >> 22, kept to 8 bits
+ * (.to(uint8)). A NaN compares false twice and takes that last branch: quiet NaNs give 3
+ * (payload bit 21 clear) or 4 (set). The sign bit is ORed back. */
+static uint8_t torchao_e2m1(float x)
+{
+    uint32_t b = lowp_f32_bits(x), a = b & 0x7fffffffu, code;
+    float ax = lowp_f32_from_bits(a);
+    if (ax >= 6.0f)
+        code = 7;
+    else if (ax < 1.0f)
+        code = lowp_f32_bits(ax + 0x1p22f) - 0x4A800000u;
+    else
+        code = ((a - (126u << 23) + 0x1FFFFFu + ((a >> 22) & 1u)) >> 22) & 0xffu;
+    return (uint8_t)(code | ((b >> 31) << 3));
+}
+
+/* ModelOpt MXFP4QTensor cast_fp4: ord = #{bounds b : |v| - b > 0} (ties go down), sign bit
+ * (2 - sign(v)) // 2, which is 1 for v < 0 and for +-0; torch.sign(NaN) is 0, so NaN -> 0x8
+ * (measured, torch 2.15 CPU). */
+static uint8_t modelopt_mx_e2m1(float v)
+{
+    static const float bounds[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    if (v != v)
+        return 8;
+    float a = fabsf(v);
+    unsigned ord = 0;
+    for (int i = 0; i < 7; i++)
+        ord += a > bounds[i];
+    return (uint8_t)((v > 0.0f ? 0u : 8u) + ord);
+}
+
+/* compressed-tensors cast_to_fp4 then pack_fp4_to_uint8: RNE magnitude (its thresholds
+ * are the E2M1 midpoints with ties to even), times sign(v), so a negative v that rounds
+ * to 0 keeps the sign bit and -0 does not (sign(-0) = 0); the code is the index of
+ * (q * 2).to(int8), which is 0 for NaN on x86; the sign bit is signbit(q). */
+static uint8_t ct_e2m1(const recipe_ctx *c, float v)
+{
+    if (v != v)
+        return 0;
+    uint8_t mag;
+    lowp_encode_f32_u8(&c->elem, &v, &mag, 1);
+    return (uint8_t)((mag & 7u) | (v < 0.0f ? 8u : 0u));
+}
+
+/* torch's float8_e4m3fn -> float32: exact, and the NaN codes give 0x7FF00000 with the sign
+ * (measured, torch 2.15), whose payload bit 21 torchao's E2M1 cast then reads. */
+static float torch_e4m3_value(uint8_t q)
+{
+    if ((q & 0x7fu) == 0x7fu)
+        return lowp_f32_from_bits(0x7ff00000u | ((uint32_t)(q >> 7) << 31));
+    return lowp_decode_f32(LOWP_E4M3, q);
+}
+
+static float amax_nan_block(const float *xb, size_t bs)
+{
+    float m = 0.0f;
+    for (size_t i = 0; i < bs; i++) {
+        float a = fabsf(xb[i]);
+        if (a != a) /* torch.amax over a NaN: the default quiet NaN, not the input's */
+            return lowp_f32_from_bits(0x7fc00000u);
+        m = a > m ? a : m;
+    }
+    return m;
+}
+
+/* One block: scale code *q, element codes ec[], and v[] the element values before the
+ * final clamp (what the counters compare with the largest element). */
+static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uint8_t *ec, float *v)
+{
+    const size_t bs = c->bs;
+    const int fp4 = c->format != LOWP_MXFP8;
+    const float maxpos = fp4 ? 6.0f : 448.0f;
+    const float m = amax_nan_block(xb, bs);
+    float r = 1.0f; /* element multiplier, or divisor when div */
+    int div = 0;
+    switch (c->recipe) {
+    case LOWP_RECIPE_TORCHAO: { /* nvfp4_quantize, per_tensor_scale = g */
+        float s = (m / 6.0f) / c->gs.dec;
+        s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s); /* clamp(E4M3_EPS, 448) */
+        lowp_encode_f32_u8(&c->torch_e4m3, &s, q, 1);
+        r = (1.0f / c->gs.dec) / torch_e4m3_value(*q);
+        break;
+    }
+    case LOWP_RECIPE_TORCHAO_FLOOR:
+    case LOWP_RECIPE_TORCHAO_CEIL:
+    case LOWP_RECIPE_TORCHAO_EVEN: {
+        uint32_t mb = lowp_f32_bits(m);
+        if (c->recipe == LOWP_RECIPE_TORCHAO_EVEN && m == m) /* round at the element's mantissa */
+            mb = (mb + (1u << (22 - (fp4 ? 1 : 3)))) & 0xff800000u;
+        int e = (int)((mb >> 23) & 0xffu) - 127;
+        if (c->recipe == LOWP_RECIPE_TORCHAO_CEIL)
+            e += (mb & 0x7fffffu) != 0;
+        e -= fp4 ? 2 : 8;
+        e = e < -127 ? -127 : (e > 128 ? 128 : e); /* clamp(-127, 128) */
+        *q = m != m ? 0xff : (uint8_t)(e + 127);
+        /* scale_fp32 = bits(q << 23) (255: Inf), clamped at 2^-126 */
+        r = *q == 0 ? 0x1p-126f : lowp_f32_from_bits((uint32_t)*q << 23);
+        div = 1;
+        break;
+    }
+    case LOWP_RECIPE_TORCHAO_RCEIL: {
+        float d = m / maxpos;
+        if (d != d) {
+            *q = 0xff;
+            r = d; /* rcp_fp32 = descale, NaN */
+        } else if (isinf(d)) {
+            *q = 0xfe;
+            r = 0x1p-127f;
+        } else {
+            float l = ceilf(log2_f32(d));
+            l = l < -127.0f ? -127.0f : (l > 127.0f ? 127.0f : l);
+            *q = (uint8_t)(l + 127.0f);
+            r = *q == 0 ? 1.0f : lowp_f32_pow2(127 - (int)*q);
+        }
+        break;
+    }
+    case LOWP_RECIPE_COMPRESSED_TENSORS: {
+        /* amax = max(|min(mn, 0)|, |max(mx, 0)|): |x| max, NaN propagating; the NaN comes
+         * out as 0xFFFFFFFF on the CPU (torch.aminmax's NaN; measured), 0x7FFFFFFF on CUDA */
+        float mc = m != m ? lowp_f32_from_bits((c->flags & LOWP_BLOCK_NAN_CANONICAL) ? 0x7fffffffu : 0xffffffffu) : m;
+        if (c->format == LOWP_NVFP4) {
+            float s = c->gs.enc * (mc / 6.0f);      /* global_scale * (max / 6) */
+            s = clamp_sym(s, 448.0f);               /* round_to_quantized_type_dtype */
+            lowp_encode_f32_u8(&c->torch_e4m3, &s, q, 1);
+            float qv = torch_e4m3_value(*q);
+            if ((*q & 0x7fu) == 0) {                /* scale 0 -> eps of float8_e4m3fn, */
+                *q = 0x20;                          /* 0.125 = 2^-3, which is what is stored */
+                qv = 0.125f;
+            }
+            r = qv / c->gs.enc;                     /* _quantize: scale / global_scale */
+        } else {
+            /* generate_mx_scales: round_to_power_2 at E2M1's mantissa (also for MXFP8):
+             * (bits + 2^21) & 0xFF800000 (NaN -> Inf, FLT_MAX -> Inf); code =
+             * round(clamp(127 + floor(log2 p2) - offset, 0, 255)); scale 2^(code - 127) */
+            float p2 = lowp_f32_from_bits((lowp_f32_bits(mc) + (1u << 21)) & 0xff800000u);
+            float e = 127.0f + floorf(log2_f32(p2)) - (fp4 ? 2.0f : 8.0f);
+            e = e < 0.0f ? 0.0f : (e > 255.0f ? 255.0f : e);
+            *q = (uint8_t)e;
+            r = *q == 255 ? INFINITY : lowp_f32_pow2((int)*q - 127);
+            /* compress_mx_scale: 127 + floor(log2(Inf)).to(int32): INT_MIN + 127 -> 0x7F */
+            if (*q == 255)
+                *q = 0x7f;
+        }
+        div = 1;
+        break;
+    }
+    default: /* modelopt MX */
+        if (fp4) { /* e = ceil(maximum(log2(m / 6), -127)); v = x / exp2(e) */
+            float l = log2_f32(m / 6.0f);
+            l = l != l ? l : (l < -127.0f ? -127.0f : l);
+            float e = ceilf(l);
+            *q = isfinite(e) ? (uint8_t)(e + 127.0f) : 0; /* NaN / Inf .to(uint8): 0 on x86 */
+            r = isfinite(e) ? lowp_f32_pow2((int)e) : (e != e ? e : INFINITY);
+            div = 1;
+        } else { /* e = clamp(ceil(d > 0 ? log2(d) : -127), -127, 127); v = x * exp2(127 - q) */
+            float d = m / 448.0f;
+            float e = ceilf(d > 0.0f ? log2_f32(d) : -127.0f);
+            e = e < -127.0f ? -127.0f : (e > 127.0f ? 127.0f : e);
+            *q = (uint8_t)(e + 127.0f);
+            r = lowp_f32_pow2(127 - (int)*q);
+        }
+        break;
+    }
+    for (size_t i = 0; i < bs; i++) {
+        /* a NaN block factor wins over a NaN element: torch's broadcast multiply / divide
+         * returns the factor's NaN (measured: torch 2.15 CPU, vectorized kernels) */
+        float vi = device_nan(c, r != r ? r : (div ? xb[i] / r : xb[i] * r));
+        v[i] = vi;
+        if (c->recipe == LOWP_RECIPE_MODELOPT && fp4) {
+            ec[i] = modelopt_mx_e2m1(vi);
+        } else if (c->recipe == LOWP_RECIPE_COMPRESSED_TENSORS && fp4) {
+            ec[i] = ct_e2m1(c, clamp_sym(vi, 6.0f));
+        } else if (fp4) {
+            /* nvfp4_quantize and _to_mx_rceil clamp to +-6 first; E2M1 saturates anyway */
+            ec[i] = torchao_e2m1(vi);
+        } else {
+            float cv = clamp_sym(vi, 448.0f);
+            lowp_encode_f32_u8(&c->torch_e4m3, &cv, &ec[i], 1);
+        }
+    }
+}
+
+static void torch_op_chunk(const recipe_ctx *c, const float *x, size_t n, uint8_t *codes,
+                           uint8_t *scales, lowp_quant_counts *k)
+{
+    float v[CHUNK_ELEMS];
+    uint8_t q[LOWP_CHUNK_BLOCKS], ec[CHUNK_ELEMS];
+    size_t bs = c->bs, nb = n / bs;
+    for (size_t b = 0; b < nb; b++)
+        torch_op_block(c, x + b * bs, &q[b], ec + b * bs, v + b * bs);
+    if (lowp_format_bits(element_formats[c->format]) == 4)
+        for (size_t j = 0; j < n / 2; j++) /* element 2j in the low nibble */
+            codes[j] = (uint8_t)((ec[2 * j] & 0xfu) | (ec[2 * j + 1] << 4));
+    else
+        memcpy(codes, ec, n);
+    if (scales != NULL)
+        memcpy(scales, q, nb);
+    if (k != NULL) {
+        count_chunk(c, x, v, ec, q, n, k);
+        count_scales(c->format, q, nb, k);
+    }
+}
+
 static void quantize_chunk(const recipe_ctx *c, const float *restrict x, size_t n,
                            uint8_t *restrict codes, uint8_t *restrict scales, lowp_quant_counts *k)
 {
+    if (torch_op_recipe(c)) {
+        torch_op_chunk(c, x, n, codes, scales, k);
+        return;
+    }
     float v[CHUNK_ELEMS], factor[LOWP_CHUNK_BLOCKS];
     uint8_t q[LOWP_CHUNK_BLOCKS];
     uint16_t ec16[CHUNK_ELEMS];

@@ -67,16 +67,21 @@ typedef struct {
 } bfmt;
 
 #define RB(r) (1u << (r))
+/* the torch-op MX recipes (recipes.md): ModelOpt, torchao's four modes, compressed-tensors */
+#define MX_TORCH                                                                                   \
+    (RB(LOWP_RECIPE_MODELOPT) | RB(LOWP_RECIPE_TORCHAO_FLOOR) | RB(LOWP_RECIPE_TORCHAO_CEIL) |     \
+     RB(LOWP_RECIPE_TORCHAO_EVEN) | RB(LOWP_RECIPE_TORCHAO_RCEIL) | RB(LOWP_RECIPE_COMPRESSED_TENSORS))
 
 static const bfmt BF[LOWP_BLOCK_FORMAT_COUNT] = {
     [LOWP_NVFP4] = {16, LOWP_E2M1, LOWP_E4M3 + 1,
                     RB(LOWP_RECIPE_TRTLLM) | RB(LOWP_RECIPE_EXACT) | RB(LOWP_RECIPE_MODELOPT) |
-                        RB(LOWP_RECIPE_SGLANG_KV),
+                        RB(LOWP_RECIPE_SGLANG_KV) | RB(LOWP_RECIPE_TORCHAO) |
+                        RB(LOWP_RECIPE_COMPRESSED_TENSORS),
                     6.0f, 2},
     [LOWP_MXFP4] = {32, LOWP_E2M1, LOWP_E8M0 + 1,
-                    RB(LOWP_RECIPE_OCP) | RB(LOWP_RECIPE_RCEIL) | RB(LOWP_RECIPE_TRTLLM), 6.0f, 2},
+                    RB(LOWP_RECIPE_OCP) | RB(LOWP_RECIPE_RCEIL) | RB(LOWP_RECIPE_TRTLLM) | MX_TORCH, 6.0f, 2},
     [LOWP_MXFP8] = {32, LOWP_E4M3, LOWP_E8M0 + 1,
-                    RB(LOWP_RECIPE_OCP) | RB(LOWP_RECIPE_RCEIL) | RB(LOWP_RECIPE_TRTLLM), 448.0f,
+                    RB(LOWP_RECIPE_OCP) | RB(LOWP_RECIPE_RCEIL) | RB(LOWP_RECIPE_TRTLLM) | MX_TORCH, 448.0f,
                     8},
     [LOWP_FP8_E4M3] = {1, LOWP_E4M3, 0, RB(LOWP_RECIPE_EXACT), 448.0f, 8},
     [LOWP_FP8_E5M2] = {1, LOWP_E5M2, 0, RB(LOWP_RECIPE_EXACT), 57344.0f, 15},
@@ -378,6 +383,10 @@ static void nvfp4_modelopt(blk *b, lowp_global_scale gs, unsigned flags)
         s = 1.0f;
     if (!isnan(s) && s < 0x1p-9f)
         s = 0x1p-9f;
+    if (!isnan(s) && s > 448.0f) /* clamp(min=2**-9, max=448), ModelOpt 0.47 */
+        s = 448.0f;
+    if (isnan(s) && !(flags & LOWP_BLOCK_NAN_CANONICAL)) /* torch.max's NaN on the CPU: negative */
+        s = lowp_f32_from_bits(0xFFC00000u);
     b->t->amax = m;
     b->t->scale_in = s;
     b->q = (flags & LOWP_BLOCK_SCALE_UP) ? e4m3_torch_up(s) : e4m3_torch(s);
@@ -475,6 +484,278 @@ static void bf16_exact(blk *b)
 }
 
 /* ---------------------------------------------------------------------------------------
+ * The torch-op recipes (recipes.md "torch-op recipes"): torchao, ModelOpt MX and
+ * compressed-tensors. Their NaN bits are part of the bytes (torchao's E2M1 cast reads
+ * the payload; torch's E4M3 cast keeps the sign), so these follow recipes.md's T rules
+ * instead of the +qNaN convention above:
+ *   T1 a NaN operand is the result (quietened); the block factor's if it is NaN;
+ *   T2 an invalid operation (Inf / Inf, 0 * Inf, 0 / 0) gives x86's default NaN 0xFFC00000;
+ *   T3 with LOWP_BLOCK_NAN_CANONICAL every NaN element value is 0x7FFFFFFF.
+ * ------------------------------------------------------------------------------------- */
+
+static float t_quiet(float v)
+{
+    return lowp_f32_from_bits(lowp_f32_bits(v) | 0x00400000u);
+}
+
+/* a * b, a / b under T2: a NaN operand is the result (the first, if both), quietened; an
+ * invalid operation gives 0xFFC00000. */
+static float t_arith(float a, float b, int divides)
+{
+    if (isnan(a))
+        return t_quiet(a);
+    if (isnan(b))
+        return t_quiet(b);
+    float r = divides ? f32_div(a, b) : f32_mul(a, b);
+    return isnan(r) ? lowp_f32_from_bits(0xFFC00000u) : r;
+}
+#define t_mul(a, b) t_arith((a), (b), 0)
+#define t_div(a, b) t_arith((a), (b), 1)
+
+/* x * f or x / f for the elements: T1, a NaN block factor f wins over a NaN x. */
+static float t_op(float x, float f, int divides)
+{
+    if (isnan(f))
+        return t_quiet(f);
+    return t_arith(x, f, divides);
+}
+
+/* log2 rounded once to binary32 (T4: torch.log2 taken as correctly rounded). */
+static float t_log2(float v)
+{
+    if (isnan(v) || v < 0.0f)
+        return lowp_f32_from_bits(QNAN_BITS);
+    if (v == 0.0f)
+        return -INFINITY;
+    if (isinf(v))
+        return INFINITY;
+    MPFR_DECL_INIT(x, 24);
+    MPFR_DECL_INIT(z, 24);
+    mpfr_set_flt(x, v, MPFR_RNDN);
+    int t = mpfr_log2(z, x, MPFR_RNDN);
+    return f32_get(z, t);
+}
+
+/* torch.clamp(v, lo, hi): NaN passes. */
+static float t_clamp(float v, float lo, float hi)
+{
+    if (isnan(v))
+        return v;
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* torchao E2M1 (recipes.md e2m1_torchao): RNE saturating magnitude; a NaN is 3 when its
+ * payload bit 21 is clear, 4 when set; the sign bit is the value's sign bit. */
+static uint16_t e2m1_torchao(float v)
+{
+    uint32_t b = lowp_f32_bits(v);
+    uint16_t s = (uint16_t)((b >> 31) << 3);
+    if (isnan(v))
+        return (uint16_t)(s | ((b & 0x00200000u) ? 4u : 3u));
+    return (uint16_t)(s | (enc(LOWP_E2M1, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_ON, fabsf(v)) & 0x7u));
+}
+
+/* ModelOpt MXFP4 E2M1: magnitude index #{b in 0.25 0.75 1.25 1.75 2.5 3.5 5 : |v| > b};
+ * sign bit set unless v > 0 (so for +-0 too); NaN -> 0x8. */
+static uint16_t e2m1_modelopt_mx(float v)
+{
+    static const float bd[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    if (isnan(v))
+        return 0x8;
+    unsigned k = 0;
+    for (int i = 0; i < 7; i++)
+        k += fabsf(v) > bd[i];
+    return (uint16_t)(k | (v > 0.0f ? 0u : 8u));
+}
+
+/* compressed-tensors E2M1: RNE saturating magnitude, sign bit for v < 0, NaN -> 0x0. */
+static uint16_t e2m1_ct(float v)
+{
+    if (isnan(v))
+        return 0;
+    return (uint16_t)((enc(LOWP_E2M1, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_ON, fabsf(v)) & 0x7u) |
+                      (v < 0.0f ? 8u : 0u));
+}
+
+/* torch's float8_e4m3fn -> float32: exact, and NaN codes give 0x7FF00000 with the sign. */
+static float val_e4m3_torch(uint8_t q)
+{
+    if ((q & 0x7F) == 0x7F)
+        return lowp_f32_from_bits(0x7FF00000u | ((uint32_t)(q >> 7) << 31));
+    return val(LOWP_E4M3, q);
+}
+
+static uint8_t e4m3_torch_sat(float v) /* clamped first: the torch cast never overflows */
+{
+    return e4m3_torch(v);
+}
+
+/* The element loop of the torch-op recipes: v_i = x_i op factor (T1, T2, T3), then the
+ * format's conversion: E4M3 clamp(v, +-448) and the torch cast; E2M1 by kind. */
+enum { E2_TORCHAO, E2_MODELOPT, E2_CT };
+static void t_elements(blk *b, const bfmt *d, float factor, int divides, unsigned flags, int kind)
+{
+    b->t->factor = factor;
+    b->t->divides = divides;
+    for (size_t i = 0; i < b->n; i++) {
+        float v = t_op(b->x[i], factor, divides);
+        if (isnan(v) && (flags & LOWP_BLOCK_NAN_CANONICAL))
+            v = lowp_f32_from_bits(0x7FFFFFFFu);
+        b->t->scaled[i] = v;
+        if (d->elem == LOWP_E4M3)
+            b->codes[i] = e4m3_torch_sat(t_clamp(v, -448.0f, 448.0f));
+        else if (kind == E2_MODELOPT)
+            b->codes[i] = e2m1_modelopt_mx(v);
+        else if (kind == E2_CT)
+            b->codes[i] = e2m1_ct(t_clamp(v, -6.0f, 6.0f));
+        else
+            b->codes[i] = e2m1_torchao(v);
+    }
+}
+
+/* torch.amax over a NaN block: the default quiet NaN 0x7FC00000 (torchao, ModelOpt). */
+static float t_amax(const float *x, size_t n)
+{
+    return amax_nan(x, n);
+}
+
+/* torchao NVFP4: s = clamp((m / 6) / g, 2^-6, 448); q = e4m3_torch(s);
+ * r = (1 / g) / val_torch(q); c_i = e2m1_torchao(clamp(x_i * r, +-6)) */
+static void nvfp4_torchao(blk *b, lowp_global_scale gs, unsigned flags)
+{
+    float g = gs.dec, m = t_amax(b->x, b->n);
+    float s = t_clamp(t_div(t_div(m, 6.0f), g), 0x1p-6f, 448.0f);
+    b->t->amax = m;
+    b->t->scale_in = s;
+    b->q = e4m3_torch(s);
+    float qv = val_e4m3_torch(b->q);
+    float r = t_div(t_div(1.0f, g), qv);
+    t_elements(b, &BF[LOWP_NVFP4], r, 0, flags, E2_TORCHAO);
+}
+
+/* torchao MX FLOOR / CEIL / EVEN (recipes.md): from m's bits; EVEN first rounds m at the
+ * element's mantissa width; CEIL adds 1 for a nonzero fraction; e - emax clamped to
+ * [-127, 128]; NaN m -> 0xFF; the divisor is 2^(q - 127) (Inf for 255), 2^-126 for q 0. */
+static void mx_torchao_pow2(blk *b, const bfmt *d, lowp_recipe r, unsigned flags)
+{
+    float m = t_amax(b->x, b->n);
+    b->t->amax = m;
+    b->t->scale_in = m;
+    uint32_t mb = lowp_f32_bits(m);
+    int mbits = d->elem == LOWP_E2M1 ? 1 : 3;
+    if (r == LOWP_RECIPE_TORCHAO_EVEN && !isnan(m))
+        mb = (mb + (1u << (23 - mbits - 1))) & 0xFF800000u;
+    long e = (long)((mb >> 23) & 0xFF) - 127;
+    if (r == LOWP_RECIPE_TORCHAO_CEIL && (mb & 0x7FFFFFu) != 0)
+        e += 1;
+    e -= d->emax_elem;
+    if (e < -127)
+        e = -127;
+    if (e > 128)
+        e = 128;
+    b->q = isnan(m) ? 0xFF : (uint8_t)(e + 127);
+    float div = b->q == 0 ? 0x1p-126f : (b->q == 0xFF ? INFINITY : ldexpf(1.0f, (int)b->q - 127));
+    t_elements(b, d, div, 1, flags, E2_TORCHAO);
+}
+
+/* torchao MX RCEIL (eager): d = m / max; q = NaN ? 0xFF : Inf ? 0xFE :
+ * clamp(ceil(log2 d), -127, 127) + 127; factor d (NaN), 2^-127 (0xFE), 1 (q 0) or
+ * 2^(127 - q); c_i = elem(clamp(x_i * factor, +-max)) */
+static void mx_torchao_rceil(blk *b, const bfmt *d, unsigned flags)
+{
+    float m = t_amax(b->x, b->n);
+    float dd = t_div(m, d->max_elem);
+    b->t->amax = m;
+    b->t->scale_in = dd;
+    float f;
+    if (isnan(dd)) {
+        b->q = 0xFF;
+        f = dd;
+    } else if (isinf(dd)) {
+        b->q = 0xFE;
+        f = 0x1p-127f;
+    } else {
+        float l = ceilf(t_log2(dd));
+        l = l < -127.0f ? -127.0f : (l > 127.0f ? 127.0f : l);
+        b->q = (uint8_t)(int)(l + 127.0f);
+        f = b->q == 0 ? 1.0f : ldexpf(1.0f, 127 - (int)b->q);
+    }
+    t_elements(b, d, f, 0, flags, E2_TORCHAO);
+}
+
+/* ModelOpt MXFP4: e = ceil(max(log2(m / 6), -127)) (NaN stays); q = e + 127 for a finite
+ * e, else 0; c_i = e2m1_modelopt_mx(x_i / 2^e). MXFP8: e = clamp(ceil(d > 0 ? log2 d :
+ * -127), -127, 127) with d = m / 448; c_i = e4m3_torch(clamp(x_i * 2^(127 - q), +-448)). */
+static void mx_modelopt(blk *b, const bfmt *d, unsigned flags)
+{
+    float m = t_amax(b->x, b->n);
+    b->t->amax = m;
+    if (d->elem == LOWP_E2M1) {
+        float dd = t_div(m, 6.0f);
+        b->t->scale_in = dd;
+        float l = t_log2(dd);
+        if (!isnan(l) && l < -127.0f)
+            l = -127.0f;
+        float e = ceilf(l);
+        b->q = isfinite(e) ? (uint8_t)(int)(e + 127.0f) : 0;
+        float div = isnan(e) ? e : (isinf(e) ? INFINITY : ldexpf(1.0f, (int)e));
+        t_elements(b, d, div, 1, flags, E2_MODELOPT);
+    } else {
+        float dd = t_div(m, 448.0f);
+        b->t->scale_in = dd;
+        float e = ceilf(dd > 0.0f ? t_log2(dd) : -127.0f);
+        e = e < -127.0f ? -127.0f : (e > 127.0f ? 127.0f : e);
+        b->q = (uint8_t)(int)(e + 127.0f);
+        t_elements(b, d, ldexpf(1.0f, 127 - (int)b->q), 0, flags, E2_MODELOPT);
+    }
+}
+
+/* compressed-tensors amax: the NaN is 0xFFFFFFFF (0x7FFFFFFF with NAN_CANONICAL). */
+static float ct_amax(const float *x, size_t n, unsigned flags)
+{
+    float m = amax_nan(x, n);
+    if (isnan(m))
+        m = lowp_f32_from_bits((flags & LOWP_BLOCK_NAN_CANONICAL) ? 0x7FFFFFFFu : 0xFFFFFFFFu);
+    return m;
+}
+
+/* compressed-tensors NVFP4: s = clamp(S * (m / 6), +-448); q = e4m3_torch(s), 0x20 (the
+ * eps 0.125) when that is a zero; divisor val_torch(q) / S; c_i = e2m1_ct(clamp(x_i / d, +-6)).
+ * The NaN of m keeps its sign through S * (m / 6) (T1). */
+static void nvfp4_ct(blk *b, lowp_global_scale gs, unsigned flags)
+{
+    float S = gs.enc, m = ct_amax(b->x, b->n, flags);
+    float s = t_mul(S, t_div(m, 6.0f));
+    s = t_clamp(s, -448.0f, 448.0f);
+    b->t->amax = m;
+    b->t->scale_in = s;
+    b->q = e4m3_torch(s);
+    if ((b->q & 0x7F) == 0)
+        b->q = 0x20;
+    float qv = val_e4m3_torch(b->q);
+    float div = t_div(qv, S);
+    t_elements(b, &BF[LOWP_NVFP4], div, 1, flags, E2_CT);
+}
+
+/* compressed-tensors MX: p2 = (bits(m) + 2^21) & 0xFF800000 (integer wrap); q =
+ * clamp(127 + floor(log2 p2) - emax, 0, 255); divisor 2^(q - 127), Inf for 255, whose
+ * stored code is 0x7F (compress_mx_scale of Inf). */
+static void mx_ct(blk *b, const bfmt *d, unsigned flags)
+{
+    float m = ct_amax(b->x, b->n, flags);
+    float p2 = lowp_f32_from_bits((lowp_f32_bits(m) + 0x200000u) & 0xFF800000u);
+    b->t->amax = m;
+    b->t->scale_in = p2;
+    float l = t_log2(p2);
+    float e = isnan(l) ? 0.0f : 127.0f + floorf(l) - (float)d->emax_elem;
+    e = e < 0.0f ? 0.0f : (e > 255.0f ? 255.0f : e);
+    uint8_t code = (uint8_t)(int)e;
+    float div = code == 255 ? INFINITY : ldexpf(1.0f, (int)code - 127);
+    b->q = code == 255 ? 0x7F : code;
+    t_elements(b, d, div, 1, flags, E2_CT);
+}
+
+/* ---------------------------------------------------------------------------------------
  * Counting (recipes.md "Counting"), from the codes and the trace.
  * ------------------------------------------------------------------------------------- */
 
@@ -561,6 +842,10 @@ int lowp_oracle_block_quantize(lowp_block_format f, lowp_recipe r, lowp_global_s
             nvfp4_exact(&b, gs, flags);
         else if (r == LOWP_RECIPE_MODELOPT)
             nvfp4_modelopt(&b, gs, flags);
+        else if (r == LOWP_RECIPE_TORCHAO)
+            nvfp4_torchao(&b, gs, flags);
+        else if (r == LOWP_RECIPE_COMPRESSED_TENSORS)
+            nvfp4_ct(&b, gs, flags);
         else
             nvfp4_sglang(&b, gs);
         break;
@@ -570,8 +855,16 @@ int lowp_oracle_block_quantize(lowp_block_format f, lowp_recipe r, lowp_global_s
             mx_ocp(&b, d);
         else if (r == LOWP_RECIPE_RCEIL)
             mx_rceil(&b, d);
-        else
+        else if (r == LOWP_RECIPE_TRTLLM)
             mx_trtllm(&b, d, f);
+        else if (r == LOWP_RECIPE_MODELOPT)
+            mx_modelopt(&b, d, flags);
+        else if (r == LOWP_RECIPE_TORCHAO_RCEIL)
+            mx_torchao_rceil(&b, d, flags);
+        else if (r == LOWP_RECIPE_COMPRESSED_TENSORS)
+            mx_ct(&b, d, flags);
+        else
+            mx_torchao_pow2(&b, d, r, flags);
         break;
     case LOWP_FP8_E4M3:
     case LOWP_FP8_E5M2:
@@ -607,8 +900,13 @@ lowp_global_scale lowp_oracle_recipe_global_scale(lowp_block_format f, lowp_reci
             S = 1.0f;
         gs.enc = S;
         gs.dec = f32_recip_via_f64(S);
-    } else if (f == LOWP_NVFP4 && r == LOWP_RECIPE_MODELOPT) {
+    } else if (f == LOWP_NVFP4 && (r == LOWP_RECIPE_MODELOPT || r == LOWP_RECIPE_TORCHAO)) {
         gs.dec = f32_div(amax, 2688.0f); /* no guards */
+    } else if (f == LOWP_NVFP4 && r == LOWP_RECIPE_COMPRESSED_TENSORS) {
+        /* S = 2688 / max(amax, FLT_MIN), 1 when that is NaN or Inf; g = 1 / S */
+        float S = f32_div(2688.0f, isnan(amax) ? amax : (amax < FLT_MIN ? FLT_MIN : amax));
+        gs.enc = isfinite(S) ? S : 1.0f;
+        gs.dec = f32_div(1.0f, gs.enc);
     } else if (f == LOWP_NVFP4) {
         gs.dec = 1.0f; /* sglang-kv: uncalibrated */
     } else if (f == LOWP_FP8_E4M3 || f == LOWP_FP8_E5M2) {

@@ -46,15 +46,28 @@ typedef enum lowp_recipe {
     LOWP_RECIPE_MODELOPT = 2,  /* NVIDIA ModelOpt nvfp4_tensor.py */
     LOWP_RECIPE_OCP = 3,       /* OCP MX v1.0: scale = floor(log2 amax) - emax_elem */
     LOWP_RECIPE_RCEIL = 4,     /* NVIDIA MX: scale = amax / max_elem rounded up to a power of two */
-    LOWP_RECIPE_SGLANG_KV = 5  /* FlashInfer nvfp4_kv_quantize as SGLang ships it: global scale 1.0 */
+    LOWP_RECIPE_SGLANG_KV = 5, /* FlashInfer nvfp4_kv_quantize as SGLang ships it: global scale 1.0 */
+    /* torchao 0.18 torch-op recipes (ref/recipes.md "torchao"): NaN element values propagate
+     * as on the CPU unless LOWP_BLOCK_NAN_CANONICAL (torch on CUDA tensors). */
+    LOWP_RECIPE_TORCHAO = 6,       /* NVFP4 nvfp4_quantize with a per-tensor scale */
+    LOWP_RECIPE_TORCHAO_FLOOR = 7, /* MX to_mx ScaleCalculationMode.FLOOR */
+    LOWP_RECIPE_TORCHAO_CEIL = 8,  /* MX to_mx CEIL */
+    LOWP_RECIPE_TORCHAO_EVEN = 9,  /* MX to_mx EVEN */
+    LOWP_RECIPE_TORCHAO_RCEIL = 10, /* MX to_mx RCEIL, eager (torch.log2) path */
+    LOWP_RECIPE_COMPRESSED_TENSORS = 11 /* compressed-tensors 0.20 calculate_qparams + quantize
+                                           (NVFP4 with its encode-side global scale, MXFP4, MXFP8) */
 } lowp_recipe;
-#define LOWP_RECIPE_COUNT 6
+#define LOWP_RECIPE_COUNT 12
 
 /* Names: "nvfp4" "mxfp4" "mxfp8" "fp8_e4m3" "fp8_e5m2" "bf16"; "trtllm" "exact"
- * "modelopt" "ocp" "rceil" "sglang-kv". Parsers return 0 or -1. */
+ * "modelopt" "ocp" "rceil" "sglang-kv" "torchao" "torchao-floor" "torchao-ceil"
+ * "torchao-even" "torchao-rceil" "compressed-tensors". modelopt also names ModelOpt's MXFP4 / MXFP8 quantizers.
+ * Parsers return 0 or -1. */
 const char *lowp_block_format_name(lowp_block_format f);
 const char *lowp_recipe_name(lowp_recipe r);
 int lowp_block_format_parse(const char *name, lowp_block_format *out);
+/* Every recipe name, space-separated, in enum order (for usage and error messages). */
+const char *lowp_recipe_names(void);
 int lowp_recipe_parse(const char *name, lowp_recipe *out);
 
 size_t lowp_block_size(lowp_block_format f);          /* 16, 32, 32, 1, 1, 1 */
@@ -89,6 +102,10 @@ lowp_global_scale lowp_global_scale_from_dec(lowp_block_format f, lowp_recipe r,
 /* Quantize flags. */
 #define LOWP_BLOCK_SCALE_UP 1u /* NVFP4 exact/modelopt: round the E4M3 block scale up, not RN;
                                   ignored by the recipes that have no such step */
+#define LOWP_BLOCK_NAN_CANONICAL 2u /* torchao, compressed-tensors and modelopt MX recipes: every NaN the element
+                                  arithmetic produces is the GPU's canonical 0x7FFFFFFF (torch
+                                  on CUDA tensors), not x86's propagated payload (torch CPU);
+                                  ignored by the other recipes */
 
 /* What quantizing a tensor did, counted per element or per block. */
 typedef struct lowp_quant_counts {
