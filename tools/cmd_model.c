@@ -594,6 +594,8 @@ static int model_generate(const char *mopt, const char *tokens, size_t gen)
 {
     if (tokens == NULL)
         lowp_cli_fail("model generate: --tokens FILE is required");
+    if (gen == 0)
+        lowp_cli_fail("model generate: --gen 0 generates nothing (give N >= 1)");
     size_t n;
     int32_t *ids;
     lowp_llama *m = load_with_ids(mopt, tokens, gen, &ids, &n);
