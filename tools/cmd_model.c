@@ -245,6 +245,18 @@ static int32_t *read_ids(const char *path, size_t *n)
     return ids;
 }
 
+/* One forward pass of ids[0 .. n) from position 0 into hidden; its wall and CPU seconds. */
+static void timed_forward(const lowp_llama *m, lowp_kv_store *kv, const int32_t *ids, size_t n, float *hidden,
+                          double *wall, double *cpu)
+{
+    char why[600];
+    double t0 = now_s(), c0 = cpu_s();
+    if (lowp_llama_forward(m, kv, ids, n, 0, hidden, why, sizeof why))
+        lowp_cli_fail("%s", why);
+    *wall = now_s() - t0;
+    *cpu = cpu_s() - c0;
+}
+
 /* The ids of --tokens FILE and the model; n + extra positions (extra: generated tokens)
  * must fit the model's context. */
 static lowp_llama *load_with_ids(const char *mopt, const char *tokens, size_t extra, int32_t **ids, size_t *n)
@@ -466,11 +478,8 @@ static int model_ppl(const model_opts *o, const char *file)
     } else if (lowp_kv_f32_create(c, n, &kv, why, sizeof why)) {
         lowp_cli_fail("%s", why);
     }
-    t0 = now_s();
-    double c0 = cpu_s();
-    if (lowp_llama_forward(m, &kv, ids, n, 0, hidden, why, sizeof why))
-        lowp_cli_fail("%s", why);
-    double t_fwd = now_s() - t0, c_fwd = cpu_s() - c0;
+    double t_fwd, c_fwd;
+    timed_forward(m, &kv, ids, n, hidden, &t_fwd, &c_fwd);
     t0 = now_s();
     double nll = mean_nll(m, hidden, ids, n);
     double t_head = now_s() - t0;
@@ -639,11 +648,8 @@ static int model_bench(const char *mopt, const char *tokens, size_t reps)
         lowp_kv_store kv;
         if (lowp_kv_f32_create(c, n, &kv, why, sizeof why))
             lowp_cli_fail("%s", why);
-        t0 = now_s();
-        double c0 = cpu_s();
-        if (lowp_llama_forward(m, &kv, ids, n, 0, hidden, why, sizeof why))
-            lowp_cli_fail("%s", why);
-        double t = now_s() - t0, cpu = cpu_s() - c0;
+        double t, cpu;
+        timed_forward(m, &kv, ids, n, hidden, &t, &cpu);
         if (r == 0 || t < best)
             best = t;
         printf("forward %zu: %.3f s wall, %.3f CPU s, %.1f tokens/s\n", r + 1, t, cpu, (double)n / t);
