@@ -68,7 +68,10 @@ class Ref:
             self.w[name] = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
         return self.w[name]
 
-    def forward(self, tokens, dt):
+    def forward(self, tokens, dt, mm=None):
+        """Logits of tokens in arithmetic dt; mm(x, name), when given, computes each linear
+        layer x W^T (W the tensor name) in place of numpy's product (another implementation's
+        arithmetic: tests/interop_llamacpp.py rounds x as llama.cpp does)."""
         E = self.weight("token_embd.weight")
         d_model = E.shape[1]
         hd = d_model // self.nh
@@ -101,14 +104,18 @@ class Ref:
         def W(name):
             return self.weight(name).astype(dt)
 
+        if mm is None:
+            def mm(x, name):
+                return x @ W(name).T
+
         x = E[np.array(tokens)].astype(dt)
         mask = np.triu(np.full((n, n), -np.inf), 1).astype(dt)
         grp = self.nh // self.nkv
         for l in range(self.nl):
             h = rms(x, self.weight(f"blk.{l}.attn_norm.weight"))
-            q = rope((h @ W(f"blk.{l}.attn_q.weight").T).reshape(n, self.nh, hd))
-            k = rope((h @ W(f"blk.{l}.attn_k.weight").T).reshape(n, self.nkv, hd))
-            v = (h @ W(f"blk.{l}.attn_v.weight").T).reshape(n, self.nkv, hd)
+            q = rope(mm(h, f"blk.{l}.attn_q.weight").reshape(n, self.nh, hd))
+            k = rope(mm(h, f"blk.{l}.attn_k.weight").reshape(n, self.nkv, hd))
+            v = mm(h, f"blk.{l}.attn_v.weight").reshape(n, self.nkv, hd)
             att = np.empty((n, self.nh, hd), dtype=dt)
             for hh in range(self.nh):
                 g = hh // grp
@@ -116,14 +123,14 @@ class Ref:
                 sc = np.exp(sc - sc.max(axis=1, keepdims=True))
                 sc = sc / sc.sum(axis=1, keepdims=True)
                 att[:, hh, :] = sc @ v[:, g, :]
-            x = x + att.reshape(n, d_model) @ W(f"blk.{l}.attn_output.weight").T
+            x = x + mm(att.reshape(n, d_model), f"blk.{l}.attn_output.weight")
             h = rms(x, self.weight(f"blk.{l}.ffn_norm.weight"))
-            gt = h @ W(f"blk.{l}.ffn_gate.weight").T
-            up = h @ W(f"blk.{l}.ffn_up.weight").T
-            x = x + ((gt / (1 + np.exp(-gt))) * up) @ W(f"blk.{l}.ffn_down.weight").T
+            gt = mm(h, f"blk.{l}.ffn_gate.weight")
+            up = mm(h, f"blk.{l}.ffn_up.weight")
+            x = x + mm((gt / (1 + np.exp(-gt))) * up, f"blk.{l}.ffn_down.weight")
         x = rms(x, self.weight("output_norm.weight"))
         head = "output.weight" if "output.weight" in self.t else "token_embd.weight"
-        return x @ W(head).T
+        return mm(x, head)
 
 
 def main():

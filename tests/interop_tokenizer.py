@@ -84,6 +84,15 @@ def lowp_ids(lowp, model, data):
     return p
 
 
+def text_set(src):
+    """TEXTS and the Markdown files of the source tree src (tests/interop_llamacpp.py too)."""
+    texts = list(TEXTS)
+    for md in sorted(glob.glob(os.path.join(src, "*.md")) + glob.glob(os.path.join(src, "ref", "notes", "*.md"))):
+        with open(md, encoding="utf-8") as f:
+            texts.append(f.read())
+    return texts
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lowp", required=True)
@@ -91,10 +100,7 @@ def main():
     a = ap.parse_args()
     model = smollm2_gguf("interop_tokenizer")
     hf = hf_tokenizer(model)
-    texts = list(TEXTS)
-    for md in sorted(glob.glob(os.path.join(a.src, "*.md")) + glob.glob(os.path.join(a.src, "ref", "notes", "*.md"))):
-        with open(md, encoding="utf-8") as f:
-            texts.append(f.read())
+    texts = text_set(a.src)
     fails = 0
     n_tok = 0
     for i, text in enumerate(texts):

@@ -4,6 +4,8 @@
  *   lowp model info     [--model M]                      the file's architecture and tensors
  *   lowp model tokenize [--model M] (--text S | FILE)    token ids, one line
  *   lowp model logits   [--model M] --tokens FILE --out F.npy [--threads N]
+ *   lowp model generate [--model M] --tokens FILE [--gen N] [--threads N]
+ *   lowp model bench    [--model M] --tokens FILE [--reps R] [--threads N]
  *   lowp model ppl      [--model M] [--first N] [--ctx N] [--kv F [--attn A] [--calib C]] FILE
  *   lowp model eval     [--model M] [--kv F,..] [--attn A] [--calib C] [options] TEXT...
  *   lowp model export   [--model M] [--first N] --out DIR FILE
@@ -53,6 +55,8 @@ static void model_usage(FILE *f)
     fputs("usage: lowp model info     [--model M]\n"
           "       lowp model tokenize [--model M] (--text S | FILE)\n"
           "       lowp model logits   [--model M] --tokens FILE --out F.npy [--threads N]\n"
+          "       lowp model generate [--model M] --tokens FILE [--gen N] [--threads N]\n"
+          "       lowp model bench    [--model M] --tokens FILE [--reps R] [--threads N]\n"
           "       lowp model ppl      [--model M] [--first N] [--ctx N] [--kv F [--attn A] [--calib C]] FILE\n"
           "       lowp model eval     [--model M] [--kv F,F,..] [--attn A] [--calib C] [options] TEXT...\n"
           "       lowp model export   [--model M] [--first N] --out DIR FILE\n"
@@ -61,6 +65,10 @@ static void model_usage(FILE *f)
           "  tokenize     prints the ids of the UTF-8 text (no BOS added, special tokens not parsed)\n"
           "  logits       the binary32 logits [1, n, vocab] of the ids in FILE (whitespace-separated,\n"
           "               as tokenize prints them), one forward pass with the exact cache\n"
+          "  generate     the N (default 32) greedy tokens after the ids in FILE (exact cache; argmax,\n"
+          "               the first index of the largest logit), one line of ids\n"
+          "  bench        R (default 3) forward passes of the ids in FILE, each with a fresh exact cache\n"
+          "               and no LM head: wall and CPU seconds of each, tokens/s of the fastest\n"
           "  ppl          perplexity of the UTF-8 text FILE, and the time of its forward pass; --first N\n"
           "               takes the first N tokens, --ctx N lowers the context (default: the model's); a\n"
           "               longer text is refused\n"
@@ -237,6 +245,34 @@ static int32_t *read_ids(const char *path, size_t *n)
     return ids;
 }
 
+/* One forward pass of ids[0 .. n) from position 0 into hidden; its wall and CPU seconds. */
+static void timed_forward(const lowp_llama *m, lowp_kv_store *kv, const int32_t *ids, size_t n, float *hidden,
+                          double *wall, double *cpu)
+{
+    char why[600];
+    double t0 = now_s(), c0 = cpu_s();
+    if (lowp_llama_forward(m, kv, ids, n, 0, hidden, why, sizeof why))
+        lowp_cli_fail("%s", why);
+    *wall = now_s() - t0;
+    *cpu = cpu_s() - c0;
+}
+
+/* The ids of --tokens FILE and the model; n + extra positions (extra: generated tokens)
+ * must fit the model's context. */
+static lowp_llama *load_with_ids(const char *mopt, const char *tokens, size_t extra, int32_t **ids, size_t *n)
+{
+    *ids = read_ids(tokens, n);
+    lowp_gguf g;
+    open_model(mopt, &g);
+    lowp_llama *m = load_llama(&g);
+    lowp_gguf_close(&g);
+    const lowp_llama_config *c = lowp_llama_config_of(m);
+    if (*n > c->n_ctx || extra > c->n_ctx - *n)
+        lowp_cli_fail("--tokens %s: %zu tokens%s, more than the model's context of %zu", tokens, *n,
+                      extra ? " and the generated ones" : "", c->n_ctx);
+    return m;
+}
+
 static int model_logits(const char *mopt, const char *tokens, const char *outp)
 {
     if (tokens == NULL || outp == NULL)
@@ -244,14 +280,9 @@ static int model_logits(const char *mopt, const char *tokens, const char *outp)
     lowp_cli_check_writable("--out", outp);
     lowp_cli_check_not_input("--out", outp, "--tokens", tokens);
     size_t n;
-    int32_t *ids = read_ids(tokens, &n);
-    lowp_gguf g;
-    open_model(mopt, &g);
-    lowp_llama *m = load_llama(&g);
-    lowp_gguf_close(&g);
+    int32_t *ids;
+    lowp_llama *m = load_with_ids(mopt, tokens, 0, &ids, &n);
     const lowp_llama_config *c = lowp_llama_config_of(m);
-    if (n > c->n_ctx)
-        lowp_cli_fail("--tokens %s: %zu tokens, more than the model's context of %zu", tokens, n, c->n_ctx);
     lowp_kv_store kv;
     char why[600];
     float *hidden = malloc(n * c->n_embd * sizeof *hidden), *logits = malloc(n * c->n_vocab * sizeof *logits);
@@ -447,11 +478,8 @@ static int model_ppl(const model_opts *o, const char *file)
     } else if (lowp_kv_f32_create(c, n, &kv, why, sizeof why)) {
         lowp_cli_fail("%s", why);
     }
-    t0 = now_s();
-    double c0 = cpu_s();
-    if (lowp_llama_forward(m, &kv, ids, n, 0, hidden, why, sizeof why))
-        lowp_cli_fail("%s", why);
-    double t_fwd = now_s() - t0, c_fwd = cpu_s() - c0;
+    double t_fwd, c_fwd;
+    timed_forward(m, &kv, ids, n, hidden, &t_fwd, &c_fwd);
     t0 = now_s();
     double nll = mean_nll(m, hidden, ids, n);
     double t_head = now_s() - t0;
@@ -569,6 +597,69 @@ static void greedy(const lowp_llama *m, lowp_kv_store *kv, const int32_t *prompt
     }
     free(hidden);
     free(z);
+}
+
+static int model_generate(const char *mopt, const char *tokens, size_t gen)
+{
+    if (tokens == NULL)
+        lowp_cli_fail("model generate: --tokens FILE is required");
+    if (gen == 0)
+        lowp_cli_fail("model generate: --gen 0 generates nothing (give N >= 1)");
+    size_t n;
+    int32_t *ids;
+    lowp_llama *m = load_with_ids(mopt, tokens, gen, &ids, &n);
+    lowp_kv_store kv;
+    char why[600];
+    int32_t *out = malloc(gen * sizeof *out);
+    if (out == NULL)
+        lowp_cli_fail("out of memory for %zu tokens", gen);
+    if (lowp_kv_f32_create(lowp_llama_config_of(m), n + gen, &kv, why, sizeof why))
+        lowp_cli_fail("%s", why);
+    greedy(m, &kv, ids, n, gen, out);
+    for (size_t i = 0; i < gen; i++)
+        printf("%s%d", i ? " " : "", out[i]);
+    printf("\n");
+    lowp_kv_f32_free(&kv);
+    free(out);
+    free(ids);
+    lowp_llama_free(m);
+    return LOWP_EXIT_OK;
+}
+
+/* reps forward passes of the ids (a fresh exact cache each, hidden states only: the
+ * prompt-processing work, without the LM head of every position). */
+static int model_bench(const char *mopt, const char *tokens, size_t reps)
+{
+    if (tokens == NULL)
+        lowp_cli_fail("model bench: --tokens FILE is required");
+    size_t n;
+    int32_t *ids;
+    double t0 = now_s();
+    lowp_llama *m = load_with_ids(mopt, tokens, 0, &ids, &n);
+    double t_load = now_s() - t0, best = 0.0;
+    const lowp_llama_config *c = lowp_llama_config_of(m);
+    char why[600];
+    float *hidden = malloc(n * c->n_embd * sizeof *hidden);
+    if (hidden == NULL)
+        lowp_cli_fail("out of memory for %zu tokens", n);
+    printf("bench: %zu tokens, exact binary32 cache, %d threads, %s kernels, load %.2f s\n", n,
+           omp_get_max_threads(), lowp_llama_isa(m), t_load);
+    for (size_t r = 0; r < reps; r++) {
+        lowp_kv_store kv;
+        if (lowp_kv_f32_create(c, n, &kv, why, sizeof why))
+            lowp_cli_fail("%s", why);
+        double t, cpu;
+        timed_forward(m, &kv, ids, n, hidden, &t, &cpu);
+        if (r == 0 || t < best)
+            best = t;
+        printf("forward %zu: %.3f s wall, %.3f CPU s, %.1f tokens/s\n", r + 1, t, cpu, (double)n / t);
+        lowp_kv_f32_free(&kv);
+    }
+    printf("best: %.3f s, %.1f tokens/s\n", best, (double)n / best);
+    free(hidden);
+    free(ids);
+    lowp_llama_free(m);
+    return LOWP_EXIT_OK;
 }
 
 static void print_ci(FILE *f, const char *fmt, lowp_eval_ci ci)
@@ -877,10 +968,12 @@ int lowp_cmd_model(int argc, char **argv)
         return LOWP_EXIT_OK;
     }
     int is_tok = strcmp(sub, "tokenize") == 0, is_logits = strcmp(sub, "logits") == 0,
-        is_ppl = strcmp(sub, "ppl") == 0, is_eval = strcmp(sub, "eval") == 0, is_export = strcmp(sub, "export") == 0;
-    if (strcmp(sub, "info") != 0 && !is_tok && !is_logits && !is_ppl && !is_eval && !is_export)
-        lowp_cli_fail("model: unknown subcommand '%s' (info, tokenize, logits, ppl, eval, export; see lowp model "
-                      "--help)", sub);
+        is_ppl = strcmp(sub, "ppl") == 0, is_eval = strcmp(sub, "eval") == 0, is_export = strcmp(sub, "export") == 0,
+        is_gen = strcmp(sub, "generate") == 0, is_bench = strcmp(sub, "bench") == 0;
+    if (strcmp(sub, "info") != 0 && !is_tok && !is_logits && !is_ppl && !is_eval && !is_export && !is_gen &&
+        !is_bench)
+        lowp_cli_fail("model: unknown subcommand '%s' (info, tokenize, logits, generate, bench, ppl, eval, export; "
+                      "see lowp model --help)", sub);
     const char *text = NULL, *file = NULL, *tokens = NULL;
     const char *files[EVAL_MAX_TEXTS];
     size_t nfiles = 0;
@@ -891,13 +984,14 @@ int lowp_cmd_model(int argc, char **argv)
     o.reps = 1000;
     o.seed = LOWP_DEFAULT_SEED;
     o.max_tokens = 4096;
+    int reps_set = 0; /* bench's default is 3 passes, eval's 1000 replicates */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--model") == 0)
             o.model = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--text") == 0 && is_tok)
             text = lowp_cli_option_value(argc, argv, &i);
-        else if (strcmp(a, "--tokens") == 0 && is_logits)
+        else if (strcmp(a, "--tokens") == 0 && (is_logits || is_gen || is_bench))
             tokens = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--out") == 0 && (is_logits || is_export))
             o.out = lowp_cli_option_value(argc, argv, &i);
@@ -917,19 +1011,21 @@ int lowp_cmd_model(int argc, char **argv)
             o.max_tokens = lowp_cli_parse_count("--max-tokens", lowp_cli_option_value(argc, argv, &i), 1);
         else if (strcmp(a, "--prompts") == 0 && is_eval)
             o.prompts = lowp_cli_parse_count("--prompts", lowp_cli_option_value(argc, argv, &i), 1);
-        else if (strcmp(a, "--gen") == 0 && is_eval)
+        else if (strcmp(a, "--gen") == 0 && (is_eval || is_gen))
             o.gen = lowp_cli_parse_count("--gen", lowp_cli_option_value(argc, argv, &i), 1);
         else if (strcmp(a, "--block") == 0 && is_eval)
             o.block = lowp_cli_parse_count("--block", lowp_cli_option_value(argc, argv, &i), 0);
-        else if (strcmp(a, "--reps") == 0 && is_eval)
+        else if (strcmp(a, "--reps") == 0 && (is_eval || is_bench)) {
             o.reps = lowp_cli_parse_count("--reps", lowp_cli_option_value(argc, argv, &i), 1);
+            reps_set = 1;
+        }
         else if (strcmp(a, "--seed") == 0 && is_eval)
             o.seed = lowp_cli_parse_seed("--seed", lowp_cli_option_value(argc, argv, &i));
         else if (strcmp(a, "--csv") == 0 && is_eval)
             o.csv = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--layers-csv") == 0 && is_eval)
             o.layers_csv = lowp_cli_option_value(argc, argv, &i);
-        else if (strcmp(a, "--threads") == 0 && (is_ppl || is_logits || is_eval || is_export))
+        else if (strcmp(a, "--threads") == 0 && (is_ppl || is_logits || is_eval || is_export || is_gen || is_bench))
             omp_set_num_threads((int)lowp_cli_parse_u64("--threads", lowp_cli_option_value(argc, argv, &i), 1, 1024));
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             model_usage(stdout);
@@ -949,6 +1045,10 @@ int lowp_cmd_model(int argc, char **argv)
         return model_tokenize(o.model, text, file);
     if (is_logits)
         return model_logits(o.model, tokens, o.out);
+    if (is_gen)
+        return model_generate(o.model, tokens, o.gen);
+    if (is_bench)
+        return model_bench(o.model, tokens, reps_set ? o.reps : 3);
     if (is_ppl)
         return model_ppl(&o, file);
     if (is_export)

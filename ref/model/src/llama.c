@@ -321,16 +321,22 @@ static void rmsnorm(const float *x, const float *w, size_t n, float eps, float *
         y[i] = (x[i] * scale) * w[i];
 }
 
-/* NORM RoPE on n_heads heads of row x at position pos (theta as lowp/llama.h states). */
-static void rope(float *x, size_t n_heads, size_t hd, size_t pos, float theta_scale)
+/* The RoPE table of position pos: cs[2i], cs[2i + 1] = cos, sin of theta_i (theta as
+ * lowp/llama.h states), i < hd / 2. Made once per position and forward pass (the layers
+ * and q, k share it: 1/60 of the cosf/sinf calls of computing it per rope call). */
+static void rope_table(float *cs, size_t hd, size_t pos, float theta_scale)
 {
-    float cs[512];
     float theta = (float)pos;
-    for (size_t i = 0; i < hd / 2 && i < 256; i++) {
+    for (size_t i = 0; i < hd / 2; i++) {
         cs[2 * i] = cosf(theta);
         cs[2 * i + 1] = sinf(theta);
         theta *= theta_scale;
     }
+}
+
+/* NORM RoPE on n_heads heads of row x with the position's table cs (rope_table). */
+static void rope(float *x, size_t n_heads, size_t hd, const float *cs)
+{
     for (size_t h = 0; h < n_heads; h++) {
         float *v = x + h * hd;
         for (size_t i = 0; i < hd / 2; i++) {
@@ -456,15 +462,19 @@ int lowp_llama_forward(const lowp_llama *m, lowp_kv_store *kv, const int32_t *to
     size_t QKV = E + 2 * KV;
     int nt = omp_get_max_threads();
     size_t kpn = c->n_head_kv * lowp_gemm_packed_size(T, hd), vpn = c->n_head_kv * lowp_gemm_packed_size(hd, T);
-    size_t total = 3 * n * E + n * QKV + 3 * n * KV + 2 * n * F + n * F + kpn + vpn + (size_t)nt * LOWP_GEMM_MR_MAX * T;
+    size_t total = 3 * n * E + n * QKV + 3 * n * KV + 2 * n * F + n * F + kpn + vpn + (size_t)nt * LOWP_GEMM_MR_MAX * T +
+                   n * hd;
     float *buf = malloc(total * sizeof(float));
     if (buf == NULL)
         return lowp_why_set(why, why_len, "out of memory for a forward pass of %zu tokens", n);
     float *x = buf, *h = x + n * E, *att = h + n * E, *qkv = att + n * E, *kpre = qkv + n * QKV, *k = kpre + n * KV,
           *v = k + n * KV, *gu = v + n * KV, *act = gu + 2 * n * F, *kp = act + n * F, *vp = kp + kpn,
-          *scratch = vp + vpn;
+          *scratch = vp + vpn, *cs = scratch + (size_t)nt * LOWP_GEMM_MR_MAX * T;
     float eps = (float)c->rms_eps, theta_scale = powf((float)c->rope_base, -2.0f / (float)hd);
     int rc = 0;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        rope_table(cs + i * hd, hd, pos0 + i, theta_scale);
     for (size_t i = 0; i < n; i++)
         embed(m, tokens[i], x + i * E);
     const float *pending = NULL; /* the last block's output, added to x with the next norm */
@@ -484,8 +494,8 @@ int lowp_llama_forward(const lowp_llama *m, lowp_kv_store *kv, const int32_t *to
             memcpy(kpre + i * KV, qi + E, KV * sizeof *qi);
             memcpy(k + i * KV, qi + E, KV * sizeof *qi);
             memcpy(v + i * KV, qi + E + KV, KV * sizeof *qi);
-            rope(qi, c->n_head, hd, pos0 + i, theta_scale);
-            rope(k + i * KV, c->n_head_kv, hd, pos0 + i, theta_scale);
+            rope(qi, c->n_head, hd, cs + i * hd);
+            rope(k + i * KV, c->n_head_kv, hd, cs + i * hd);
         }
         const float *Kc, *Vc;
         size_t ld;
