@@ -2,7 +2,7 @@
 """tools/plot_select_sweep.py: plots and Markdown tables of `lowp select-sweep`'s CSV.
 
     .venv/bin/python tools/plot_select_sweep.py --csv reports/select-sweep.csv \\
-        --out-dir reports/plots [--md reports/select-sweep-tables.md]
+        --out-dir reports/plots [--md reports/select-sweep-tables.md] [--layer-info SWEEP.txt]
 
 (matplotlib from PyPI: `.venv/bin/pip install matplotlib`; only the plots need it.)
 
@@ -23,6 +23,16 @@ and with --md a Markdown file of tables: a summary per (selector, key format) of
 Jaccard, the output-error split and the certified-stable share per context; then per
 selector, rows = key format x workload, columns = contexts, cells = mean Jaccard (and
 recall@k).
+
+A CSV of `lowp select-sweep --keys-from` (real keys: the workload column is the layer,
+blk.L) gets instead, with the same summary (averaged over the layers):
+  select-real-jaccard.png  per selector, the mean Jaccard of each key format against the
+                      layer, one panel per context
+  select-real-error.png    per selector, err_sel (solid) and err_val (dashed) per key
+                      format against the layer, at the longest context
+and in --md a per-layer table at the longest context (mean Jaccard per key format, the
+NVFP4 keys' zero block scales at g = 1, and with --layer-info the sweep's text output, the
+layer's K amax and rms from its "# blk.L: ..." lines).
 """
 import argparse
 import csv
@@ -51,12 +61,26 @@ def by_format(rows):
     return out
 
 
+def ctx_label(c):
+    """4096 -> 4K; a context that is not a multiple of 1024 in tokens"""
+    return f"{c // 1024}K" if c % 1024 == 0 else str(c)
+
+
+def is_real(rows):
+    return all(r["workload"].startswith("blk.") for r in rows)
+
+
+def layer_of(r):
+    return int(r["workload"][4:])
+
+
 def summary(rows):
     """per (selector, keys) and context, over the workloads: mean Jaccard; the output-error
     split (mean err_sel, mean err_val, and the changed selection's share of their sum);
     the certified-stable selections / all"""
+    over = "the layers" if is_real(rows) else "the workloads"
     ctxs = sorted({r["ctx"] for r in rows})
-    head = "| selector | keys | " + " | ".join(f"{c // 1024}K" for c in ctxs) + " |"
+    head = "| selector | keys | " + " | ".join(ctx_label(c) for c in ctxs) + " |"
     rule = "|---|---|" + "---:|" * len(ctxs)
     jac, err, cert = [head, rule], [head, rule], [head, rule]
     for (sel, keys), per in by_format(rows).items():
@@ -79,14 +103,14 @@ def summary(rows):
         jac.append(f"| {sel} | {keys} | " + " | ".join(jc) + " |")
         err.append(f"| {sel} | {keys} | " + " | ".join(ec) + " |")
         cert.append(f"| {sel} | {keys} | " + " | ".join(cc) + " |")
-    return ("#### Mean Jaccard to the BF16 keys' selection (over the workloads)\n\n" + "\n".join(jac) +
+    return (f"#### Mean Jaccard to the BF16 keys' selection (over {over})\n\n" + "\n".join(jac) +
             "\n\n#### Output error: changed selection / quantized values (the selection's share)\n\n"
             "relative L2 error of the sparse attention's output against the exact one (reference "
-            "selection, BF16 K and V, binary64), means over the workloads: `err_sel` the quantized "
+            f"selection, BF16 K and V, binary64), means over {over}: `err_sel` the quantized "
             "keys' selection with exact values, `err_val` the reference selection with K/V in the "
             "values cache through QSA's production path; in brackets err_sel / (err_sel + err_val).\n\n" +
             "\n".join(err) +
-            "\n\n#### Certified stable: selections / all (summed over the workloads)\n\n"
+            f"\n\n#### Certified stable: selections / all (summed over {over})\n\n"
             "a selection counts when the score error bounds prove both the quantized keys' and the "
             "BF16 keys' top-k equal to the exact scores' (`-`: no bound for NSA).\n\n" + "\n".join(cert) + "\n")
 
@@ -101,7 +125,7 @@ def tables(rows):
         out.append(f"### {sel}\n")
         out.append("mean Jaccard / recall@k of the selection against the BF16 keys' selection; "
                    "`unchanged` is the share of selections that are identical sets.\n")
-        out.append("| keys | workload | " + " | ".join(f"{c // 1024}K" for c in ctxs) + " |")
+        out.append("| keys | workload | " + " | ".join(ctx_label(c) for c in ctxs) + " |")
         out.append("|---|---|" + "---:|" * len(ctxs))
         keyed = defaultdict(dict)
         for r in rs:
@@ -119,6 +143,92 @@ def tables(rows):
             out.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)
+
+
+def layer_info(path):
+    """{layer: (K amax, K rms)} from the "# blk.L: ... K amax A, rms R" lines of the sweep's text"""
+    out = {}
+    for line in open(path):
+        if line.startswith("# blk.") and "K amax" in line:
+            layer = int(line[6:line.index(":")])
+            tail = line.split("K amax")[1].replace(",", " ").split()
+            out[layer] = (float(tail[0]), float(tail[2]))
+    return out
+
+
+def layer_table(rows, info):
+    """per layer at the longest context: mean Jaccard per (selector, keys), the NVFP4 g=1
+    keys' zero block scales (of all blocks), and the K amax / rms when info has them"""
+    top = max(r["ctx"] for r in rows)
+    rs = [r for r in rows if r["ctx"] == top]
+    cols = list(dict.fromkeys((r["selector"], r["keys"]) for r in rs))
+    cell = {(layer_of(r), r["selector"], r["keys"]): r for r in rs}
+    layers = sorted({layer_of(r) for r in rs})
+    head = ("| layer | " + ("K amax | K rms | " if info else "") + "nvfp4 g=1 zero scales | " +
+            " | ".join(f"{s} {k}" for s, k in cols) + " |")
+    out = [f"#### Per layer at {top} tokens: mean Jaccard to the BF16 keys' selection\n", head,
+           "|---:|" + ("---:|---:|" if info else "") + "---:|" + "---:|" * len(cols)]
+    for layer in layers:
+        z = cell.get((layer, "moba", "nvfp4 g=1")) or cell.get((layer, "nsa", "nvfp4 g=1"))
+        zc = f"{int(z['zero_scales'])}/{int(z['blocks'])}" if z else "-"
+        ic = (f"{info[layer][0]:.3g} | {info[layer][1]:.3g} | " if layer in info else "- | - | ") if info else ""
+        cells = [f"{cell[(layer, s, k)]['jaccard_mean']:.3f}" if (layer, s, k) in cell else "-" for s, k in cols]
+        out.append(f"| {layer} | {ic}{zc} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def real_plots(rows, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sels = list(dict.fromkeys(r["selector"] for r in rows))
+    ctxs = sorted({r["ctx"] for r in rows})
+    fig, axes = plt.subplots(len(sels), len(ctxs), figsize=(4.5 * len(ctxs), 3.4 * len(sels)), squeeze=False,
+                             sharey=True)
+    for i, s in enumerate(sels):
+        for j, c in enumerate(ctxs):
+            ax = axes[i][j]
+            series = defaultdict(list)
+            for r in rows:
+                if r["selector"] == s and r["ctx"] == c:
+                    series[r["keys"]].append((layer_of(r), r["jaccard_mean"]))
+            for keys, pts in series.items():
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=keys)
+            ax.set_title(f"{s}, {c} tokens", fontsize=10)
+            ax.grid(True, alpha=0.3)
+            if j == 0:
+                ax.set_ylabel("mean Jaccard vs BF16 keys")
+            if i == len(sels) - 1:
+                ax.set_xlabel("layer")
+            if j == len(ctxs) - 1 and series:
+                ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "select-real-jaccard.png"), dpi=110)
+    plt.close(fig)
+
+    top = ctxs[-1]
+    fig, axes = plt.subplots(1, len(sels), figsize=(5.5 * len(sels), 3.8), squeeze=False)
+    for i, s in enumerate(sels):
+        ax = axes[0][i]
+        series = defaultdict(list)
+        for r in rows:
+            if r["selector"] == s and r["ctx"] == top:
+                series[r["keys"]].append((layer_of(r), r["err_sel"], r["err_val"]))
+        for keys, pts in series.items():
+            pts.sort()
+            line, = ax.plot([p[0] for p in pts], [max(p[1], 1e-6) for p in pts], marker=".", label=keys)
+            ax.plot([p[0] for p in pts], [p[2] for p in pts], linestyle="--", color=line.get_color())
+        ax.set_yscale("log")
+        ax.set_title(f"{s}, {top} tokens: err_sel (solid), err_val (dashed)", fontsize=9)
+        ax.set_xlabel("layer")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6)
+    axes[0][0].set_ylabel("relative L2 output error")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "select-real-error.png"), dpi=110)
+    plt.close(fig)
 
 
 def share_axes(ax, title):
@@ -237,15 +347,23 @@ def main():
     ap.add_argument("--csv", required=True)
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--md", default=None)
+    ap.add_argument("--layer-info", default=None, help="real keys: the sweep's text output (K amax per layer)")
     a = ap.parse_args()
     rows = load(a.csv)
     if not rows:
         sys.exit(f"plot_select_sweep: {a.csv} has no rows")
     os.makedirs(a.out_dir, exist_ok=True)
+    real = is_real(rows)
     if a.md:
         with open(a.md, "w") as f:
-            f.write(summary(rows) + "\n" + tables(rows) + "\n")
-    plots(rows, a.out_dir)
+            if real:
+                f.write(summary(rows) + "\n" + layer_table(rows, layer_info(a.layer_info) if a.layer_info else {}))
+            else:
+                f.write(summary(rows) + "\n" + tables(rows) + "\n")
+    if real:
+        real_plots(rows, a.out_dir)
+    else:
+        plots(rows, a.out_dir)
 
 
 if __name__ == "__main__":
