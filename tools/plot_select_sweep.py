@@ -216,19 +216,24 @@ def real_plots(rows, out_dir):
         for r in rows:
             if r["selector"] == s and r["ctx"] == top:
                 series[r["keys"]].append((layer_of(r), r["err_sel"], r["err_val"]))
-        for keys, pts in series.items():
-            pts.sort()
-            line, = ax.plot([p[0] for p in pts], [max(p[1], 1e-6) for p in pts], marker=".", label=keys)
-            ax.plot([p[0] for p in pts], [p[2] for p in pts], linestyle="--", color=line.get_color())
-        ax.set_yscale("log")
-        ax.set_title(f"{s}, {top} tokens: err_sel (solid), err_val (dashed)", fontsize=9)
-        ax.set_xlabel("layer")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6)
-    axes[0][0].set_ylabel("relative L2 output error")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "select-real-error.png"), dpi=110)
-    plt.close(fig)
+        error_panel(ax, series, f"{s}, {top} tokens: err_sel (solid), err_val (dashed)", "layer")
+    finish(plt, fig, axes, "relative L2 output error", os.path.join(out_dir, "select-real-error.png"))
+
+
+def error_panel(ax, series, title, xlabel):
+    """{keys: [(x, err_sel, err_val)]}: err_sel solid (floored at 1e-9 for the log axis),
+    err_val dashed in the same colour"""
+    for keys, pts in series.items():
+        if not pts:
+            continue
+        pts = sorted(pts)
+        line, = ax.plot([p[0] for p in pts], [max(p[1], 1e-9) for p in pts], marker="o", label=keys)
+        ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="x", linestyle="--", color=line.get_color())
+    ax.set_yscale("log")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(xlabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6)
 
 
 def share_axes(ax, title):
@@ -285,26 +290,16 @@ def plots(rows, out_dir):
     fig, axes = plt.subplots(1, len(sels), figsize=(4.5 * len(sels), 3.6), squeeze=False)
     for i, s in enumerate(sels):
         ax = axes[0][i]
+        series = {}
         for (sel, keys), per in fmt.items():
             if sel != s:
                 continue
             cs = sorted(c for c, rs in per.items() if all(r["err_sel"] is not None for r in rs))
-            if not cs:
-                continue
-            es = [sum(r["err_sel"] for r in per[c]) / len(per[c]) for c in cs]
-            ev = [sum(r["err_val"] for r in per[c]) / len(per[c]) for c in cs]
-            line, = ax.plot(cs, [max(e, 1e-9) for e in es], marker="o", label=keys)
-            ax.plot(cs, ev, marker="x", linestyle="--", color=line.get_color())
+            series[keys] = [(c, sum(r["err_sel"] for r in per[c]) / len(per[c]),
+                             sum(r["err_val"] for r in per[c]) / len(per[c])) for c in cs]
+        error_panel(ax, series, f"{s}: err_sel (solid), err_val (dashed)", "context (tokens)")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(f"{s}: err_sel (solid), err_val (dashed)", fontsize=9)
-        ax.set_xlabel("context (tokens)")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6)
-    axes[0][0].set_ylabel("relative L2 output error")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "select-error.png"), dpi=110)
-    plt.close(fig)
+    finish(plt, fig, axes, "relative L2 output error", os.path.join(out_dir, "select-error.png"))
 
     csels = [s for s in sels if any(r["selector"] == s and r["certified"] is not None for r in rows)]
     if csels:
