@@ -177,36 +177,42 @@ def layer_table(rows, info):
     return "\n".join(out) + "\n"
 
 
-def real_plots(rows, out_dir):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def jaccard_grid(plt, rows, cols, col_of, x_of, title, xlabel, logx, size, path):
+    """one panel per (selector, column value col_of(r) in cols): the mean Jaccard of each
+    key format against x_of(r) (log2 axis when logx); size: inches per panel"""
     sels = list(dict.fromkeys(r["selector"] for r in rows))
-    ctxs = sorted({r["ctx"] for r in rows})
-    fig, axes = plt.subplots(len(sels), len(ctxs), figsize=(4.5 * len(ctxs), 3.4 * len(sels)), squeeze=False,
-                             sharey=True)
+    fig, axes = plt.subplots(len(sels), len(cols), figsize=(size[0] * len(cols), size[1] * len(sels)),
+                             squeeze=False, sharey=True)
     for i, s in enumerate(sels):
-        for j, c in enumerate(ctxs):
+        for j, c in enumerate(cols):
             ax = axes[i][j]
             series = defaultdict(list)
             for r in rows:
-                if r["selector"] == s and r["ctx"] == c:
-                    series[r["keys"]].append((layer_of(r), r["jaccard_mean"]))
+                if r["selector"] == s and col_of(r) == c:
+                    series[r["keys"]].append((x_of(r), r["jaccard_mean"]))
             for keys, pts in series.items():
                 pts.sort()
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=keys)
-            ax.set_title(f"{s}, {c} tokens", fontsize=10)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=keys)
+            if logx:
+                ax.set_xscale("log", base=2)
+            ax.set_title(title(s, c), fontsize=10)
             ax.grid(True, alpha=0.3)
             if j == 0:
                 ax.set_ylabel("mean Jaccard vs BF16 keys")
             if i == len(sels) - 1:
-                ax.set_xlabel("layer")
-            if j == len(ctxs) - 1 and series:
+                ax.set_xlabel(xlabel)
+            if j == len(cols) - 1 and series:
                 ax.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "select-real-jaccard.png"), dpi=110)
-    plt.close(fig)
+    save(plt, fig, path)
+
+
+def real_plots(rows, out_dir):
+    plt = pyplot()
+
+    sels = list(dict.fromkeys(r["selector"] for r in rows))
+    ctxs = sorted({r["ctx"] for r in rows})
+    jaccard_grid(plt, rows, ctxs, lambda r: r["ctx"], layer_of, lambda s, c: f"{s}, {c} tokens", "layer", False,
+                 (4.5, 3.4), os.path.join(out_dir, "select-real-jaccard.png"))
 
     top = ctxs[-1]
     fig, axes = plt.subplots(1, len(sels), figsize=(5.5 * len(sels), 3.8), squeeze=False)
@@ -246,44 +252,31 @@ def share_axes(ax, title):
     ax.legend(fontsize=7)
 
 
-def finish(plt, fig, axes, ylabel, path):
-    axes[0][0].set_ylabel(ylabel)
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend"""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def save(plt, fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def plots(rows, out_dir):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def finish(plt, fig, axes, ylabel, path):
+    axes[0][0].set_ylabel(ylabel)
+    save(plt, fig, path)
 
-    sels = list(dict.fromkeys(r["selector"] for r in rows))
+
+def plots(rows, out_dir):
+    plt = pyplot()
+
     wls = list(dict.fromkeys(r["workload"] for r in rows))
-    fig, axes = plt.subplots(len(sels), len(wls), figsize=(4 * len(wls), 3.2 * len(sels)), squeeze=False,
-                             sharey=True)
-    for i, s in enumerate(sels):
-        for j, w in enumerate(wls):
-            ax = axes[i][j]
-            series = defaultdict(list)
-            for r in rows:
-                if r["selector"] == s and r["workload"] == w:
-                    series[r["keys"]].append((r["ctx"], r["jaccard_mean"]))
-            for keys, pts in series.items():
-                pts.sort()
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=keys)
-            ax.set_xscale("log", base=2)
-            ax.set_title(f"{s}, {w}", fontsize=10)
-            ax.grid(True, alpha=0.3)
-            if j == 0:
-                ax.set_ylabel("mean Jaccard vs BF16 keys")
-            if i == len(sels) - 1:
-                ax.set_xlabel("context (tokens)")
-            if j == len(wls) - 1:
-                ax.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "select-jaccard.png"), dpi=110)
-    plt.close(fig)
+    jaccard_grid(plt, rows, wls, lambda r: r["workload"], lambda r: r["ctx"], lambda s, w: f"{s}, {w}",
+                 "context (tokens)", True, (4, 3.2), os.path.join(out_dir, "select-jaccard.png"))
 
     fmt = by_format(rows)
     sels = list(dict.fromkeys(r["selector"] for r in rows))
