@@ -222,18 +222,19 @@ def real_plots(rows, out_dir):
         for r in rows:
             if r["selector"] == s and r["ctx"] == top:
                 series[r["keys"]].append((layer_of(r), r["err_sel"], r["err_val"]))
-        error_panel(ax, series, f"{s}, {top} tokens: err_sel (solid), err_val (dashed)", "layer")
+        error_panel(ax, series, f"{s}, {top} tokens: err_sel (solid; 0 drawn at 1e-4), err_val (dashed)", "layer",
+                    1e-4)
     finish(plt, fig, axes, "relative L2 output error", os.path.join(out_dir, "select-real-error.png"))
 
 
-def error_panel(ax, series, title, xlabel):
-    """{keys: [(x, err_sel, err_val)]}: err_sel solid (floored at 1e-9 for the log axis),
-    err_val dashed in the same colour"""
+def error_panel(ax, series, title, xlabel, floor=1e-9):
+    """{keys: [(x, err_sel, err_val)]}: err_sel solid (floored at `floor` for the log axis:
+    an unchanged selection's 0), err_val dashed in the same colour"""
     for keys, pts in series.items():
         if not pts:
             continue
         pts = sorted(pts)
-        line, = ax.plot([p[0] for p in pts], [max(p[1], 1e-9) for p in pts], marker="o", label=keys)
+        line, = ax.plot([p[0] for p in pts], [max(p[1], floor) for p in pts], marker="o", label=keys)
         ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="x", linestyle="--", color=line.get_color())
     ax.set_yscale("log")
     ax.set_title(title, fontsize=9)
