@@ -47,7 +47,7 @@ static void sweep_usage(FILE *f)
           "           qsa and dsa score a separate index-key cache a model without an indexer does not\n"
           "           have, and are refused); the workload column is the layer, blk.L; heads and dim are\n"
           "           the export's (query heads a multiple of the KV heads)\n"
-          "  --layers L,L,...  with --keys-from: these layers (default: blk.0 up to the last present)\n"
+          "  --layers L,L,...  with --keys-from: these layers (default: blk.0, blk.1, ... up to the first missing)\n"
           "  --csv    the table as CSV ('-': stdout, replacing the text table)\n"
           "  columns: selections (rows x units), unchanged (identical sets), jaccard mean / min, recall@k\n"
           "           mean, lost (reference blocks dropped, summed), deepest (the largest rank an intruder\n"
