@@ -470,7 +470,9 @@ def trace_bench(lines, blocks, env):
         # the share and the limited fraction are 4-decimal fractions in the CSV (0.5425), the
         # bench prints them as percent from the unrounded value: within half a shown digit
         # plus the CSV's own rounding (0.005 points)
-        pairs = [(m.group(4), r["median_us"], 0), (m.group(5), r["gbps"], 0), (m.group(6), r["read_gbps"], 0),
+        # the time is rounded in the CSV too (2 decimals): the shown value (1 decimal)
+        # may be the rounding of an unrounded value the CSV rounded the other way (1002.849)
+        pairs = [(m.group(4), r["median_us"], 0.005), (m.group(5), r["gbps"], 0), (m.group(6), r["read_gbps"], 0),
                  (m.group(7), 100 * float(r["ratio"]), 0.005), (m.group(8), r["sm_mhz"], 0),
                  (m.group(9), r["sm_mhz_min"], 0), (m.group(10), 100 * float(r["sm_limited"]), 0.05)]
         for s, v, csv_half in pairs:
