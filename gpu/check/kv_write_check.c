@@ -136,7 +136,9 @@ static void build_variants(void)
         lowp_block_format f = formats[fi];
         fmt_first[fi] = n_variants;
         for (int r = 0; r < LOWP_RECIPE_COUNT; r++) {
-            if (lowp_recipe_check(f, (lowp_recipe)r, NULL, 0))
+            lowp_kv_config rc = lowp_kv_config_default(f, 1, 1, 1, 16, 16);
+            rc.recipe = (lowp_recipe)r;
+            if (lowp_recipe_check(f, (lowp_recipe)r, NULL, 0) || lowp_gpu_kv_recipe_check(&rc, NULL, 0))
                 continue;
             /* LOWP_BLOCK_SCALE_UP changes exact and modelopt; elsewhere it is ignored, so
              * the flagged variant also checks that it is ignored on the GPU (NVFP4 only) */
@@ -210,7 +212,8 @@ static void draw_shape(kcase *c, uint64_t *s)
     const variant *v = &variants[c->variant];
     lowp_kv_config cfg = lowp_kv_config_default(v->f, 1, 1, 1, 16, 16);
     cfg.recipe = v->r;
-    cfg.quant_flags = v->flags;
+    /* the device's NaNs are canonical: the CPU writer models that with NAN_CANONICAL */
+    cfg.quant_flags = v->flags | LOWP_BLOCK_NAN_CANONICAL;
     cfg.layout = v->layout;
     cfg.k_sf_order = v->ko;
     cfg.v_sf_order = v->vo;

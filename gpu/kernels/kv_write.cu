@@ -233,7 +233,8 @@ HD void quant_block(const qctx *c, const float *x, uint8_t *ec, uint8_t *scale)
                 const float six_g = 6.0f * c->dec;
                 float s = amax / six_g;
                 s = s == 0.0f ? 1.0f : s;
-                sf = s < 0x1p-9f ? 0x1p-9f : s; /* clamp_(min=2**-9); NaN compares false */
+                s = s < 0x1p-9f ? 0x1p-9f : s; /* clamp(min=2**-9, max=448); NaN compares false */
+                sf = s > 448.0f ? 448.0f : s;
                 break;
             }
             default: sf = c->rcp_dec * (amax * c->rcp6); break; /* sglang-kv */
@@ -528,6 +529,29 @@ extern "C" int lowp_gpu_kv_write(lowp_gpu_kvcache *c, lowp_gpu_kv_input in, cons
     return 0;
 }
 
+extern "C" int lowp_gpu_kv_recipe_check(const lowp_kv_config *cfg, char *why, size_t why_len)
+{
+    if (cfg == NULL)
+        return lowp_why_set(why, why_len, "config is NULL");
+    const int r = (int)cfg->recipe;
+    int ok;
+    switch (cfg->format) {
+    case LOWP_NVFP4:
+        ok = r == LOWP_RECIPE_TRTLLM || r == LOWP_RECIPE_EXACT || r == LOWP_RECIPE_MODELOPT ||
+             r == LOWP_RECIPE_SGLANG_KV;
+        break;
+    case LOWP_MXFP4:
+    case LOWP_MXFP8: ok = r == LOWP_RECIPE_OCP || r == LOWP_RECIPE_RCEIL || r == LOWP_RECIPE_TRTLLM; break;
+    default: ok = 1; /* elementwise formats: the recipe does not act */
+    }
+    if (!ok)
+        return lowp_why_set(why, why_len,
+                            "the GPU quantize-on-write kernel does not implement recipe %s for %s "
+                            "(NVFP4: trtllm, exact, modelopt, sglang-kv; MX: ocp, rceil, trtllm)",
+                            lowp_recipe_name(cfg->recipe), lowp_block_format_name(cfg->format));
+    return 0;
+}
+
 extern "C" int lowp_gpu_kv_write_emulate(lowp_kvcache *host, lowp_gpu_kv_input in, const void *k,
                                          const void *v, const int64_t *slots, size_t n_tokens,
                                          char *why, size_t why_len)
@@ -535,7 +559,7 @@ extern "C" int lowp_gpu_kv_write_emulate(lowp_kvcache *host, lowp_gpu_kv_input i
     if (host == NULL)
         return lowp_why_set(why, why_len, "host cache is NULL");
     const lowp_kv_config *cfg = lowp_kvcache_config(host);
-    if (lowp_kv_config_check(cfg, why, why_len))
+    if (lowp_kv_config_check(cfg, why, why_len) || lowp_gpu_kv_recipe_check(cfg, why, why_len))
         return -1;
     if (in != LOWP_GPU_IN_BF16 && in != LOWP_GPU_IN_E4M3)
         return lowp_why_set(why, why_len, "in = %d is not an input type", (int)in);

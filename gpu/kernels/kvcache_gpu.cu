@@ -170,7 +170,7 @@ extern "C" int lowp_gpu_kvcache_create(const lowp_kv_config *cfg, lowp_gpu_kvcac
     if (out == NULL)
         return lowp_why_set(why, why_len, "out is NULL");
     *out = NULL;
-    if (lowp_kv_config_check(cfg, why, why_len))
+    if (lowp_kv_config_check(cfg, why, why_len) || lowp_gpu_kv_recipe_check(cfg, why, why_len))
         return -1;
     lowp_gpu_kvcache *c = (lowp_gpu_kvcache *)calloc(1, sizeof *c);
     if (c == NULL)

@@ -13,9 +13,14 @@
  * config's format, recipe and quant_flags with the global scale of that head (decode-side
  * g, encode-side 1/g, as lowp_global_scale_from_dec), step by step as lowp_block_quantize
  * does it in ref/block/src/block.c (gpu/kernels/kv_write.cu names the CPU step each device step
- * mirrors). All formats and recipes the CPU has: BF16, FP8 E4M3/E5M2 (exact), NVFP4
- * (trtllm, exact, modelopt, sglang-kv; LOWP_BLOCK_SCALE_UP), MXFP4 and MXFP8 (ocp, rceil,
- * trtllm). The trtllm and sglang-kv recipes use the hardware rcp.approx.ftz.f32, which
+ * mirrors). Formats and recipes (lowp_gpu_kv_recipe_check): BF16, FP8 E4M3/E5M2 (exact),
+ * NVFP4 (trtllm, exact, modelopt, sglang-kv; LOWP_BLOCK_SCALE_UP), MXFP4 and MXFP8 (ocp,
+ * rceil, trtllm); the torch-op recipes (torchao*, compressed-tensors, modelopt for MX) are
+ * CPU models of Python libraries and are refused. Every NaN the device's arithmetic makes
+ * is the canonical 0x7FFFFFFF, so the GPU's modelopt is ModelOpt on CUDA tensors: the CPU
+ * writer's bytes with LOWP_BLOCK_NAN_CANONICAL in quant_flags (without it the CPU models
+ * ModelOpt on CPU tensors, whose NaN block scale is 0xFF where the GPU writes 0x7F). The
+ * trtllm and sglang-kv recipes use the hardware rcp.approx.ftz.f32, which
  * lowp models bit for bit as the H200 (sm_90) computes it; on other GPUs that model is
  * unverified. Quantize counts are not computed on the GPU.
  *
@@ -25,9 +30,10 @@
  * given those binary32 values writes the same bytes.
  *
  * Contract with the CPU cache (checked by gpu/check/kv_write_check.c, byte for byte, untouched
- * poison bytes included): for any valid config, global scales and inputs, and slots that
- * are distinct and in range, download(write(upload(C))) == lowp_kvcache_write of each
- * token (in any order, the slots being distinct) into C.
+ * poison bytes included): for any valid config the GPU accepts, global scales and inputs,
+ * and slots that are distinct and in range, download(write(upload(C))) == lowp_kvcache_write
+ * of each token (in any order, the slots being distinct) into C, C's quant_flags including
+ * LOWP_BLOCK_NAN_CANONICAL (which only the modelopt NVFP4 recipe reads here).
  *
  * Errors: functions returning int give 0, or -1 with one sentence in why (may be NULL)
  * naming the offending argument or the failing CUDA call. lowp_gpu_kv_write checks
@@ -117,6 +123,11 @@ int lowp_gpu_kv_write(lowp_gpu_kvcache *c, lowp_gpu_kv_input in, const void *k_d
 int lowp_gpu_kv_write_emulate(lowp_kvcache *host, lowp_gpu_kv_input in, const void *k,
                               const void *v, const int64_t *slots, size_t n_tokens, char *why,
                               size_t why_len);
+
+/* 0 if the kernels implement cfg's format and recipe (see the top of this file), else -1
+ * with a one-line reason. lowp_gpu_kvcache_create and lowp_gpu_kv_write_emulate refuse
+ * what it refuses. */
+int lowp_gpu_kv_recipe_check(const lowp_kv_config *cfg, char *why, size_t why_len);
 
 /* Name of an input type: "bf16", "e4m3". */
 const char *lowp_gpu_kv_input_name(lowp_gpu_kv_input in);
