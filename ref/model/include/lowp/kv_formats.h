@@ -27,7 +27,7 @@
  *          in chunks [jC, (j+1)C) of absolute position; a query in chunk j attends over the
  *          positions before jC read back from the NVFP4 cache through the FP8 workspace rule
  *          (fp32 (e x sf) x g -> BF16 -> torch e4m3) and over its chunk's positions (up to
- *          its own) cast to FP8 as prefill does. C >= the positions in a call is prefill.
+ *          its own) cast to FP8 as prefill does. C >= the window (one call from 0) is prefill.
  *          A call that starts inside a chunk (decode steps of generation) continues it.
  *   For both, the effective values are lowp_kv_path_run's (the per-element rules live there
  *   only): each write runs the PREFILL path on the new positions' K/V (the chunk rule) and,
