@@ -983,7 +983,7 @@ static int round_read(void *ctx, size_t layer, size_t n, const float **k, const 
 
 static lowp_kv_format *make_format(const lowp_llama *m, const char *name, lowp_kv_attn_mode attn, int stats)
 {
-    lowp_kv_format_spec sp = {{0}, NULL, NULL, attn, stats};
+    lowp_kv_format_spec sp = {{0}, NULL, NULL, attn, stats, 0};
     lowp_kv_format *f;
     char why[256];
     ck_assert_msg(lowp_kv_choice_parse(name, &sp.choice, why, sizeof why) == 0, "%s", why);
@@ -1047,7 +1047,7 @@ START_TEST(kv_bf16_is_the_codec)
     float gk[TL], gv[TL];
     for (int l = 0; l < TL; l++)
         gk[l] = gv[l] = 0x1p-10f;
-    lowp_kv_format_spec sp8 = {{0}, gk, gv, LOWP_KV_ATTN_EXACT, 1};
+    lowp_kv_format_spec sp8 = {{0}, gk, gv, LOWP_KV_ATTN_EXACT, 1, 0};
     ck_assert(lowp_kv_choice_parse("fp8_e4m3:tensor", &sp8.choice, why, sizeof why) == 0);
     lowp_kv_format *f8;
     ck_assert(lowp_kv_format_create(c, WCTX, &sp8, &f8, why, sizeof why) == 0);
@@ -1077,12 +1077,17 @@ typedef struct attend_spy {
     lowp_kv_store inner;
     size_t layer, pos0, n;
     float *q, *out; /* [n][WE] */
+    float *k, *v;   /* NULL, or [WCTX][WKV * 64]: layer's K/V as written, by position */
 } attend_spy;
 
 static int spy_fwd_write(void *ctx, size_t layer, size_t pos0, size_t n, const float *k_pre, const float *k,
                          const float *v, char *why, size_t why_len)
 {
     attend_spy *s = ctx;
+    if (s->k != NULL && layer == s->layer) {
+        memcpy(s->k + pos0 * WKV * 64, k, n * WKV * 64 * sizeof(float));
+        memcpy(s->v + pos0 * WKV * 64, v, n * WKV * 64 * sizeof(float));
+    }
     return s->inner.write(s->inner.ctx, layer, pos0, n, k_pre, k, v, why, why_len);
 }
 
@@ -1094,9 +1099,10 @@ static int spy_attend(void *ctx, const lowp_llama *m, size_t layer, size_t pos0,
     if (layer == s->layer) {
         s->pos0 = pos0;
         s->n = n;
+        size_t at = s->k != NULL ? pos0 : 0; /* with k: every call kept, by position */
         for (size_t i = 0; i < n; i++) {
-            memcpy(s->q + i * WE, q + i * ldq, WE * sizeof(float));
-            memcpy(s->out + i * WE, out + i * WE, WE * sizeof(float));
+            memcpy(s->q + (at + i) * WE, q + i * ldq, WE * sizeof(float));
+            memcpy(s->out + (at + i) * WE, out + i * WE, WE * sizeof(float));
         }
     }
     return rc;
@@ -1175,11 +1181,152 @@ START_TEST(kv_emul_is_the_kernel)
         lowp_kv_format_free(f);
     }
     /* the kernel has no mxfp8: refused, one line */
-    lowp_kv_format_spec sp = {{0}, NULL, NULL, LOWP_KV_ATTN_EMUL, 0};
+    lowp_kv_format_spec sp = {{0}, NULL, NULL, LOWP_KV_ATTN_EMUL, 0, 0};
     lowp_kv_format *f = NULL;
     ck_assert(lowp_kv_choice_parse("mxfp8", &sp.choice, why, sizeof why) == 0);
     ck_assert_int_eq(lowp_kv_format_create(lowp_llama_config_of(m), WCTX, &sp, &f, why, sizeof why), -1);
     ck_assert(f == NULL && one_line(why));
+    lowp_llama_free(m);
+}
+END_TEST
+
+/* Mean next-token NLL of tok[1 .. n) from the hidden rows (binary64 log-softmax). */
+static double tiny_nll(const lowp_llama *m, const float *hidden, const int32_t *tok, size_t n)
+{
+    float z[TV];
+    double sum = 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        lowp_llama_logits(m, hidden + i * WE, 1, z);
+        double mx = z[0], se = 0;
+        for (size_t j = 1; j < TV; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        for (size_t j = 0; j < TV; j++)
+            se += exp(z[j] - mx);
+        sum += mx + log(se) - z[tok[i + 1]];
+    }
+    return sum / (double)(n - 1);
+}
+
+/* SGLang's prefill and extend data paths in the model's cache (lowp/kv_formats.h), on
+ * layer 1 of the wide model (its K/V depend on layer 0's attention, so on the path):
+ *   - prefill's effective K/V are lowp_kv_path_run(PREFILL)'s for the K/V written, and
+ *     torch_e4m3(RN_bf16(x)) by lowp's codecs without the path code;
+ *   - extend's prefix values are that cast of the cache's exact decode (fp32 (e sf) g is
+ *     exact in binary32 at g = 1, so the decoded cache is the workspace's fp32 input);
+ *   - every query row of extend:1 and extend:3 (two forward calls, the second starting
+ *     inside a chunk) equals lowp_llama_attention of that row alone over prefix values
+ *     before its chunk's start and chunk values from it, q rounded to BF16: a chunk
+ *     boundary one position off changes which rule a key follows and fails here;
+ *   - extend:C with C >= the window gives prefill's hidden states bit for bit;
+ *   - the perplexity moves away from the binary32 cache's by a finite amount;
+ *   - extend on a cache that is not NVFP4, chunk 0 or past the capacity: refused. */
+START_TEST(kv_sglang_paths)
+{
+    lowp_llama *m = wide_model(lowp_test_stream(lowp_test_seed("test_model", 21), 10, 0, 0));
+    const lowp_llama_config *c = lowp_llama_config_of(m);
+    enum { N = 40, N0 = 22, KW = WKV * 64 };
+    int32_t tok[N];
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)((i * 7 + 3) % TV);
+    char why[256];
+    lowp_codec bf, e4;
+    ck_assert(lowp_codec_init(&bf, LOWP_BF16, LOWP_PROFILE_CUDA, LOWP_RN, 0, why, sizeof why) == 0);
+    ck_assert(lowp_codec_init(&e4, LOWP_E4M3, LOWP_PROFILE_TORCH, LOWP_RN, LOWP_SAT_OFF, why, sizeof why) == 0);
+#define WS(x) lowp_decode_f32(LOWP_E4M3, lowp_encode_f32(&e4, lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&bf, (x)))))
+    static const struct { const char *name; lowp_kv_attn_mode a; size_t chunk; } modes[] = {
+        {"prefill", LOWP_KV_ATTN_PREFILL, 0}, {"extend:40", LOWP_KV_ATTN_EXTEND, N},
+        {"extend:1", LOWP_KV_ATTN_EXTEND, 1}, {"extend:3", LOWP_KV_ATTN_EXTEND, 3}};
+    float *hid[4], *href = malloc(N * WE * sizeof(float));
+    lowp_kv_store ex;
+    ck_assert(lowp_kv_f32_create(c, WCTX, &ex, why, sizeof why) == 0);
+    ck_assert_msg(lowp_llama_forward(m, &ex, tok, N, 0, href, why, sizeof why) == 0, "%s", why);
+    double nll_ref = tiny_nll(m, href, tok, N);
+    for (size_t mi = 0; mi < 4; mi++) {
+        lowp_kv_attn_mode pa;
+        size_t pc;
+        ck_assert(lowp_kv_attn_mode_parse(modes[mi].name, &pa, &pc) == 0 && pa == modes[mi].a);
+        lowp_kv_format_spec sp = {{0}, NULL, NULL, modes[mi].a, 0, modes[mi].chunk};
+        ck_assert(pa != LOWP_KV_ATTN_EXTEND || pc == modes[mi].chunk);
+        ck_assert(lowp_kv_choice_parse("nvfp4:1.0", &sp.choice, why, sizeof why) == 0);
+        lowp_kv_format *f;
+        ck_assert_msg(lowp_kv_format_create(c, WCTX, &sp, &f, why, sizeof why) == 0, "%s", why);
+        attend_spy s = {.inner = lowp_kv_format_store(f), .layer = 1, .q = malloc(N * WE * sizeof(float)),
+                        .out = malloc(N * WE * sizeof(float)), .k = malloc(N * KW * sizeof(float)),
+                        .v = malloc(N * KW * sizeof(float))};
+        lowp_kv_store st = {&s, spy_fwd_write, NULL, spy_attend};
+        hid[mi] = malloc(N * WE * sizeof(float));
+        ck_assert_msg(lowp_llama_forward(m, &st, tok, N0, 0, hid[mi], why, sizeof why) == 0, "%s", why);
+        ck_assert_msg(lowp_llama_forward(m, &st, tok + N0, N - N0, N0, hid[mi] + N0 * WE, why, sizeof why) == 0,
+                      "%s", why);
+        const float *kf = lowp_kv_format_path_rows(f, LOWP_KV_K, 1, 0), *vf = lowp_kv_format_path_rows(f, LOWP_KV_V, 1, 0);
+        const float *kp = lowp_kv_format_path_rows(f, LOWP_KV_K, 1, 1), *vp = lowp_kv_format_path_rows(f, LOWP_KV_V, 1, 1);
+        const float *kd = lowp_kv_format_decoded(f, LOWP_KV_K, 1), *vd = lowp_kv_format_decoded(f, LOWP_KV_V, 1);
+        ck_assert(kf != NULL && vf != NULL && (kp != NULL) == (modes[mi].a == LOWP_KV_ATTN_EXTEND));
+        /* the chunk rule: lowp_kv_path_run(PREFILL) of the same K/V, and the codecs' cast */
+        lowp_kv_config cfg = lowp_kv_config_default(LOWP_NVFP4, 1, 1, WKV, 64, 64);
+        cfg.recipe = sp.choice.recipe;
+        lowp_kv_path_args a = lowp_kv_path_args_init(LOWP_KV_PATH_PREFILL, &cfg, N, 0, 0, NULL, s.k, s.v);
+        double *pk = malloc(N * KW * sizeof(double)), *pv = malloc(N * KW * sizeof(double));
+        ck_assert_msg(lowp_kv_path_run(&a, 1, NULL, pk, pv, NULL, NULL, NULL, why, sizeof why) == 0, "%s", why);
+        for (size_t i = 0; i < N * KW; i++) {
+            ck_assert_msg(memcmp(&kf[i], &(float){(float)pk[i]}, 4) == 0 && memcmp(&vf[i], &(float){(float)pv[i]}, 4) == 0,
+                          "%s element %zu: %g vs path %g", modes[mi].name, i, (double)kf[i], pk[i]);
+            ck_assert(kf[i] == WS(s.k[i]) && vf[i] == WS(s.v[i]));
+            /* the prefix rule on the cache's bytes */
+            ck_assert(kp == NULL || (kp[i] == WS(kd[i]) && vp[i] == WS(vd[i])));
+        }
+        free(pk);
+        free(pv);
+        /* every query row alone over the rule its chunk gives each key */
+        size_t C = modes[mi].a == LOWP_KV_ATTN_EXTEND ? modes[mi].chunk : N;
+        float *K = malloc(N * KW * sizeof(float)), *V = malloc(N * KW * sizeof(float)), qb[WE], ob[WE];
+        for (size_t i = 0; i < N; i++) {
+            size_t start = i / C * C;
+            for (size_t t = 0; t <= i; t++)
+                for (size_t d = 0; d < KW; d++) {
+                    K[t * KW + d] = t < start ? kp[t * KW + d] : kf[t * KW + d];
+                    V[t * KW + d] = t < start ? vp[t * KW + d] : vf[t * KW + d];
+                }
+            for (size_t j = 0; j < WE; j++)
+                qb[j] = lowp_f32_from_bf16(lowp_bf16_from_f32(s.q[i * WE + j]));
+            ck_assert(lowp_llama_attention(m, qb, WE, 1, i, K, V, KW, ob, why, sizeof why) == 0);
+            ck_assert_msg(memcmp(ob, s.out + i * WE, sizeof ob) == 0, "%s: query %zu (chunk from %zu) differs",
+                          modes[mi].name, i, start);
+        }
+        double nll = tiny_nll(m, hid[mi], tok, N);
+        ck_assert_msg(isfinite(nll) && nll != nll_ref, "%s: nll %g, binary32 cache %g", modes[mi].name, nll, nll_ref);
+        free(K);
+        free(V);
+        free(s.q);
+        free(s.out);
+        free(s.k);
+        free(s.v);
+        lowp_kv_format_free(f);
+    }
+#undef WS
+    ck_assert_msg(memcmp(hid[0], hid[1], N * WE * sizeof(float)) == 0, "extend:%d is not prefill", N);
+    ck_assert_msg(memcmp(hid[0], hid[2], N * WE * sizeof(float)) != 0, "extend:1 is prefill (the prefix unread)");
+    for (size_t mi = 0; mi < 4; mi++)
+        free(hid[mi]);
+    /* refusals: one line each */
+    static const struct { const char *fmt; size_t chunk; } bad[] = {{"mxfp4", 4}, {"fp8_e4m3:1.0", 4},
+                                                                    {"nvfp4:1.0", 0}, {"nvfp4:1.0", WCTX + 1}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lowp_kv_format_spec sp = {{0}, NULL, NULL, LOWP_KV_ATTN_EXTEND, 0, bad[i].chunk};
+        ck_assert(lowp_kv_choice_parse(bad[i].fmt, &sp.choice, why, sizeof why) == 0);
+        lowp_kv_format *f = NULL;
+        why[0] = '\0';
+        ck_assert_int_eq(lowp_kv_format_create(c, WCTX, &sp, &f, why, sizeof why), -1);
+        ck_assert(f == NULL && one_line(why));
+    }
+    static const char *const bad_modes[] = {"extend", "extend:", "extend:0", "extend:-1", "extend:4x", "prefill:2"};
+    for (size_t i = 0; i < sizeof bad_modes / sizeof bad_modes[0]; i++) {
+        lowp_kv_attn_mode pa;
+        size_t pc;
+        ck_assert_msg(lowp_kv_attn_mode_parse(bad_modes[i], &pa, &pc) == -1, "'%s' accepted", bad_modes[i]);
+    }
+    lowp_kv_f32_free(&ex);
+    free(href);
     lowp_llama_free(m);
 }
 END_TEST
@@ -1305,6 +1452,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, kv_bf16_is_the_codec);
     tcase_add_test(tc, kv_emul_is_the_kernel);
+    tcase_add_test(tc, kv_sglang_paths);
     tcase_add_test(tc, kv_choice_names);
     tcase_add_test(tc, eval_metrics_by_hand);
     suite_add_tcase(s, tc);

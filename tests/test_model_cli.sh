@@ -11,6 +11,9 @@
 #     binary32 cache's perplexity, nvfp4 at global scale 1.0 further away with a larger KL (a
 #     cache that ignored the format would tie them); ppl --kv on the same 48 tokens prints
 #     eval's perplexity;
+#   - --attn prefill / extend:C (SGLang's data paths): one CSV row per mode, extend with the
+#     window as its chunk ties prefill, a smaller chunk does not; ppl --attn extend:16 prints
+#     eval's perplexity; extend on mxfp4, a chunk of 0 or past the window: refused;
 #   - bad input: exit 2, one "lowp: " line naming what is wrong (unknown format, an
 #     option of the wrong kind, a missing or truncated model file, a text longer than the
 #     context, a window past the model's context), no output file.
@@ -31,6 +34,10 @@ expect_error_naming "unknown format" "unknown cache format 'fp4'" "$lowp" model 
 expect_error_naming "scale on mx" "mxfp4 has no global scale" "$lowp" model ppl --kv mxfp4:head "$tmp/text.txt"
 expect_error_naming "bad attn" "--attn" "$lowp" model eval --attn fast "$tmp/text.txt"
 expect_error_naming "emul without kv" "--attn emul needs --kv" "$lowp" model ppl --attn emul "$tmp/text.txt"
+expect_error_naming "prefill without kv" "--attn prefill needs --kv" "$lowp" model ppl --attn prefill "$tmp/text.txt"
+expect_error_naming "extend chunk 0" "'extend:0'" "$lowp" model eval --attn exact,extend:0 "$tmp/text.txt"
+expect_error_naming "extend without chunk" "'extend'" "$lowp" model eval --attn extend "$tmp/text.txt"
+expect_error_naming "ppl with a list" "ppl takes one mode" "$lowp" model ppl --kv nvfp4 --attn exact,prefill "$tmp/text.txt"
 expect_error_naming "missing model" "nonexistent" "$lowp" model eval --model "$tmp/nonexistent.gguf" "$tmp/text.txt"
 head -c 1000 "$tmp/text.txt" > "$tmp/trunc.gguf"
 expect_error "not a gguf" "$lowp" model ppl --model "$tmp/trunc.gguf" "$tmp/text.txt"
@@ -85,5 +92,19 @@ if awk -F, -v p="$pn" 'NR == 3 { exit !(sprintf("%.4f", $4) == p) }' "$tmp/eval.
 else bad "ppl --kv nvfp4:1.0 gives $pn, eval $(sed -n 3p "$tmp/eval.csv")"; fi
 lrows=$(tail -n +2 "$tmp/layers.csv" | wc -l)
 [ "$lrows" = $((2 * 30 * (3 + 3 + 9))) ] && ok || bad "layers.csv has $lrows rows"
+
+# SGLang's data paths: extend on a format other than NVFP4, or a chunk past the window: refused;
+# one row per mode, extend with a chunk of the whole window is prefill, chunks of 16 are not
+expect_error_naming "extend on mxfp4" "NVFP4 prefix" "$lowp" model ppl --first 48 --kv mxfp4 --attn extend:8 "$tmp/text.txt"
+expect_error_naming "extend chunk past the window" "not in 1 .. 48" "$lowp" model eval --ctx 48 --kv nvfp4 --attn extend:49 "$tmp/text.txt"
+if "$lowp" model eval --kv nvfp4:1.0 --attn prefill,extend:48,extend:16 --max-tokens 48 --ctx 48 --prompts 0 --reps 50 \
+     --threads 2 --csv "$tmp/paths.csv" "$tmp/text.txt" > "$tmp/paths.out" 2>&1; then ok
+else bad "eval --attn prefill,extend: $(tail -3 "$tmp/paths.out")"; fi
+if awk -F, 'NR == 2 { p = $4; a = $2 } NR == 3 { e = $4; b = $2 } NR == 4 { c = $4; d = $2 }
+     END { exit !(NR == 4 && a == "prefill" && b == "extend:48" && d == "extend:16" && p == e && c != p && c > 1) }' \
+     "$tmp/paths.csv"; then ok; else bad "paths.csv: $(cat "$tmp/paths.csv")"; fi
+pp=$("$lowp" model ppl --first 48 --threads 2 --kv nvfp4:1.0 --attn extend:16 "$tmp/text.txt" | sed -n 's/.*ppl \([0-9.]*\) .*/\1/p')
+if awk -F, -v p="$pp" 'NR == 4 { exit !(sprintf("%.4f", $4) == p) }' "$tmp/paths.csv"; then ok
+else bad "ppl --attn extend:16 gives $pp, eval $(sed -n 4p "$tmp/paths.csv")"; fi
 
 cli_test_end

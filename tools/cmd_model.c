@@ -29,6 +29,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -77,7 +78,11 @@ static void model_usage(FILE *f)
           "               tensor or head (calibrated per layer, lowp_calib amax); defaults: nvfp4 =\n"
           "               sglang-kv 1.0, fp8 = exact tensor, mx = ocp (lowp/kv_formats.h)\n"
           "  --attn A     exact (default): binary32 attention over the decoded cache; emul: lowp's GPU\n"
-          "               decode kernel (its emulator) per query position (eval: the formats it has)\n"
+          "               decode kernel (its emulator) per query position (eval: the formats it has);\n"
+          "               prefill: SGLang's prefill, the FP8 E4M3 cast of the window's own K/V (any\n"
+          "               format; the cache written, not read); extend:C: SGLang's extend in chunks of\n"
+          "               C tokens, the prefix read from the NVFP4 cache through the FP8 workspace (nvfp4\n"
+          "               only, 1 <= C <= window); eval: a list A,A,.. gives every format each mode\n"
           "  --calib C    calibrate on the first window of text C (default: the evaluated text)\n"
           "  eval         every --kv format against the binary32 cache on the same tokens: perplexity,\n"
           "               top-1 agreement, KL(p_f32 || p), greedy agreement length, 95% bootstrap CIs\n"
@@ -370,7 +375,7 @@ static void calibrate_scales(const lowp_llama *m, const lowp_kv_record *r, size_
 /* A format store for a choice; a calibrated one takes its scales from the recording *rec
  * of calib[0 .. ncal), made on first use. */
 static lowp_kv_format *format_store(const lowp_llama *m, size_t cap, const lowp_kv_choice *ch,
-                                    lowp_kv_attn_mode attn, int stats, const int32_t *calib, size_t ncal,
+                                    lowp_kv_attn_mode attn, size_t chunk, int stats, const int32_t *calib, size_t ncal,
                                     lowp_kv_record **rec)
 {
     float *ks = NULL, *vs = NULL;
@@ -379,7 +384,7 @@ static lowp_kv_format *format_store(const lowp_llama *m, size_t cap, const lowp_
             *rec = calib_record(m, calib, ncal);
         calibrate_scales(m, *rec, ncal, ch, &ks, &vs);
     }
-    lowp_kv_format_spec sp = {*ch, ks, vs, attn, stats};
+    lowp_kv_format_spec sp = {*ch, ks, vs, attn, stats, chunk};
     lowp_kv_format *f;
     char why[600];
     if (lowp_kv_format_create(lowp_llama_config_of(m), cap, &sp, &f, why, sizeof why))
@@ -421,8 +426,17 @@ typedef struct model_opts {
     const char *model, *kv, *calib, *out, *csv, *layers_csv;
     size_t first, ctx, max_tokens, prompts, gen, block, reps;
     uint64_t seed;
-    lowp_kv_attn_mode attn;
+    const char *attn; /* --attn as given (eval: a list); NULL: exact */
 } model_opts;
+
+/* One --attn mode; window: the positions one forward pass holds (extend's chunk bound). */
+static void parse_attn(const char *s, size_t window, lowp_kv_attn_mode *a, size_t *chunk)
+{
+    if (lowp_kv_attn_mode_parse(s, a, chunk))
+        lowp_cli_fail("--attn: '%s' is none of exact, emul, prefill, extend:C (C a count >= 1)", s);
+    if (*a == LOWP_KV_ATTN_EXTEND && *chunk > window)
+        lowp_cli_fail("--attn %s: the chunk is not in 1 .. %zu (the window)", s, window);
+}
 
 static int model_ppl(const model_opts *o, const char *file)
 {
@@ -470,9 +484,14 @@ static int model_ppl(const model_opts *o, const char *file)
     float *hidden = malloc(n * c->n_embd * sizeof *hidden);
     if (hidden == NULL)
         lowp_cli_fail("out of memory for %zu tokens", n);
+    lowp_kv_attn_mode attn = LOWP_KV_ATTN_EXACT;
+    size_t chunk = 0;
+    char label[32];
+    if (o->attn != NULL)
+        parse_attn(o->attn, n, &attn, &chunk);
     if (o->kv != NULL) {
         lowp_kv_record *rec = NULL;
-        fs = format_store(m, n, &ch, o->attn, 0, cal, ncal, &rec);
+        fs = format_store(m, n, &ch, attn, chunk, 0, cal, ncal, &rec);
         lowp_kv_record_free(rec);
         kv = lowp_kv_format_store(fs);
     } else if (lowp_kv_f32_create(c, n, &kv, why, sizeof why)) {
@@ -485,7 +504,7 @@ static int model_ppl(const model_opts *o, const char *file)
     double t_head = now_s() - t0;
     char cache[200];
     if (o->kv != NULL)
-        snprintf(cache, sizeof cache, "cache %s, attention %s%s%s", ch.name, lowp_kv_attn_mode_name(o->attn),
+        snprintf(cache, sizeof cache, "cache %s, attention %s%s%s", ch.name, lowp_kv_attn_label(attn, chunk, label, sizeof label),
                  ch.calibrated ? ", scales calibrated on " : "",
                  ch.calibrated ? (o->calib != NULL ? o->calib : "the text itself") : "");
     else
@@ -568,6 +587,9 @@ static const char *const eval_default_kv =
 typedef struct eval_fmt {
     lowp_kv_choice ch;
     lowp_kv_attn_mode attn;
+    size_t chunk;        /* extend */
+    char label[32];      /* the mode as a table cell: "exact", "extend:256", ... */
+    char name[96];       /* the format, with "@mode" when --attn lists several */
     lowp_kv_format *st;
     lowp_eval_token *tok; /* per predicted token */
     double *agree;        /* per prompt */
@@ -697,6 +719,9 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
         if (nf == 0)
             lowp_cli_fail("--kv: no formats");
     }
+    const char *attn_list = o->attn != NULL ? o->attn : "exact";
+    if (strlen(attn_list) >= 256)
+        lowp_cli_fail("--attn: the list is longer than 255 characters");
     lowp_cli_check_distinct_outputs("--csv", o->csv, "--layers-csv", o->layers_csv);
     if (o->csv != NULL)
         lowp_out_check("--csv", o->csv);
@@ -718,6 +743,35 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
         lowp_cli_fail("--ctx %zu is more than the model's context of %llu", W, (unsigned long long)n_ctx);
     if (W < 2)
         lowp_cli_fail("--ctx %zu: a window needs at least 2 tokens", W);
+    { /* every format with every mode of the list, formats outermost */
+        char list[256], *save = NULL;
+        strcpy(list, attn_list);
+        lowp_kv_attn_mode modes[EVAL_MAX_FORMATS];
+        size_t chunks[EVAL_MAX_FORMATS], nm = 0;
+        for (char *t = strtok_r(list, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+            if (nm == EVAL_MAX_FORMATS)
+                lowp_cli_fail("--attn: more than %d modes", EVAL_MAX_FORMATS);
+            parse_attn(t, W, &modes[nm], &chunks[nm]);
+            nm++;
+        }
+        if (nm == 0)
+            lowp_cli_fail("--attn: no modes");
+        if (nf * nm > EVAL_MAX_FORMATS)
+            lowp_cli_fail("--kv x --attn: %zu rows, more than %d", nf * nm, EVAL_MAX_FORMATS);
+        for (size_t f = nf; f-- > 0;)
+            for (size_t a = nm; a-- > 0;) {
+                eval_fmt *e = &F[f * nm + a];
+                if (e != &F[f])
+                    *e = F[f];
+                e->attn = modes[a];
+                e->chunk = chunks[a];
+            }
+        nf *= nm;
+        for (size_t f = 0; f < nf; f++) {
+            lowp_kv_attn_label(F[f].attn, F[f].chunk, F[f].label, sizeof F[f].label);
+            snprintf(F[f].name, sizeof F[f].name, "%s%s%s", F[f].ch.name, nm > 1 ? "@" : "", nm > 1 ? F[f].label : "");
+        }
+    }
     double t_start = now_s();
     lowp_llama *m = load_llama(&g);
     const lowp_llama_config *c = lowp_llama_config_of(m);
@@ -747,15 +801,15 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
         lowp_cli_fail("out of memory for the evaluation");
     lowp_kv_record *rec = NULL;
     for (size_t f = 0; f < nf; f++) {
-        F[f].attn = o->attn;
-        if (o->attn == LOWP_KV_ATTN_EMUL) { /* the kernel's formats through it, the others exactly */
+        if (F[f].attn == LOWP_KV_ATTN_EMUL) { /* the kernel's formats through it, the others exactly */
             lowp_kv_config cfg = lowp_kv_config_default(F[f].ch.format, 1, LOWP_KV_FORMAT_PAGE, c->n_head_kv,
                                                         c->head_dim, c->head_dim);
             cfg.scale_gran = F[f].ch.gran;
             if (lowp_gpu_decode_check(&cfg, c->n_head, NULL, 0))
                 F[f].attn = LOWP_KV_ATTN_EXACT;
+            lowp_kv_attn_label(F[f].attn, F[f].chunk, F[f].label, sizeof F[f].label);
         }
-        F[f].st = format_store(m, cap, &F[f].ch, F[f].attn, 1, cal, ncal, &rec);
+        F[f].st = format_store(m, cap, &F[f].ch, F[f].attn, F[f].chunk, 1, cal, ncal, &rec);
         F[f].tok = malloc(total * sizeof *F[f].tok);
         F[f].agree = malloc((np ? np : 1) * sizeof *F[f].agree);
         F[f].hidden = malloc(W * c->n_embd * sizeof *F[f].hidden);
@@ -826,7 +880,7 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
            o->reps, o->block, (unsigned long long)o->seed, np, EVAL_PROMPT, gen);
     printf("calibrated scales: lowp_calib amax on the first %zu tokens of %s\n", ncal,
            o->calib != NULL ? o->calib : files[0]);
-    printf("%-20s %-6s  %-27s  %-27s  %-27s  %-27s  %-27s  %s\n", "format", "attn", "ppl", "ppl - ppl_f32",
+    printf("%-20s %-11s  %-27s  %-27s  %-27s  %-27s  %-27s  %s\n", "format", "attn", "ppl", "ppl - ppl_f32",
            "top-1 agreement", "KL(p_f32 || p) nats", "greedy agreement (tokens)", "forward s");
     lowp_eval_ci res[EVAL_MAX_FORMATS][LOWP_EVAL_STAT_COUNT], ag[EVAL_MAX_FORMATS];
     for (size_t f = 0; f < nf; f++) {
@@ -836,11 +890,11 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
              lowp_eval_bootstrap_mean(F[f].agree, np, o->reps, o->seed, &ag[f], why, sizeof why)))
             lowp_cli_fail("%s", why);
         if (f == 0) {
-            printf("%-20s %-6s", "f32 (reference)", "exact");
+            printf("%-20s %-11s", "f32 (reference)", "exact");
             print_ci(stdout, "%.4f", res[0][LOWP_EVAL_PPL_REF]);
             printf("\n");
         }
-        printf("%-20s %-6s", F[f].ch.name, lowp_kv_attn_mode_name(F[f].attn));
+        printf("%-20s %-11s", F[f].ch.name, F[f].label);
         print_ci(stdout, "%.4f", res[f][LOWP_EVAL_PPL]);
         print_ci(stdout, "%+.4f", res[f][LOWP_EVAL_DPPL]);
         print_ci(stdout, "%.4f", res[f][LOWP_EVAL_TOP1_AGREE]);
@@ -861,7 +915,7 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
                     cl[w] += e.clipped;
                     n += w == 0 ? e.n : 0;
                 }
-        printf("  %-20s %zu | %zu of %zu each\n", F[f].ch.name, cl[0], cl[1], n);
+        printf("  %-20s %zu | %zu of %zu each\n", F[f].name, cl[0], cl[1], n);
     }
     /* per layer / head */
     printf("\nworst layers (relative RMS error over the windows; attention: the layer's output against exact\n"
@@ -903,7 +957,7 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
             }
         }
         printf("  %-20s attention: L%zu %.4f, L%zu %.4f, L%zu %.4f;  K: L%zu h%zu %.4f;  V: L%zu h%zu %.4f\n",
-               F[f].ch.name, bl[0], ba[0], bl[1], ba[1], bl[2], ba[2], bk, bkh, ek, bv, bvh, ev);
+               F[f].name, bl[0], ba[0], bl[1], ba[1], bl[2], ba[2], bk, bkh, ek, bv, bvh, ev);
     }
     if (o->csv != NULL) {
         FILE *out = lowp_out_open(o->csv, 0);
@@ -913,7 +967,7 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
                     lowp_eval_stat_name((lowp_eval_stat)s2), lowp_eval_stat_name((lowp_eval_stat)s2));
         fprintf(out, ",gen_agree,gen_agree_lo,gen_agree_hi,forward_s\n");
         for (size_t f = 0; f < nf; f++) {
-            fprintf(out, "%s,%s,%zu", F[f].ch.name, lowp_kv_attn_mode_name(F[f].attn), done);
+            fprintf(out, "%s,%s,%zu", F[f].ch.name, F[f].label, done);
             for (int s2 = 0; s2 < LOWP_EVAL_STAT_COUNT; s2++)
                 fprintf(out, ",%.9g,%.9g,%.9g", res[f][s2].est, res[f][s2].lo, res[f][s2].hi);
             fprintf(out, ",%.9g,%.9g,%.9g,%.3f\n", ag[f].est, ag[f].lo, ag[f].hi, F[f].t_fwd);
@@ -929,7 +983,7 @@ static int model_eval(const model_opts *o, const char *const *files, size_t nfil
                 for (int w = 0; w < 3; w++)
                     for (size_t h = 0; h < (w == 2 ? c->n_head : c->n_head_kv); h++) {
                         lowp_kv_err e = lowp_kv_format_err(F[f].st, (lowp_kv_err_what)w, l, h);
-                        fprintf(out, "%s,%zu,%s,%zu,%.9g,%.9g,%zu,%zu\n", F[f].ch.name, l, what[w], h, rel_rms(e),
+                        fprintf(out, "%s,%zu,%s,%zu,%.9g,%.9g,%zu,%zu\n", F[f].name, l, what[w], h, rel_rms(e),
                                 e.amax, e.n, e.clipped);
                     }
         lowp_out_commit(out);
@@ -1002,9 +1056,7 @@ int lowp_cmd_model(int argc, char **argv)
         else if (strcmp(a, "--kv") == 0 && (is_ppl || is_eval))
             o.kv = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--attn") == 0 && (is_ppl || is_eval)) {
-            const char *v = lowp_cli_option_value(argc, argv, &i);
-            if (lowp_kv_attn_mode_parse(v, &o.attn))
-                lowp_cli_fail("--attn: '%s' is neither exact nor emul", v);
+            o.attn = lowp_cli_option_value(argc, argv, &i);
         } else if (strcmp(a, "--calib") == 0 && (is_ppl || is_eval))
             o.calib = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(a, "--max-tokens") == 0 && is_eval)
@@ -1039,8 +1091,22 @@ int lowp_cmd_model(int argc, char **argv)
         else
             lowp_cli_fail("model %s: unknown argument '%s' (see lowp model --help)", sub, a);
     }
-    if (o.attn == LOWP_KV_ATTN_EMUL && o.kv == NULL && is_ppl)
-        lowp_cli_fail("--attn emul needs --kv FORMAT (the exact binary32 cache has no kernel)");
+    if (o.attn != NULL) { /* the syntax now, before the model loads; the chunk against the window later */
+        char list[256], *save = NULL;
+        if (strlen(o.attn) >= sizeof list)
+            lowp_cli_fail("--attn: the list is longer than %zu characters", sizeof list - 1);
+        strcpy(list, o.attn);
+        if (is_ppl && strchr(list, ',') != NULL)
+            lowp_cli_fail("--attn %s: ppl takes one mode (eval takes a list)", o.attn);
+        for (char *t = strtok_r(list, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+            lowp_kv_attn_mode a;
+            size_t chunk;
+            parse_attn(t, SIZE_MAX, &a, &chunk);
+            if (is_ppl && a != LOWP_KV_ATTN_EXACT && o.kv == NULL)
+                lowp_cli_fail("--attn %s needs --kv FORMAT (the exact binary32 cache has no kernel or data path)",
+                              t);
+        }
+    }
     if (is_tok)
         return model_tokenize(o.model, text, file);
     if (is_logits)

@@ -10,15 +10,50 @@
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/why.h"
 
-const char *lowp_kv_attn_mode_name(lowp_kv_attn_mode a) { return a == LOWP_KV_ATTN_EMUL ? "emul" : "exact"; }
-
-int lowp_kv_attn_mode_parse(const char *s, lowp_kv_attn_mode *out)
+const char *lowp_kv_attn_mode_name(lowp_kv_attn_mode a)
 {
+    switch (a) {
+    case LOWP_KV_ATTN_EMUL:
+        return "emul";
+    case LOWP_KV_ATTN_PREFILL:
+        return "prefill";
+    case LOWP_KV_ATTN_EXTEND:
+        return "extend";
+    default:
+        return "exact";
+    }
+}
+
+const char *lowp_kv_attn_label(lowp_kv_attn_mode a, size_t chunk, char *buf, size_t n)
+{
+    if (a == LOWP_KV_ATTN_EXTEND)
+        snprintf(buf, n, "extend:%zu", chunk);
+    else
+        snprintf(buf, n, "%s", lowp_kv_attn_mode_name(a));
+    return buf;
+}
+
+int lowp_kv_attn_mode_parse(const char *s, lowp_kv_attn_mode *out, size_t *chunk)
+{
+    *chunk = 0;
     if (strcmp(s, "exact") == 0)
         *out = LOWP_KV_ATTN_EXACT;
     else if (strcmp(s, "emul") == 0)
         *out = LOWP_KV_ATTN_EMUL;
-    else
+    else if (strcmp(s, "prefill") == 0)
+        *out = LOWP_KV_ATTN_PREFILL;
+    else if (strncmp(s, "extend:", 7) == 0) {
+        /* digits only (strtoull would take a sign or spaces); at most 9, so no overflow */
+        size_t c = 0, nd = strspn(s + 7, "0123456789");
+        if (nd == 0 || nd > 9 || s[7 + nd] != '\0')
+            return -1;
+        for (size_t i = 0; i < nd; i++)
+            c = c * 10 + (size_t)(s[7 + i] - '0');
+        if (c == 0)
+            return -1;
+        *out = LOWP_KV_ATTN_EXTEND;
+        *chunk = c;
+    } else
         return -1;
     return 0;
 }
@@ -91,6 +126,11 @@ struct lowp_kv_format {
     double *clip;                     /* [layer][n_head_kv K, n_head_kv V]: lowp_kv_err.clipped's bound */
     double *row;                      /* one decoded slot: K then V */
     int paused;                       /* statistics paused */
+    /* prefill / extend (lowp/kv_formats.h): */
+    lowp_kv_config cfg;               /* the caches' configuration (for lowp_kv_path_run) */
+    float *kf, *vf;                   /* [layer][cap][width]: the chunk rule's values */
+    float *kp, *vp;                   /* extend: the cached-prefix rule's values */
+    float *kw, *vw;                   /* extend: one layer's [cap][width] attention input */
 };
 
 void lowp_kv_format_free(lowp_kv_format *f)
@@ -108,6 +148,12 @@ void lowp_kv_format_free(lowp_kv_format *f)
     free(f->err);
     free(f->clip);
     free(f->row);
+    free(f->kf);
+    free(f->vf);
+    free(f->kp);
+    free(f->vp);
+    free(f->kw);
+    free(f->vw);
     free(f);
 }
 
@@ -138,6 +184,46 @@ static double format_max(lowp_block_format f)
     default:
         return INFINITY;
     }
+}
+
+/* The SGLang path's effective K/V of n new positions of layer l (rows k, v) into kout,
+ * vout: lowp_kv_path_run with the cache's configuration and global scales; PREFILL gives
+ * the chunk rule, EXTEND with chunk_start = n the cached-prefix rule (every position read
+ * back from the cache's bytes). The values are FP8 E4M3 (or NaN), exact in binary32. */
+static int path_values(const lowp_kv_format *f, lowp_kv_path path, size_t layer, size_t n, const float *k,
+                       const float *v, float *kout, float *vout, char *why, size_t why_len)
+{
+    size_t W = f->width, H = f->c.n_head_kv;
+    float *gs = malloc(2 * H * sizeof *gs);
+    double *kd = malloc(n * W * sizeof *kd), *vd = malloc(n * W * sizeof *vd);
+    int rc = 0;
+    if (gs == NULL || kd == NULL || vd == NULL) {
+        rc = lowp_why_set(why, why_len, "out of memory for the %s path of %zu positions", lowp_kv_path_name(path), n);
+        goto done;
+    }
+    for (size_t h = 0; h < H; h++) { /* per head; path_run reads [0] only for a per-tensor scale */
+        gs[h] = lowp_kvcache_global_scale(f->cache[layer], LOWP_KV_K, h);
+        gs[H + h] = lowp_kvcache_global_scale(f->cache[layer], LOWP_KV_V, h);
+    }
+    lowp_kv_path_args a = lowp_kv_path_args_init(path, &f->cfg, n, 0, 0, NULL, k, v);
+    if (lowp_block_has_global_scale(f->cfg.format)) {
+        a.k_gs = gs;
+        a.v_gs = gs + H;
+    }
+    a.chunk_start = path == LOWP_KV_PATH_EXTEND ? n : 0;
+    if (lowp_kv_path_run(&a, 1, NULL, kd, vd, NULL, NULL, NULL, why, why_len)) {
+        rc = -1;
+        goto done;
+    }
+    for (size_t i = 0; i < n * W; i++) {
+        kout[i] = (float)kd[i];
+        vout[i] = (float)vd[i];
+    }
+done:
+    free(gs);
+    free(kd);
+    free(vd);
+    return rc;
 }
 
 static int fmt_write(void *ctx, size_t layer, size_t pos0, size_t n, const float *k_pre, const float *k,
@@ -172,6 +258,11 @@ static int fmt_write(void *ctx, size_t layer, size_t pos0, size_t n, const float
             }
         }
     }
+    size_t off = (layer * f->cap + pos0) * W;
+    if (f->kf != NULL && path_values(f, LOWP_KV_PATH_PREFILL, layer, n, k, v, f->kf + off, f->vf + off, why, why_len))
+        return -1;
+    if (f->kp != NULL && path_values(f, LOWP_KV_PATH_EXTEND, layer, n, k, v, f->kp + off, f->vp + off, why, why_len))
+        return -1;
     return 0;
 }
 
@@ -245,6 +336,46 @@ done:
     return rc;
 }
 
+/* prefill / extend attention of query rows pos0 .. pos0 + n - 1 (lowp/kv_formats.h): q
+ * rounded to BF16, then lowp_llama_attention per chunk [s, e) (absolute positions, chunk
+ * C; prefill: one chunk) over rows 0 .. e - 1 of the working arrays, which hold the
+ * prefix rule's values before s and the chunk rule's from s. The working arrays start as
+ * the prefix values and each chunk's rows are put back after it: O(T) copies per call. */
+static int path_attend(lowp_kv_format *f, const lowp_llama *m, size_t layer, size_t pos0, size_t n, const float *q,
+                       size_t ldq, float *out, char *why, size_t why_len)
+{
+    size_t W = f->width, QW = f->qwidth, E = f->c.n_embd, T = pos0 + n;
+    const float *KF = f->kf + layer * f->cap * W, *VF = f->vf + layer * f->cap * W;
+    float *qb = malloc(n * QW * sizeof *qb);
+    if (qb == NULL)
+        return lowp_why_set(why, why_len, "out of memory for the queries of %zu positions", n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < QW; j++)
+            qb[i * QW + j] = lowp_f32_from_bf16(lowp_bf16_from_f32(q[i * ldq + j]));
+    int rc = 0;
+    if (f->spec.attn == LOWP_KV_ATTN_PREFILL) {
+        rc = lowp_llama_attention(m, qb, QW, n, pos0, KF, VF, W, out, why, why_len);
+        free(qb);
+        return rc;
+    }
+    size_t C = f->spec.chunk, bytes = W * sizeof(float);
+    const float *KP = f->kp + layer * f->cap * W, *VP = f->vp + layer * f->cap * W;
+    memcpy(f->kw, KP, T * bytes);
+    memcpy(f->vw, VP, T * bytes);
+    for (size_t p = pos0; rc == 0 && p < T;) {
+        size_t s = p / C * C, e = s + C < T ? s + C : T; /* the chunk of position p, cut at T */
+        memcpy(f->kw + s * W, KF + s * W, (e - s) * bytes);
+        memcpy(f->vw + s * W, VF + s * W, (e - s) * bytes);
+        rc = lowp_llama_attention(m, qb + (p - pos0) * QW, QW, e - p, p, f->kw, f->vw, W, out + (p - pos0) * E, why,
+                                  why_len);
+        memcpy(f->kw + s * W, KP + s * W, (e - s) * bytes);
+        memcpy(f->vw + s * W, VP + s * W, (e - s) * bytes);
+        p = e;
+    }
+    free(qb);
+    return rc;
+}
+
 static int fmt_attend(void *ctx, const lowp_llama *m, size_t layer, size_t pos0, size_t n, const float *q,
                       size_t ldq, float *out, char *why, size_t why_len)
 {
@@ -256,6 +387,9 @@ static int fmt_attend(void *ctx, const lowp_llama *m, size_t layer, size_t pos0,
     const float *K = f->kd + layer * f->cap * W, *V = f->vd + layer * f->cap * W;
     if (f->spec.attn == LOWP_KV_ATTN_EMUL) {
         if (emul_attend(f, layer, pos0, n, q, ldq, out, why, why_len))
+            return -1;
+    } else if (f->kf != NULL) {
+        if (path_attend(f, m, layer, pos0, n, q, ldq, out, why, why_len))
             return -1;
     } else if (lowp_llama_attention(m, q, ldq, n, pos0, K, V, W, out, why, why_len)) {
         return -1;
@@ -307,6 +441,17 @@ int lowp_kv_format_create(const lowp_llama_config *c, size_t capacity, const low
         goto fail;
     if (spec->attn == LOWP_KV_ATTN_EMUL && lowp_gpu_decode_check(&cfg, c->n_head, why, why_len))
         goto fail;
+    if (spec->attn == LOWP_KV_ATTN_EXTEND && cfg.format != LOWP_NVFP4) {
+        lowp_why_set(why, why_len, "attention extend reads an NVFP4 prefix through SGLang's FP8 workspace; the cache "
+                     "is %s (prefill takes any format)", lowp_block_format_name(cfg.format));
+        goto fail;
+    }
+    if (spec->attn == LOWP_KV_ATTN_EXTEND && (spec->chunk == 0 || spec->chunk > capacity)) {
+        lowp_why_set(why, why_len, "extend chunk %zu is not in 1 .. %zu (the cache's positions)", spec->chunk,
+                     capacity);
+        goto fail;
+    }
+    f->cfg = cfg;
     size_t n = c->n_layer * capacity * f->width;
     f->cache = calloc(c->n_layer, sizeof *f->cache);
     f->kd = malloc(n * sizeof(float));
@@ -318,8 +463,22 @@ int lowp_kv_format_create(const lowp_llama_config *c, size_t capacity, const low
         f->err = calloc(c->n_layer * err_stride(c), sizeof *f->err);
         f->clip = malloc(c->n_layer * 2 * H * sizeof *f->clip);
     }
+    int path = spec->attn == LOWP_KV_ATTN_PREFILL || spec->attn == LOWP_KV_ATTN_EXTEND,
+        ext = spec->attn == LOWP_KV_ATTN_EXTEND;
+    if (path) {
+        f->kf = malloc(n * sizeof(float));
+        f->vf = malloc(n * sizeof(float));
+    }
+    if (ext) {
+        f->kp = malloc(n * sizeof(float));
+        f->vp = malloc(n * sizeof(float));
+        f->kw = malloc(capacity * f->width * sizeof(float));
+        f->vw = malloc(capacity * f->width * sizeof(float));
+    }
     if (f->cache == NULL || f->kd == NULL || f->vd == NULL || f->row == NULL ||
-        (spec->stats && (f->kx == NULL || f->vx == NULL || f->err == NULL || f->clip == NULL))) {
+        (spec->stats && (f->kx == NULL || f->vx == NULL || f->err == NULL || f->clip == NULL)) ||
+        (path && (f->kf == NULL || f->vf == NULL)) ||
+        (ext && (f->kp == NULL || f->vp == NULL || f->kw == NULL || f->vw == NULL))) {
         lowp_why_set(why, why_len, "out of memory for a cache of %zu positions", capacity);
         goto fail;
     }
@@ -359,6 +518,14 @@ const float *lowp_kv_format_decoded(const lowp_kv_format *f, lowp_kv_which w, si
     if (layer >= f->c.n_layer)
         return NULL;
     return (w == LOWP_KV_K ? f->kd : f->vd) + layer * f->cap * f->width;
+}
+
+const float *lowp_kv_format_path_rows(const lowp_kv_format *f, lowp_kv_which w, size_t layer, int prefix)
+{
+    const float *a = prefix ? (w == LOWP_KV_K ? f->kp : f->vp) : (w == LOWP_KV_K ? f->kf : f->vf);
+    if (layer >= f->c.n_layer || a == NULL)
+        return NULL;
+    return a + layer * f->cap * f->width;
 }
 
 lowp_kv_err lowp_kv_format_err(const lowp_kv_format *f, lowp_kv_err_what what, size_t layer, size_t head)

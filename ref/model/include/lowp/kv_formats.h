@@ -20,6 +20,22 @@
  *          length is lowp_gpu_decode_chunk_tokens of a batch of one (128 positions for any
  *          sequence shorter than 8,256), what a decode step at that position would use.
  *          Formats the kernel lacks (mxfp8, fp8_e5m2) are refused at creation.
+ *   prefill  SGLang's initial prefill (lowp/kvcache.h LOWP_KV_PATH_PREFILL): attention on
+ *          the positions' own K/V cast to FP8 E4M3 (RN_bf16, then torch e4m3); the cache is
+ *          written in the format (statistics, later readers) but not read. Any format.
+ *   extend:C SGLang's chunked prefill / extend (LOWP_KV_PATH_EXTEND), NVFP4 only: positions
+ *          in chunks [jC, (j+1)C) of absolute position; a query in chunk j attends over the
+ *          positions before jC read back from the NVFP4 cache through the FP8 workspace rule
+ *          (fp32 (e x sf) x g -> BF16 -> torch e4m3) and over its chunk's positions (up to
+ *          its own) cast to FP8 as prefill does. C >= the window (one call from 0) is prefill.
+ *          A call that starts inside a chunk (decode steps of generation) continues it.
+ *   For both, the effective values are lowp_kv_path_run's (the per-element rules live there
+ *   only): each write runs the PREFILL path on the new positions' K/V (the chunk rule) and,
+ *   for extend, the EXTEND path with chunk_start = n (every new position as a cached prefix
+ *   token: the same bytes lowp_kvcache_write stores, with the cache's global scales).
+ *   Queries are rounded to BF16 (the paths' Q, "BF16 Query with FP8 Key/Value"), then the
+ *   forward pass's exact binary32 attention (lowp_llama_attention) runs on those values; the
+ *   GPU extend emulator is not used (its fixed tiles would cost a second attention code).
  *
  * Statistics (spec.stats): the store also keeps the exact binary32 K and V it was given
  * and accumulates, per layer and KV head, the sum of squared errors of decoded K and V
@@ -50,12 +66,18 @@ extern "C" {
 
 typedef enum lowp_kv_attn_mode {
     LOWP_KV_ATTN_EXACT = 0, /* binary32 attention over the exactly decoded cache */
-    LOWP_KV_ATTN_EMUL = 1   /* the GPU decode kernel's emulator */
+    LOWP_KV_ATTN_EMUL = 1,   /* the GPU decode kernel's emulator */
+    LOWP_KV_ATTN_PREFILL = 2, /* SGLang prefill: the FP8 cast of the positions' own K/V */
+    LOWP_KV_ATTN_EXTEND = 3   /* SGLang extend in chunks: NVFP4 prefix via the FP8 workspace */
 } lowp_kv_attn_mode;
 
-/* "exact" "emul"; parser 0 or -1. */
+/* "exact" "emul" "prefill" "extend". */
 const char *lowp_kv_attn_mode_name(lowp_kv_attn_mode a);
-int lowp_kv_attn_mode_parse(const char *s, lowp_kv_attn_mode *out);
+/* The label of a mode with its chunk: "extend:256", else the mode's name; buf of n bytes. */
+const char *lowp_kv_attn_label(lowp_kv_attn_mode a, size_t chunk, char *buf, size_t n);
+/* "exact" "emul" "prefill" or "extend:C" (C a decimal count >= 1, *chunk = C; 0 for the
+ * others); 0, or -1 for anything else (also "extend" without C, or C = 0). */
+int lowp_kv_attn_mode_parse(const char *s, lowp_kv_attn_mode *out, size_t *chunk);
 
 /* A cache format as a user names it: FORMAT[:OPT[:OPT]] with FORMAT one of bf16 fp8_e4m3
  * fp8_e5m2 nvfp4 mxfp4 mxfp8 and each OPT a recipe name (lowp_recipe_parse) or a global
@@ -79,6 +101,7 @@ typedef struct lowp_kv_format_spec {
     const float *k_scale, *v_scale;
     lowp_kv_attn_mode attn;
     int stats; /* 1: keep the exact K/V and accumulate the error statistics */
+    size_t chunk; /* extend: tokens per chunk, 1 .. capacity (refused otherwise); else ignored */
 } lowp_kv_format_spec;
 
 typedef struct lowp_kv_format lowp_kv_format;
@@ -94,6 +117,10 @@ const lowp_kvcache *lowp_kv_format_cache(const lowp_kv_format *f, size_t layer);
 /* Layer l's decoded K or V (what exact attention reads), positions 0 .. capacity - 1 (only
  * those written are defined), rows of n_head_kv * head_dim floats. */
 const float *lowp_kv_format_decoded(const lowp_kv_format *f, lowp_kv_which w, size_t layer);
+/* prefill / extend: layer l's effective K or V as the SGLang path sees it, rows as above;
+ * prefix = 0: the chunk rule (FP8 cast of the input), 1: the cached-prefix rule (extend
+ * only). NULL for another mode, prefix = 1 without extend, or a layer out of range. */
+const float *lowp_kv_format_path_rows(const lowp_kv_format *f, lowp_kv_which w, size_t layer, int prefix);
 
 /* An error statistic: sum of squared errors, sum of squared reference values, reference
  * amax and element count. Relative RMS error = sqrt(err2 / ref2). */
