@@ -1,4 +1,4 @@
-/* tests/test_select_stability.c: the QSA, DSA and MoBA score error bounds (lowp/select.h,
+/* tests/test_select_stability.c: the QSA, DSA, MoBA and NSA score error bounds (lowp/select.h,
  * "certified stability") against MPFR. For random and adversarial keys (Gaussian, massive
  * channels, tiny rows near E4M3's subnormals, exact ties), each block's exact score is
  * computed in MPFR (256 bits: exact for these sums of products of BF16 / binary32 values)
@@ -48,13 +48,13 @@ static int certified_unchanged(const float *sc, const double *bd, const float *r
     return 1;
 }
 
-/* The end of a bound test: at least 4000 scores per key format checked, the aligned cases
+/* The end of a bound test: at least `least` scores per key format checked, the aligned cases
  * reaching `reach` of their bound (so a bound that much smaller fails), one summary line. */
-static void bound_summary(const char *what, const size_t *checked, size_t nf, double worst, double aligned,
-                          double reach, size_t certified, size_t selections)
+static void bound_summary(const char *what, const size_t *checked, size_t nf, size_t least, double worst,
+                          double aligned, double reach, size_t certified, size_t selections)
 {
     for (size_t f = 0; f < nf; f++)
-        ck_assert_uint_ge(checked[f], 4000);
+        ck_assert_uint_ge(checked[f], least);
     ck_assert_msg(aligned > reach, "%s: aligned errors reach only %.3g of the bound", what, aligned);
     lowp_test_say("test_select_stability", "%s: %zu scores per key format within their bounds (worst error / "
                   "bound %.3g, aligned %.3g); %zu of %zu selections certified\n", what, checked[0], worst, aligned,
@@ -309,7 +309,7 @@ START_TEST(test_moba_bound_against_mpfr)
     }
     /* the aligned cases reach about half the bound (an element error is uniform in its half
      * gap): a bound 0.4 times as large fails */
-    bound_summary("moba", checked, NF, worst, worst_aligned, 0.4, certified, selections);
+    bound_summary("moba", checked, NF, 4000, worst, worst_aligned, 0.4, certified, selections);
     for (size_t i = 0; i < MNB * MH * DMAX; i++)
         mpfr_clear(mean[i]);
     free(mean);
@@ -320,6 +320,157 @@ START_TEST(test_moba_bound_against_mpfr)
     free(kdsum);
     free(rdsum);
     free(exact);
+}
+END_TEST
+
+/* NSA over the same main keys: per KV group, the sum over its 4 heads of softmax
+ * probabilities of logits d^-0.5 q_h . mean_i over the nc complete blocks; 1 sink block, 2
+ * local ones, top-5. */
+enum { NK = 5 };
+
+/* exact[g][nb] for the unforced blocks i < cur: sum_h exp(s*_hi - L*_h), from the exact
+ * means mean[i][g][e] of the nc complete blocks */
+static void nsa_exact(mpfr_t *mean, const float *q, size_t d, size_t nc, size_t cur, size_t nb, double *exact)
+{
+    mpfr_t acc, tmp, sc, lse, grp[MNB], s[MNB];
+    mpfr_inits2(256, acc, tmp, sc, lse, (mpfr_ptr)0);
+    for (size_t i = 0; i < MNB; i++)
+        mpfr_inits2(256, grp[i], s[i], (mpfr_ptr)0);
+    mpfr_set_ui(sc, (unsigned long)d, MPFR_RNDN);
+    mpfr_rec_sqrt(sc, sc, MPFR_RNDN); /* d^-0.5 to 256 bits */
+    for (size_t g = 0; g < MH; g++) {
+        for (size_t i = 0; i < cur; i++)
+            mpfr_set_zero(grp[i], 1);
+        for (size_t h = g * MG; h < (g + 1) * MG; h++) {
+            mpfr_set_zero(lse, 1);
+            for (size_t i = 0; i < nc; i++) {
+                mpfr_set_zero(acc, 1);
+                for (size_t e = 0; e < d; e++) {
+                    mpfr_mul_d(tmp, mean[(i * MH + g) * d + e], (double)q[h * d + e], MPFR_RNDN);
+                    mpfr_add(acc, acc, tmp, MPFR_RNDN); /* exact at 256 bits */
+                }
+                mpfr_mul(s[i], acc, sc, MPFR_RNDN);
+                mpfr_exp(tmp, s[i], MPFR_RNDN);
+                mpfr_add(lse, lse, tmp, MPFR_RNDN);
+            }
+            mpfr_log(lse, lse, MPFR_RNDN);
+            for (size_t i = 0; i < cur; i++) {
+                mpfr_sub(tmp, s[i], lse, MPFR_RNDN);
+                mpfr_exp(tmp, tmp, MPFR_RNDN);
+                mpfr_add(grp[i], grp[i], tmp, MPFR_RNDN);
+            }
+        }
+        for (size_t i = 0; i < cur; i++)
+            exact[g * nb + i] = mpfr_get_d(grp[i], MPFR_RNDN); /* 2^-53 relative, plus ~2^-250 */
+    }
+    for (size_t i = 0; i < MNB; i++)
+        mpfr_clears(grp[i], s[i], (mpfr_ptr)0);
+    mpfr_clears(acc, tmp, sc, lse, (mpfr_ptr)0);
+}
+
+START_TEST(test_nsa_bound_against_mpfr)
+{
+    static const lowp_block_format fmts[] = {LOWP_BF16_PASS, LOWP_FP8_E4M3, LOWP_NVFP4, LOWP_MXFP4, LOWP_MXFP8};
+    enum { NF = sizeof fmts / sizeof fmts[0], HQ = MH * MG, DMAX = 128 };
+    uint64_t st = lowp_test_seed("test_select_stability", 0x6e7361u);
+    float *x = lowp_test_xmalloc(MT * MH * DMAX * sizeof *x), *kq = lowp_test_xmalloc(MT * MH * DMAX * sizeof *kq);
+    float *kr = lowp_test_xmalloc(MT * MH * DMAX * sizeof *kr), q[HQ * DMAX];
+    double *kdsum = lowp_test_xmalloc(MNB * MH * DMAX * sizeof *kdsum);
+    double *rdsum = lowp_test_xmalloc(MNB * MH * DMAX * sizeof *rdsum);
+    double exact[MH * MNB], bd[MH * MNB], rbd[MH * MNB];
+    float sc[MH * MNB], rs[MH * MNB];
+    mpfr_t *mean = lowp_test_xmalloc(MNB * MH * DMAX * sizeof *mean);
+    for (size_t i = 0; i < MNB * MH * DMAX; i++)
+        mpfr_init2(mean[i], 256);
+    size_t checked[NF] = {0}, certified = 0, selections = 0;
+    double worst = 0, worst_aligned = 0;
+    for (int rep = 0; rep < 25; rep++) {
+        /* kinds as MoBA's, but the fifth: aligned and opposed. Every block of KV group g is
+         * one row r_g repeated, negated in the blocks i % 8 == 5, and every head's query
+         * signed along r_g's quantization error (elementwise sign-symmetric: -r_g's error
+         * is the negated one), so the blocks r_g move the logits and the lse by +delta and
+         * the negated blocks' logits move by -delta: their probabilities by about 2 delta,
+         * the b_i + B of the bound */
+        int kind = rep % 5;
+        size_t d = rep % 3 == 2 ? 80 : 128;
+        for (size_t t = 0; t < MT; t++)
+            for (size_t g = 0; g < MH; g++)
+                for (size_t e = 0; e < d; e++)
+                    x[(t * MH + g) * d + e] = kind == 4 && t ? x[g * d + e] * ((t / MB) % 8 == 5 ? -1.0f : 1.0f)
+                                                             : ratio_draw(&st, kind % 4, t, e) *
+                                                                   (kind == 2 ? 1e-30f : kind == 4 ? 4.0f : 1.0f);
+        if (kind == 3)
+            for (size_t i = 5; i < MNB; i += 4)
+                memcpy(x + i * MB * MH * d, x + MB * MH * d, MB * MH * d * sizeof *x);
+        for (size_t i = 0; i < HQ * d; i++)
+            q[i] = (float)lowp_test_gauss(&st);
+        size_t pos = MT - 1 - (size_t)(rep % 7) * 7, cur = pos / MB, nb = cur + 1, nc = (pos + 1) / MB;
+        lowp_blocksel_config c = {LOWP_BLOCKSEL_NSA, HQ, MH, d, MB, NK, 1, 2};
+        for (size_t i = 0; i < nc; i++) /* the exact means of the complete blocks */
+            for (size_t g = 0; g < MH; g++)
+                for (size_t e = 0; e < d; e++) {
+                    mpfr_ptr m = mean[(i * MH + g) * d + e];
+                    mpfr_set_zero(m, 1);
+                    for (size_t t = i * MB; t < (i + 1) * MB; t++)
+                        mpfr_add_d(m, m, (double)x[(t * MH + g) * d + e], MPFR_RNDN);
+                    mpfr_div_ui(m, m, MB, MPFR_RNDN);
+                }
+        ck_assert_int_eq(moba_keys(LOWP_BF16_PASS, x, d, kr, rdsum), 0);
+        size_t n = 0;
+        for (size_t f = 0; f < NF; f++) {
+            ck_assert_msg(moba_keys(fmts[f], x, d, kq, kdsum) == 0, "rep %d format %zu: an element outside its bound",
+                          rep, f);
+            if (kind == 4 || f == 0) {
+                if (kind == 4)
+                    for (size_t h = 0; h < HQ; h++)
+                        for (size_t e = 0; e < d; e++) {
+                            size_t at = (h / MG) * d + e; /* r_g in token 0 */
+                            q[h * d + e] = fabsf(q[h * d + e]) * (kq[at] < x[at] ? -1.0f : 1.0f);
+                        }
+                nsa_exact(mean, q, d, nc, cur, nb, exact);
+                ck_assert_int_eq(lowp_blocksel_scores(&c, q, kr, MT, pos, rs, &n, NULL, 0), 0);
+                ck_assert_int_eq(lowp_nsa_score_bounds(&c, q, kr, rdsum, MT, pos, rs, rbd, NULL, 0), 0);
+            }
+            ck_assert_int_eq(lowp_blocksel_scores(&c, q, kq, MT, pos, sc, &n, NULL, 0), 0);
+            ck_assert_int_eq(n, nb);
+            ck_assert_int_eq(lowp_nsa_score_bounds(&c, q, kq, kdsum, MT, pos, sc, bd, NULL, 0), 0);
+            for (size_t g = 0; g < MH; g++) {
+                for (size_t i = 0; i < cur; i++) {
+                    size_t at = g * nb + i;
+                    if (isinf(sc[at])) { /* forced: the same on every side */
+                        ck_assert(isinf(rs[at]) && bd[at] == 0.0);
+                        continue;
+                    }
+                    double ex = exact[at], err = fabs((double)sc[at] - ex), rerr = fabs((double)rs[at] - ex);
+                    double slack = 0x1p-52 * fabs(ex), ratio = bd[at] > 0 ? err / bd[at] : 0;
+                    ck_assert_msg(err <= bd[at] + slack,
+                                  "rep %d format %zu group %zu block %zu: |%.9g - %.17g| = %.3g > bound %.3g", rep, f,
+                                  g, i, (double)sc[at], ex, err, bd[at]);
+                    ck_assert_msg(rerr <= rbd[at] + slack, "rep %d group %zu block %zu: reference outside", rep, g, i);
+                    worst = ratio > worst ? ratio : worst;
+                    if (kind == 4 && f > 0 && ratio > worst_aligned)
+                        worst_aligned = ratio;
+                    checked[f]++;
+                }
+                selections++;
+                certified += (size_t)certified_unchanged(sc + g * nb, bd + g * nb, rs + g * nb, rbd + g * nb, nb, NK,
+                                                         "nsa", rep, (int)f);
+            }
+        }
+    }
+    /* NSA has one selection per KV head (2 here, against MoBA's 8 query heads): 1200 scores
+     * per format. The aligned and opposed cases reach about a fifth of the bound (the
+     * element errors' half, and the bound's first-order e^{b_i + B} against the exact
+     * e^{delta_i - delta_L}): a bound 0.15 times as large fails */
+    bound_summary("nsa", checked, NF, 1200, worst, worst_aligned, 0.15, certified, selections);
+    for (size_t i = 0; i < MNB * MH * DMAX; i++)
+        mpfr_clear(mean[i]);
+    free(mean);
+    free(x);
+    free(kq);
+    free(kr);
+    free(kdsum);
+    free(rdsum);
 }
 END_TEST
 
@@ -435,7 +586,7 @@ START_TEST(test_dsa_bound_against_mpfr)
     /* aligned FP4 key errors reach about a third of the bound (an element error is uniform
      * in its half gap, and q's E4M3 term counts at its worst): a bound 0.25 times as large
      * fails */
-    bound_summary("dsa", checked, NF, worst, worst_aligned, 0.25, certified, selections);
+    bound_summary("dsa", checked, NF, 4000, worst, worst_aligned, 0.25, certified, selections);
     mpfr_clears(acc, dot, tmp, (mpfr_ptr)0);
     free(k);
     free(kq);
@@ -452,6 +603,7 @@ static Suite *stability_suite(void)
     lowp_test_tcase(s, "qsa", 120, LOWP_TESTS(test_qsa_bound_against_mpfr));
     lowp_test_tcase(s, "moba", 120, LOWP_TESTS(test_moba_bound_against_mpfr));
     lowp_test_tcase(s, "dsa", 120, LOWP_TESTS(test_dsa_bound_against_mpfr));
+    lowp_test_tcase(s, "nsa", 120, LOWP_TESTS(test_nsa_bound_against_mpfr));
     return s;
 }
 
