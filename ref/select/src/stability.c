@@ -170,8 +170,9 @@ static double dot_bound(const float *qh, const float *kbar, const double *eps, s
     return E + gamma_n(d - 1) * P;
 }
 
+/* The checks of MoBA's and NSA's bounds, and the BF16 codec of their block keys */
 static int blocksel_bound_check(const lowp_blocksel_config *c, lowp_blocksel_method want, size_t seq_len, size_t pos,
-                                char *why, size_t wl)
+                                lowp_codec *b16, char *why, size_t wl)
 {
     const char *name = want == LOWP_BLOCKSEL_MOBA ? "MoBA" : "NSA";
     if (c == NULL || c->method != want)
@@ -182,16 +183,15 @@ static int blocksel_bound_check(const lowp_blocksel_config *c, lowp_blocksel_met
     if (pos >= seq_len)
         return lowp_why_set(why, wl, "%s bounds: query position %zu outside the sequence of %zu tokens", name, pos,
                             seq_len);
-    return 0;
+    return lowp_codec_init(b16, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, why, wl);
 }
 
 int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
                            size_t seq_len, size_t pos, const float *scores, double *bounds, char *why, size_t wl)
 {
-    if (blocksel_bound_check(c, LOWP_BLOCKSEL_MOBA, seq_len, pos, why, wl))
-        return -1;
     lowp_codec b16;
-    lowp_codec_init(&b16, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, NULL, 0);
+    if (blocksel_bound_check(c, LOWP_BLOCKSEL_MOBA, seq_len, pos, &b16, why, wl))
+        return -1;
     size_t B = c->block, d = c->head_dim, Hk = c->kv_heads, G = c->q_heads / Hk, cur = pos / B, nb = cur + 1;
     double *eps = malloc(d * sizeof *eps);
     float *kbar = malloc(d * sizeof *kbar);
@@ -220,10 +220,9 @@ int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const 
 int lowp_nsa_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
                           size_t seq_len, size_t pos, const float *scores, double *bounds, char *why, size_t wl)
 {
-    if (blocksel_bound_check(c, LOWP_BLOCKSEL_NSA, seq_len, pos, why, wl))
-        return -1;
     lowp_codec b16;
-    lowp_codec_init(&b16, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, NULL, 0);
+    if (blocksel_bound_check(c, LOWP_BLOCKSEL_NSA, seq_len, pos, &b16, why, wl))
+        return -1;
     size_t B = c->block, d = c->head_dim, Hk = c->kv_heads, G = c->q_heads / Hk, cur = pos / B, nb = cur + 1;
     size_t nc = (pos + 1) / B; /* the softmax's support; nc >= cur, so every unforced block is in it */
     /* per KV head: the block keys and their bounds; per head: logits and their bounds; per
