@@ -350,6 +350,14 @@ static void blocksel_bound_test(lowp_blocksel_method method)
                 memcpy(x + i * MB * MH * d, x + MB * MH * d, MB * MH * d * sizeof *x);
         for (size_t i = 0; i < HQ * d; i++)
             q[i] = (float)lowp_test_gauss(&st);
+        if (nsa && kind == 0) /* two needle blocks, 7 and 19, along their group's queries: a
+                               * logit ~2.3 above the rest, the selection certifiable */
+            for (size_t j = 7; j < 20; j += 12)
+                for (size_t t = j * MB; t < (j + 1) * MB; t++)
+                    for (size_t g = 0; g < MH; g++)
+                        for (size_t e = 0; e < d; e++)
+                            for (size_t h = g * MG; h < (g + 1) * MG; h++)
+                                x[(t * MH + g) * d + e] += 0.2f * q[h * d + e];
         size_t pos = MT - 1 - (size_t)(rep % 7) * 7, cur = pos / MB, nb = cur + 1, nc = (pos + 1) / MB;
         lowp_blocksel_config c = {method, HQ, MH, d, MB, topk, nsa ? 1 : 0, nsa ? 2 : 1};
         block_means(mean, x, d, nsa ? nc : cur); /* NSA: the complete blocks, the softmax's support */

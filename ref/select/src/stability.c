@@ -279,7 +279,8 @@ int lowp_nsa_score_bounds(const lowp_blocksel_config *c, const float *q, const f
         }
         for (size_t i = 0; i < cur && i < nc; i++) {
             float o = scores[g * nb + i];
-            bounds[g * nb + i] = isinf(o) ? 0.0 : (perr[i] + gG * psum[i] + r32(o)) * INFLATE;
+            double b = (perr[i] + gG * psum[i] + r32(o)) * INFLATE;
+            bounds[g * nb + i] = isinf(o) ? 0.0 : isnan(b) ? INFINITY : b; /* NaN inputs certify nothing */
         }
     }
     free(keps);

@@ -419,9 +419,12 @@ int lowp_sparse_attn(const lowp_sparse_attn_args *a, const float *q, const float
  *          b_i(group) = sum_h e_hi + gamma_{G-1} sum_h p_hi + r32(o_i)       >= |o_i - P*_i|
  *   The C library's exp and log are taken to be within 2 ulp (relative 2^-51; glibc
  *   documents at most 1 ulp). The key-side terms (eps_c, kdsum, the padded rows, the clamp
- *   check) are MoBA's. The bound is first order in B: the softmax's self-normalization
- *   (the lse moves with the logits) is not used, so a selection whose group scores differ
- *   by less than about 2 (B + b_i) times their size is not certified. */
+ *   check) are MoBA's. The bound adds b_i and B (it does not use that the lse moves with
+ *   correlated logit errors, which then cancel), so a selection whose group scores differ by
+ *   less than about 2 (b_i + B) times their size is not certified: near-uniform softmaxes
+ *   (Gaussian keys, where candidate blocks' scores differ by a few percent) are not
+ *   certified even with BF16 keys; blocks whose logits stand ~2 above the rest are
+ *   (tests/test_select_stability.c: 10 of 250 selections, all from its needle draws). */
 
 /* h(x) of the element bound: half the gap above |x| in f, x a value of f (the largest
  * finite value: half the gap below it). NaN for a value f does not hold. */
@@ -451,7 +454,8 @@ int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const 
                            size_t why_len);
 
 /* bounds[kv_head][nblocks] for NSA group scores as lowp_blocksel_scores computed them from
- * keys k, kdsum as for MoBA. Forced entries get 0. Refuses (-1) a MoBA configuration. */
+ * keys k, kdsum as for MoBA. Forced entries get 0, a NaN bound is returned as +Inf. Refuses
+ * (-1) a MoBA configuration. */
 int lowp_nsa_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
                           size_t seq_len, size_t pos, const float *scores, double *bounds, char *why,
                           size_t why_len);
