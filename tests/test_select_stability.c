@@ -309,6 +309,8 @@ static void blocksel_bound_test(lowp_blocksel_method method)
     enum { NF = sizeof fmts / sizeof fmts[0], HQ = MH * MG, DMAX = 128 };
     int nsa = method == LOWP_BLOCKSEL_NSA;
     const char *what = nsa ? "nsa" : "moba";
+    int (*bounds)(const lowp_blocksel_config *, const float *, const float *, const double *, size_t, size_t,
+                  const float *, double *, char *, size_t) = nsa ? lowp_nsa_score_bounds : lowp_moba_score_bounds;
     uint64_t st = lowp_test_seed("test_select_stability", nsa ? 0x6e7361u : 0x6d6f6261u);
     float *x = lowp_test_xmalloc(MT * MH * DMAX * sizeof *x), *kq = lowp_test_xmalloc(MT * MH * DMAX * sizeof *kq);
     float *kr = lowp_test_xmalloc(MT * MH * DMAX * sizeof *kr), q[HQ * DMAX];
@@ -362,8 +364,6 @@ static void blocksel_bound_test(lowp_blocksel_method method)
         lowp_blocksel_config c = {method, HQ, MH, d, MB, topk, nsa ? 1 : 0, nsa ? 2 : 1};
         block_means(mean, x, d, nsa ? nc : cur); /* NSA: the complete blocks, the softmax's support */
         ck_assert_int_eq(moba_keys(LOWP_BF16_PASS, x, d, kr, rdsum), 0);
-        int (*bounds)(const lowp_blocksel_config *, const float *, const float *, const double *, size_t, size_t,
-                      const float *, double *, char *, size_t) = nsa ? lowp_nsa_score_bounds : lowp_moba_score_bounds;
         size_t n = 0;
         for (size_t f = 0; f < NF; f++) {
             ck_assert_msg(moba_keys(fmts[f], x, d, kq, kdsum) == 0, "rep %d format %zu: an element outside its bound",
@@ -410,6 +410,11 @@ static void blocksel_bound_test(lowp_blocksel_method method)
      * times as large fails */
     bound_summary(what, checked, NF, nsa ? 1200 : 4000, worst, worst_aligned, nsa ? 0.15 : 0.4, certified,
                   selections);
+    /* each bound refuses the other method's configuration, with a reason */
+    lowp_blocksel_config other = {nsa ? LOWP_BLOCKSEL_MOBA : LOWP_BLOCKSEL_NSA, HQ, MH, 128, MB, topk, 0, 1};
+    char why[128] = "";
+    ck_assert_int_eq(bounds(&other, q, kq, kdsum, MT, MT - 1, sc, bd, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "configuration") != NULL, "%s", why);
     for (size_t i = 0; i < MNB * MH * DMAX; i++)
         mpfr_clear(mean[i]);
     free(mean);
