@@ -20,6 +20,7 @@ cli_test_start test_select_cli "$1"
 cli_test_need_numpy "${2:-python3}"
 cat > "$tmp/t.py" <<'EOF'
 import os
+import re
 import numpy as np
 import cli_check as cc
 from cli_check import bad, ok
@@ -95,6 +96,8 @@ for sel, q, k, extra, units, K, C in cases:
     p = run(["--selector", sel, "--q", f(q + ".npy"), "--k", f(k + ".npy"), "--keys", "bf16"] + extra[2:])
     if p.returncode != 0 or " unchanged " not in p.stdout or "jaccard mean 1.000000 min 1.000000" not in p.stdout:
         bad(f"{sel} bf16 against bf16: {p.stdout.strip()} {p.stderr.strip()}")
+    elif not re.search(r"^certified stable \d+ of \d+ selections", p.stdout, re.M):
+        bad(f"{sel} bf16 against bf16: no certified count: {p.stdout.strip()}")
     else:
         ok()
 
@@ -153,9 +156,11 @@ else:
     want = sorted([("qsa", k) for k in ("e4m3", "nvfp4", "mxfp4", "mxfp8")] +
                   [("nsa", k) for k in ("fp8_e4m3 g=amax/448", "fp8_e4m3 g=1", "nvfp4 g=amax/2688", "nvfp4 g=1",
                                         "mxfp4", "mxfp8")])
-    ni = head.index("needles")
+    ni, ci = head.index("needles"), head.index("certified")
     if keys != want or any(int(r[ni]) != int(r[head.index("selections")]) for r in body):
         bad(f"select-sweep rows: {keys}")
+    elif not all(r[ci].isdigit() for r in body):  # every selector has a score bound, nsa included
+        bad(f"select-sweep: a certified column without a count: {[(r[0], r[3], r[ci]) for r in body]}")
     else:
         ok()
 for args, want in ((["--selectors", "bsa"], "unknown selector"), (["--workloads", "x"], "unknown workload"),

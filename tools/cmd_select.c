@@ -59,8 +59,8 @@ static void select_usage(FILE *f)
         "  --scores S.npy   float32 [q_len, units, candidates] (-inf past a row's visible ones)\n"
         "  stdout: the drift of every selection against the reference keys' selection: Jaccard,\n"
         "  recall@k, blocks lost, the deepest intruder's rank in the reference order, and the rows\n"
-        "  whose selection did not change at all; the selections certified stable (qsa, dsa, moba: score\n"
-        "  error bounds prove the top-k is the exact scores' for both key sets)\n",
+        "  whose selection did not change at all; the selections certified stable (score error\n"
+        "  bounds prove the top-k is the exact scores' for both key sets)\n",
         f);
 }
 
@@ -278,8 +278,7 @@ int lowp_cmd_select(int argc, char **argv)
         printf("certified stable %zu of %zu selections (score error bounds separate the top-k from the rest)\n",
                res.certified, res.selections);
     else
-        printf("certified stable: none (%s)\n", sel == LOWP_SEL_NSA ? "no score bound for this selector"
-                                                                     : "a key outside its element bound");
+        printf("certified stable: none (a key outside its element bound)\n");
     if (res.attn)
         printf("attention output error (relative L2 against the exact: reference selection, BF16 K/V, binary64): "
                "selection changed %.6g, values %s %.6g, both %.6g; the selection's share %.4f\n",

@@ -52,11 +52,11 @@ static void sweep_usage(FILE *f)
           "  columns: selections (rows x units), unchanged (identical sets), jaccard mean / min, recall@k\n"
           "           mean, lost (reference blocks dropped, summed), deepest (the largest rank an intruder\n"
           "           has in the reference order), needle kept / kept by the reference (needle workload),\n"
-          "           certified (selections certified stable; empty / '-' where the selector has no bound:\n"
-          "           nsa), values (the cache of the attention's quantized-values runs), err_sel / err_val /\n"
-          "           err_both (relative L2 output error of the sparse attention against the exact one: the\n"
-          "           quantized keys' selection with exact values, the reference selection with quantized\n"
-          "           values, both; lowp select --help), sel_share = err_sel / (err_sel + err_val)\n",
+          "           certified (selections certified stable; empty / '-' where a key lies outside its\n"
+          "           element bound), values (the cache of the attention's quantized-values runs), err_sel /\n"
+          "           err_val / err_both (relative L2 output error of the sparse attention against the exact\n"
+          "           one: the quantized keys' selection with exact values, the reference selection with\n"
+          "           quantized values, both; lowp select --help), sel_share = err_sel / (err_sel + err_val)\n",
           f);
 }
 

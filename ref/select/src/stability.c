@@ -136,54 +136,155 @@ int lowp_qsa_score_bounds(const lowp_qsa_config *c, const float *qo, const doubl
     return 0;
 }
 
+/* Block i's key for KV head g as lowp_blocksel_scores forms it, kbar[0..d), and eps[0..d)
+ * its bound against the exact mean of the unquantized keys (lowp/select.h, MoBA). */
+static void block_key_bound(const lowp_blocksel_config *c, const lowp_codec *b16, const float *k, const double *kdsum,
+                            size_t seq_len, size_t i, size_t g, float *kbar, double *eps)
+{
+    size_t B = c->block, d = c->head_dim, Hk = c->kv_heads;
+    size_t t0 = i * B, t1 = t0 + B < seq_len ? t0 + B : seq_len, n = t1 - t0;
+    double gn = gamma_n(n - 1);
+    for (size_t e = 0; e < d; e++) {
+        double S = 0.0, A = 0.0, D = kdsum ? kdsum[(i * Hk + g) * d + e] : 0.0;
+        for (size_t t = t0; t < t1; t++) {
+            size_t at = (t * Hk + g) * d + e;
+            S += (double)k[at];
+            A += fabs((double)k[at]);
+        }
+        float s32 = (float)S, m = s32 / (float)n;
+        float kb = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(b16, m));
+        kbar[e] = kb;
+        eps[e] = r16(kb) + r32(m) + (r32(s32) + gn * A + D) / (double)n;
+    }
+}
+
+/* MoBA's bound of the fp32 dot D = dot(q_h, kbar) against q_h . (exact mean), before the
+ * score's own rounding: sum_c |q_c| eps_c + gamma_{d-1} sum_c |q_c kb_c| */
+static double dot_bound(const float *qh, const float *kbar, const double *eps, size_t d)
+{
+    double E = 0.0, P = 0.0;
+    for (size_t e = 0; e < d; e++) {
+        E += fabs((double)qh[e]) * eps[e];
+        P += fabs((double)qh[e] * kbar[e]);
+    }
+    return E + gamma_n(d - 1) * P;
+}
+
+/* The checks of MoBA's and NSA's bounds, and the BF16 codec of their block keys */
+static int blocksel_bound_check(const lowp_blocksel_config *c, lowp_blocksel_method want, size_t seq_len, size_t pos,
+                                lowp_codec *b16, char *why, size_t wl)
+{
+    const char *name = want == LOWP_BLOCKSEL_MOBA ? "MoBA" : "NSA";
+    if (c == NULL || c->method != want)
+        return lowp_why_set(why, wl, "%s bounds: a %s configuration", name,
+                            c == NULL ? "NULL" : c->method == LOWP_BLOCKSEL_MOBA ? "MoBA" : "NSA");
+    if (c->kv_heads < 1 || c->q_heads % c->kv_heads || c->block < 1 || c->head_dim < 1)
+        return lowp_why_set(why, wl, "%s bounds: bad configuration", name);
+    if (pos >= seq_len)
+        return lowp_why_set(why, wl, "%s bounds: query position %zu outside the sequence of %zu tokens", name, pos,
+                            seq_len);
+    return lowp_codec_init(b16, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, why, wl);
+}
+
 int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
                            size_t seq_len, size_t pos, const float *scores, double *bounds, char *why, size_t wl)
 {
-    if (c == NULL || c->method != LOWP_BLOCKSEL_MOBA)
-        return lowp_why_set(why, wl, "score bounds: only MoBA's gates have one (NSA is not certified)");
-    if (c->kv_heads < 1 || c->q_heads % c->kv_heads || c->block < 1 || c->head_dim < 1)
-        return lowp_why_set(why, wl, "MoBA bounds: bad configuration");
-    if (pos >= seq_len)
-        return lowp_why_set(why, wl, "MoBA bounds: query position %zu outside the sequence of %zu tokens", pos,
-                            seq_len);
     lowp_codec b16;
-    lowp_codec_init(&b16, LOWP_BF16, LOWP_PROFILE_TORCH, LOWP_RN, 0, NULL, 0);
+    if (blocksel_bound_check(c, LOWP_BLOCKSEL_MOBA, seq_len, pos, &b16, why, wl))
+        return -1;
     size_t B = c->block, d = c->head_dim, Hk = c->kv_heads, G = c->q_heads / Hk, cur = pos / B, nb = cur + 1;
-    double *eps = malloc(2 * d * sizeof *eps);
-    if (eps == NULL)
+    double *eps = malloc(d * sizeof *eps);
+    float *kbar = malloc(d * sizeof *kbar);
+    if (eps == NULL || kbar == NULL) {
+        free(eps);
+        free(kbar);
         return lowp_why_set(why, wl, "MoBA bounds: out of memory");
-    double *kbar = eps + d, gd = gamma_n(d - 1);
+    }
     for (size_t i = 0; i < c->q_heads * nb; i++)
         bounds[i] = 0.0;
-    for (size_t i = 0; i < cur; i++) {
-        size_t t0 = i * B, t1 = t0 + B < seq_len ? t0 + B : seq_len, n = t1 - t0;
-        double gn = gamma_n(n - 1);
+    for (size_t i = 0; i < cur; i++)
         for (size_t g = 0; g < Hk; g++) {
-            for (size_t e = 0; e < d; e++) {
-                double S = 0.0, A = 0.0, D = kdsum ? kdsum[(i * Hk + g) * d + e] : 0.0;
-                for (size_t t = t0; t < t1; t++) {
-                    size_t at = (t * Hk + g) * d + e;
-                    S += (double)k[at];
-                    A += fabs((double)k[at]);
-                }
-                float s32 = (float)S, m = s32 / (float)n;
-                float kb = lowp_decode_f32(LOWP_BF16, lowp_encode_f32(&b16, m));
-                kbar[e] = kb;
-                eps[e] = r16(kb) + r32(m) + (r32(s32) + gn * A + D) / (double)n;
+            block_key_bound(c, &b16, k, kdsum, seq_len, i, g, kbar, eps);
+            for (size_t h = g * G; h < (g + 1) * G; h++)
+                bounds[h * nb + i] = (dot_bound(q + h * d, kbar, eps, d) + r32(scores[h * nb + i])) * INFLATE;
+        }
+    free(eps);
+    free(kbar);
+    return 0;
+}
+
+/* The C library's exp and log: within 2 ulp (glibc documents at most 1 on x86_64 and
+ * aarch64), so exp's relative error and log's relative error are at most 2^-51. */
+#define LIBM_REL 0x1p-51
+
+int lowp_nsa_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
+                          size_t seq_len, size_t pos, const float *scores, double *bounds, char *why, size_t wl)
+{
+    lowp_codec b16;
+    if (blocksel_bound_check(c, LOWP_BLOCKSEL_NSA, seq_len, pos, &b16, why, wl))
+        return -1;
+    size_t B = c->block, d = c->head_dim, Hk = c->kv_heads, G = c->q_heads / Hk, cur = pos / B, nb = cur + 1;
+    size_t nc = (pos + 1) / B; /* the softmax's support; nc >= cur, so every unforced block is in it */
+    /* per KV head: the block keys and their bounds; per head: logits and their bounds; per
+     * block: the group's summed error bounds and probabilities */
+    double *keps = malloc((nc * d + 2 * nb + nc + 1) * sizeof *keps);
+    float *kbar = malloc((nc * d + nc + 1) * sizeof *kbar);
+    if (keps == NULL || kbar == NULL) {
+        free(keps);
+        free(kbar);
+        return lowp_why_set(why, wl, "NSA bounds: out of memory for %zu blocks", nc);
+    }
+    double *perr = keps + nc * d, *psum = perr + nb, *lb = psum + nb;
+    float *sv = kbar + nc * d;
+    float sm = (float)(1.0 / sqrt((double)d));
+    double ec = 0x1p-23 * (double)sm; /* >= |sm - d^-0.5| (2^-24 + 2^-51 relative) */
+    double gG = gamma_n(G - 1), gnc = gamma_n(nc ? nc - 1 : 0);
+    for (size_t i = 0; i < Hk * nb; i++)
+        bounds[i] = 0.0;
+    for (size_t g = 0; g < Hk; g++) {
+        for (size_t i = 0; i < nc; i++)
+            block_key_bound(c, &b16, k, kdsum, seq_len, i, g, kbar + i * d, keps + i * d);
+        for (size_t i = 0; i < nb; i++)
+            perr[i] = psum[i] = 0.0;
+        for (size_t h = g * G; h < (g + 1) * G; h++) {
+            /* the logits as lowp_blocksel_scores forms them, and b_i >= |s_i - s*_i| */
+            double Bmax = 0.0, m = -INFINITY, sum = 0.0;
+            for (size_t i = 0; i < nc; i++) {
+                float D = lowp_select_dot(q + h * d, kbar + i * d, d);
+                sv[i] = D * sm;
+                lb[i] = ((double)sm + ec) * (dot_bound(q + h * d, kbar + i * d, keps + i * d, d) + r32(D)) +
+                        fabs((double)D) * ec + r32(sv[i]);
+                Bmax = lb[i] > Bmax ? lb[i] : Bmax;
+                m = (double)sv[i] > m ? (double)sv[i] : m;
             }
-            for (size_t hh = 0; hh < G; hh++) {
-                size_t h = g * G + hh;
-                const float *qh = q + h * d;
-                double E = 0.0, P = 0.0;
-                for (size_t e = 0; e < d; e++) {
-                    E += fabs((double)qh[e]) * eps[e];
-                    P += fabs((double)qh[e] * kbar[e]);
-                }
-                bounds[h * nb + i] = (E + gd * P + r32(scores[h * nb + i])) * INFLATE;
+            for (size_t i = 0; i < nc; i++)
+                sum += exp((double)sv[i] - m);
+            double ls = log(sum), lse = nc ? m + ls : 0.0;
+            /* eL >= |lse - log sum_i exp(s_i)|: each term's argument rounding (2^-53 |x|, |x| <=
+             * 746 where the term is not below 2^-1074) and exp (2^-51) within mu = 2^-42
+             * relative, plus 2^-1073 absolute (sum >= 1: the largest term is exp(0) = 1); the
+             * sum's gamma_{nc-1}; log's 2^-51 |ls|; the addition's 2^-53 |lse| */
+            double rel = 0x1p-42 + gnc + (double)nc * 0x1p-1073;
+            double eL = 1.01 * rel + LIBM_REL * fabs(ls) + 0x1p-52 * fabs(lse);
+            for (size_t i = 0; i < cur && i < nc; i++) {
+                double a = (double)sv[i] - lse, pd = exp(a);
+                float p = (float)pd;
+                /* exp(a) is within e^{+-Delta} of the exact p*_i (the lse moves by <= Bmax);
+                 * |pd - exp(a)| <= 2^-51 exp(a) + 2^-1073 */
+                double Delta = lb[i] + Bmax + eL + 0x1p-52 * fabs(a);
+                double Ea = ((double)pd + 0x1p-1073) * (1 + 0x1p-50); /* >= exp(a) */
+                perr[i] += Ea * (expm1(Delta) + LIBM_REL) + 0x1p-1073 + r32(p);
+                psum[i] += (double)p;
             }
         }
+        for (size_t i = 0; i < cur && i < nc; i++) {
+            float o = scores[g * nb + i];
+            double b = (perr[i] + gG * psum[i] + r32(o)) * INFLATE;
+            bounds[g * nb + i] = isinf(o) ? 0.0 : isnan(b) ? INFINITY : b; /* NaN inputs certify nothing */
+        }
     }
-    free(eps);
+    free(keps);
+    free(kbar);
     return 0;
 }
 

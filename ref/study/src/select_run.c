@@ -98,12 +98,12 @@ static size_t to_bf16(float *x, size_t n)
 /* MoBA's and NSA's quantized main keys: each row of d quantized along the head dim, padded
  * with zeros to whole blocks and to an even count (lowp_sweep_quantize_exact's layout, so a
  * block never straddles two rows), dequantized exactly and rounded once to binary32 (the
- * value a kernel reads). With bounds (MoBA), each element's bound (lowp_select_quant_bound,
+ * value a kernel reads). Each element's bound (lowp_select_quant_bound,
  * the padded zeros' included: they are quantized with their block) is checked against the
  * binary32 key and summed per block into kdsum; where one fails (a clamp the bound does not
  * cover, or NaN), nothing is certified. */
 static int quantize_keys(lowp_block_format f, lowp_recipe r, lowp_global_scale gs, const float *k, size_t ctx,
-                         size_t kvh, size_t d, size_t block, int bounds, prepared *p, char *why, size_t wl)
+                         size_t kvh, size_t d, size_t block, prepared *p, char *why, size_t wl)
 {
     size_t bs = lowp_block_size(f), dp = (d + bs - 1) / bs * bs;
     dp += dp % 2;
@@ -111,11 +111,11 @@ static int quantize_keys(lowp_block_format f, lowp_recipe r, lowp_global_scale g
     float *pad = calloc(cap, sizeof *pad);
     uint8_t *codes = malloc(lowp_block_code_bytes(f, cap) + 1);
     uint8_t *scales = malloc(cap / bs + 1);
-    double *deq = malloc(cap * sizeof *deq), *dl = bounds ? malloc(cap * sizeof *dl) : NULL;
-    int rc = pad == NULL || codes == NULL || scales == NULL || deq == NULL || (bounds && dl == NULL)
+    double *deq = malloc(cap * sizeof *deq), *dl = malloc(cap * sizeof *dl);
+    int rc = pad == NULL || codes == NULL || scales == NULL || deq == NULL || dl == NULL
                  ? lowp_why_set(why, wl, "out of memory for the keys")
                  : 0;
-    p->bounded = bounds;
+    p->bounded = 1;
     for (size_t t0 = 0; rc == 0 && t0 < rows; t0 += QUANT_ROWS) {
         size_t nr = rows - t0 < QUANT_ROWS ? rows - t0 : QUANT_ROWS;
         for (size_t j = 0; j < nr; j++)
@@ -124,16 +124,13 @@ static int quantize_keys(lowp_block_format f, lowp_recipe r, lowp_global_scale g
         if (rc)
             break;
         lowp_stats_dequantize_f64(f, gs.dec, codes, scales, nr * dp, deq);
-        if (bounds)
-            lowp_select_quant_bound(f, gs.dec, codes, scales, nr * dp, dl);
+        lowp_select_quant_bound(f, gs.dec, codes, scales, nr * dp, dl);
         for (size_t j = 0; j < nr; j++) {
             size_t t = t0 + j;
             float *o = p->main_k + t * d;
             const double *v = deq + j * dp;
             for (size_t e = 0; e < d; e++)
                 o[e] = (float)v[e];
-            if (!bounds)
-                continue;
             double *sum = p->kdsum + ((t / kvh) / block * kvh + t % kvh) * d;
             const double *de = dl + j * dp;
             for (size_t e = 0; e < d; e++) {
@@ -203,21 +200,19 @@ static int prepare(const lowp_select_spec *s, const char *keys, const lowp_selec
     p->main_k = malloc(n * sizeof *p->main_k + 1);
     if (p->main_k == NULL)
         return lowp_why_set(why, wl, "out of memory for the keys");
-    int moba = s->kind == LOWP_SEL_MOBA;
+    /* MoBA and NSA both bound their scores from the keys' per-block sums of element bounds */
     size_t nbk = (ctx + s->bs.block - 1) / (s->bs.block ? s->bs.block : 1), kvh = in->kv_heads;
-    if (moba) {
-        p->kdsum = calloc(nbk * kvh * d + 1, sizeof *p->kdsum);
-        if (p->kdsum == NULL)
-            return lowp_why_set(why, wl, "out of memory for the key bounds");
-    }
+    p->kdsum = calloc(nbk * kvh * d + 1, sizeof *p->kdsum);
+    if (p->kdsum == NULL)
+        return lowp_why_set(why, wl, "out of memory for the key bounds");
     if (strcmp(keys, "bf16") == 0) {
         memcpy(p->main_k, k, n * sizeof *k);
         to_bf16(p->main_k, n);
         /* |bf16(x) - x| <= half an ulp <= 2^-8 |bf16(x)| + 2^-134 (subnormals) */
-        for (size_t i = 0; moba && i < n; i++)
+        for (size_t i = 0; i < n; i++)
             p->kdsum[(i / (kvh * d) / s->bs.block) * kvh * d + i % (kvh * d)] +=
                 0x1p-8 * fabs((double)p->main_k[i]) + 0x1p-134;
-        p->bounded = moba;
+        p->bounded = 1;
         return 0;
     }
     lowp_block_format f;
@@ -233,7 +228,7 @@ static int prepare(const lowp_select_spec *s, const char *keys, const lowp_selec
         amax = fabsf(k[i]) > amax ? fabsf(k[i]) : amax;
     lowp_global_scale gs = lowp_sweep_global_scale(f, r, s->scale, amax);
     p->dec = gs.dec;
-    return quantize_keys(f, r, gs, k, ctx, kvh, d, s->bs.block, moba, p, why, wl);
+    return quantize_keys(f, r, gs, k, ctx, kvh, d, s->bs.block, p, why, wl);
 }
 
 /* scores of row r into sc[units][cand] (-Inf past the visible ones), *vis the visible
@@ -274,9 +269,10 @@ static int score_row(const lowp_select_spec *s, const prepared *p, const lowp_se
         return lowp_why_set(why, wl, "out of memory");
     }
     int rc = lowp_blocksel_scores(&s->bs, q + r * H * d, p->main_k, in->ctx, pos, tmp, &nb, why, wl);
-    int bounds = rc == 0 && bnd && s->kind == LOWP_SEL_MOBA;
+    int bounds = rc == 0 && bnd;
     if (bounds)
-        rc = lowp_moba_score_bounds(&s->bs, q + r * H * d, p->main_k, p->kdsum, in->ctx, pos, tmp, btmp, why, wl);
+        rc = (s->kind == LOWP_SEL_MOBA ? lowp_moba_score_bounds : lowp_nsa_score_bounds)(
+            &s->bs, q + r * H * d, p->main_k, p->kdsum, in->ctx, pos, tmp, btmp, why, wl);
     for (size_t u = 0; rc == 0 && u < units; u++) {
         memcpy(sc + u * cand, tmp + u * nb, nb * sizeof *tmp);
         if (bounds)

@@ -393,11 +393,38 @@ int lowp_sparse_attn(const lowp_sparse_attn_args *a, const float *q, const float
  *     The same bound serves the BF16 reference (qs = ks = 1, dq = dk = 0). No clamp
  *     exception: DSA's scales come from each row's amax (floored), so |x / s| stays within
  *     the largest code's half gap.
- * NSA has no bound here (lowp_select_run reports it not certifiable). What it would take,
- * not implemented: its scores are softmax probabilities summed over a group. With logit
- * bounds b_i (MoBA's, times the fp32 head_dim^-0.5 and its rounding) and B = max b_i, lse
- * moves by at most B, so each p_i lies within a factor e^{+-2B} of the exact one, plus the
- * binary32 roundings of exp and of the group sum; forced blocks are exact. */
+ *   NSA (lowp_nsa_score_bounds): the exact score of block i for KV group g is
+ *     P*_i = sum_{h in g} p*_hi,  p*_hi = exp(s*_hi - L*_h),  L*_h = log sum_{j < nc} exp(s*_hj),
+ *     s*_hi = d^-0.5 q_h . (sum_t x_t / n)      (real d^-0.5, the exact block mean)
+ *   over the same support as the computed one (the nc complete blocks, the current one
+ *   included when complete); forced blocks (+Inf on both sides) get bound 0. Per head:
+ *     1. Logits. D_i = the fp32 dot, sm = fl32(binary64 1 / sqrt(d)), s_i = fl32(D_i sm);
+ *        |sm - d^-0.5| <= (2^-24 + 2^-51) d^-0.5 <= ec = 2^-23 sm. With MoBA's dot bound
+ *        bm_i = sum_c |q_c| eps_c + gamma_{d-1} sum_c |q_c kb_c| + r32(D_i) >= |D_i - q.mean|:
+ *          b_i = (sm + ec) bm_i + |D_i| ec + r32(s_i)                       >= |s_i - s*_i|
+ *     2. lse. log-sum-exp is 1-Lipschitz in the max norm: with B = max_{i<nc} b_i,
+ *        |L - L*| <= B, L = log sum exp(s_i) in real arithmetic. The computed lse = m +
+ *        log(sum_j exp(s_j - m)) (binary64, m = max s_j): each term within a relative
+ *        mu = 2^-42 (argument rounding 2^-53 |x| with |x| <= 746 where the term exceeds
+ *        2^-1074, exp's 2^-51) plus 2^-1073; the sum >= 1 (its largest term is exp(0) = 1);
+ *          eL = 1.01 (mu + gamma_{nc-1} + nc 2^-1073) + 2^-51 |log sum| + 2^-52 |lse|
+ *                                                                          >= |lse - L|
+ *        (log's 2^-51 relative, the addition's rounding).
+ *     3. Probabilities. a_i = fl64(s_i - lse), pd_i = exp(a_i) (|pd - e^a| <= 2^-51 e^a +
+ *        2^-1073), p_i = fl32(pd_i). Steps 1-2 and a's rounding put e^{a_i} within a factor
+ *        e^{+-Delta_i} of p*_hi, Delta_i = b_i + B + eL + 2^-52 |a_i|; with Ea = (pd_i + 2^-1073)
+ *        (1 + 2^-50) >= e^{a_i}:
+ *          e_hi = Ea (expm1(Delta_i) + 2^-51) + 2^-1073 + r32(p_i)            >= |p_i - p*_hi|
+ *     4. Group sum. o_i = fl32(binary64 sum_h p_hi):
+ *          b_i(group) = sum_h e_hi + gamma_{G-1} sum_h p_hi + r32(o_i)       >= |o_i - P*_i|
+ *   The C library's exp and log are taken to be within 2 ulp (relative 2^-51; glibc
+ *   documents at most 1 ulp). The key-side terms (eps_c, kdsum, the padded rows, the clamp
+ *   check) are MoBA's. The bound adds b_i and B (it does not use that the lse moves with
+ *   correlated logit errors, which then cancel), so a selection whose group scores differ by
+ *   less than about 2 (b_i + B) times their size is not certified: near-uniform softmaxes
+ *   (Gaussian keys, where candidate blocks' scores differ by a few percent) are not
+ *   certified even with BF16 keys; blocks whose logits stand ~2 above the rest are
+ *   (tests/test_select_stability.c: 10 of 250 selections, all from its needle draws). */
 
 /* h(x) of the element bound: half the gap above |x| in f, x a value of f (the largest
  * finite value: half the gap below it). NaN for a value f does not hold. */
@@ -421,10 +448,17 @@ int lowp_qsa_score_bounds(const lowp_qsa_config *c, const float *qo, const doubl
 /* bounds[unit][nblocks] for MoBA scores as lowp_blocksel_scores computed them from keys k;
  * kdsum[block][kv_heads][head_dim] holds, per block, the sum over its tokens of the keys'
  * element bounds (sum_t dk_tc above; NULL: 0). Forced and masked entries get 0. Refuses
- * (-1) an NSA configuration (no bound). */
+ * (-1) an NSA configuration (lowp_nsa_score_bounds). */
 int lowp_moba_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
                            size_t seq_len, size_t pos, const float *scores, double *bounds, char *why,
                            size_t why_len);
+
+/* bounds[kv_head][nblocks] for NSA group scores as lowp_blocksel_scores computed them from
+ * keys k, kdsum as for MoBA. Forced entries get 0, a NaN bound is returned as +Inf. Refuses
+ * (-1) a MoBA configuration. */
+int lowp_nsa_score_bounds(const lowp_blocksel_config *c, const float *q, const float *k, const double *kdsum,
+                          size_t seq_len, size_t pos, const float *scores, double *bounds, char *why,
+                          size_t why_len);
 
 /* bounds[0..pos] for DSA scores as lowp_dsa_scores computed them (same arguments), kdelta
  * [seq_len][head_dim] the keys' element bounds (NULL: 0). A NaN bound is returned as +Inf.
