@@ -376,7 +376,16 @@ static int take_kernel_option(int argc, char **argv, char ***rest, int *n)
  * --long count per kernel (case indices 0..2N-1, the even ones prefills, the odd ones
  * extends); the decode's --broad, --max-ctx, --formats and the sharding do not apply (the
  * kernel reads an FP8 workspace; the run is not split into units). */
-static int gpu_conform_extend(int argc, char **argv, int kinds)
+/* An option's value; again: the arguments were parsed once already (--kernel all runs the
+ * decode on them first), so a repeated name is not a second giving of it. */
+#ifdef LOWP_HAVE_GPU
+static const char *opt_value(int argc, char **argv, int *i, int again)
+{
+    return again ? lowp_cli_option_repeated(argc, argv, i) : lowp_cli_option_value(argc, argv, i);
+}
+#endif
+
+static int gpu_conform_extend(int argc, char **argv, int kinds, int again)
 {
 #ifdef LOWP_HAVE_GPU
     lowp_gpu_extend_conform_opts o = lowp_gpu_extend_conform_defaults();
@@ -397,24 +406,24 @@ static int gpu_conform_extend(int argc, char **argv, int kinds)
         else if (!strcmp(a, "--small"))
             o.small = 1;
         else if (!strcmp(a, "--cases")) {
-            cases = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 1);
+            cases = lowp_cli_parse_count(a, opt_value(argc, argv, &i, again), 1);
             cases_set = 1;
         } else if (!strcmp(a, "--long")) {
-            longc = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 1);
+            longc = lowp_cli_parse_count(a, opt_value(argc, argv, &i, again), 1);
             long_set = 1;
         } else if (!strcmp(a, "--ws"))
-            o.ws_cases = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 1);
+            o.ws_cases = lowp_cli_parse_count(a, opt_value(argc, argv, &i, again), 1);
         else if (!strcmp(a, "--ws-long"))
-            o.ws_long = lowp_cli_parse_count(a, lowp_cli_option_value(argc, argv, &i), 1);
+            o.ws_long = lowp_cli_parse_count(a, opt_value(argc, argv, &i, again), 1);
         else if (!strcmp(a, "--only"))
-            o.only = (long long)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 0,
+            o.only = (long long)lowp_cli_parse_u64(a, opt_value(argc, argv, &i, again), 0,
                                                    UINT32_MAX);
         else if (!strcmp(a, "--seed"))
-            o.seed = lowp_cli_parse_seed(a, lowp_cli_option_value(argc, argv, &i));
+            o.seed = lowp_cli_parse_seed(a, opt_value(argc, argv, &i, again));
         else if (!strcmp(a, "--threads"))
-            o.threads = (int)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1, 1024);
+            o.threads = (int)lowp_cli_parse_u64(a, opt_value(argc, argv, &i, again), 1, 1024);
         else if (!strcmp(a, "--report"))
-            report = lowp_cli_option_value(argc, argv, &i);
+            report = opt_value(argc, argv, &i, again);
         else if (!strcmp(a, "--broad") || !strcmp(a, "--max-ctx") || !strcmp(a, "--formats"))
             lowp_cli_fail("lowp gpu conform --kernel extend|prefill: %s is the decode's (the "
                           "extend kernel reads an FP8 E4M3 workspace of its own shapes)", a);
@@ -461,6 +470,7 @@ static int gpu_conform_extend(int argc, char **argv, int kinds)
     return r.bad ? 1 : 0;
 #else
     (void)kinds;
+    (void)again;
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--emulator-only"))
             lowp_cli_fail("lowp gpu conform --emulator-only: the conformance driver is built with "
@@ -483,7 +493,7 @@ static int gpu_conform(int argc, char **argv)
     if (bits == 1)
         rc = gpu_conform_decode(n, rest);
     else if (!(bits & 1))
-        rc = gpu_conform_extend(n, rest, bits >> 1);
+        rc = gpu_conform_extend(n, rest, bits >> 1, 0);
     else {
         for (int i = 0; i < n; i++) {
             const char *a = rest[i];
@@ -496,7 +506,7 @@ static int gpu_conform(int argc, char **argv)
                 i++;
         }
         int r1 = gpu_conform_decode(n, rest);
-        int r2 = r1 == 77 ? 77 : gpu_conform_extend(n, rest, bits >> 1);
+        int r2 = r1 == 77 ? 77 : gpu_conform_extend(n, rest, bits >> 1, 1);
         rc = r1 == 1 || r2 == 1 ? 1 : (r1 == 77 || r2 == 77 ? 77 : 0);
     }
     free(rest);
