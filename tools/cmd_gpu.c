@@ -168,6 +168,24 @@ static void unit_get(const json_t *o, size_t index, lowp_gpu_conform_unit *u)
 }
 #endif
 
+#ifdef LOWP_HAVE_GPU
+/* The end of a run of `lowp gpu <cmd>` (its library's status rc, its reason why): 77 (no
+ * GPU) says so, with hint, and is returned; any other failure is fatal (exit 2, out left
+ * uncommitted); else out (NULL: none) is committed and 0 returned. */
+static int gpu_run_end(const char *cmd, int rc, FILE *out, const char *why, const char *hint)
+{
+    if (rc == 77) {
+        fprintf(stderr, "lowp gpu %s: %s%s\n", cmd, why, hint);
+        return 77;
+    }
+    if (rc)
+        lowp_cli_fail("lowp gpu %s: %s", cmd, why);
+    if (out)
+        lowp_out_commit(out);
+    return 0;
+}
+#endif
+
 static int gpu_conform_decode(int argc, char **argv)
 {
 #ifdef LOWP_HAVE_GPU
@@ -296,15 +314,8 @@ static int gpu_conform_decode(int argc, char **argv)
     lowp_gpu_conform_result r;
     char why[512] = "";
     int rc = lowp_gpu_conform_run(&o, rep, stdout, &r, why, sizeof why);
-    if (rc == 77) {
-        fprintf(stderr, "lowp gpu conform: %s (use --emulator-only on a machine without a GPU)\n",
-                why);
+    if (gpu_run_end("conform", rc, rep, why, " (use --emulator-only on a machine without a GPU)"))
         return 77;
-    }
-    if (rc)
-        lowp_cli_fail("lowp gpu conform: %s", why);
-    if (rep)
-        lowp_out_commit(rep);
     if (res != NULL) {
         json_object_set_new(res, "units", json_integer((json_int_t)r.units));
         lowp_result_write(res, result);
@@ -448,15 +459,8 @@ static int gpu_conform_extend(int argc, char **argv, int kinds, int again)
     lowp_gpu_extend_conform_result r;
     char why[512] = "";
     int rc = lowp_gpu_extend_conform_run(&o, rep, stdout, &r, why, sizeof why);
-    if (rc == 77) {
-        fprintf(stderr, "lowp gpu conform: %s (use --emulator-only on a machine without a GPU)\n",
-                why);
+    if (gpu_run_end("conform", rc, rep, why, " (use --emulator-only on a machine without a GPU)"))
         return 77;
-    }
-    if (rc)
-        lowp_cli_fail("lowp gpu conform: %s", why);
-    if (rep)
-        lowp_out_commit(rep);
     char ws[96] = ""; /* the workspace path is the extend's */
     if (kinds & LOWP_GPU_EXTEND_KIND_EXTEND)
         snprintf(ws, sizeof ws, ", workspace path %zu cases with %zu failed checks", r.ws_cases,
@@ -571,15 +575,7 @@ static int gpu_bench_decode(int argc, char **argv)
     FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
     char why[512] = "";
     int rc = lowp_gpu_bench_run(&o, csv, stdout, why, sizeof why);
-    if (rc == 77) {
-        fprintf(stderr, "lowp gpu bench: %s\n", why);
-        return 77;
-    }
-    if (rc)
-        lowp_cli_fail("lowp gpu bench: %s", why);
-    if (csv)
-        lowp_out_commit(csv);
-    return 0;
+    return gpu_run_end("bench", rc, csv, why, "");
 #else
     (void)argc;
     (void)argv;
@@ -644,15 +640,7 @@ static int gpu_bench_extend(int argc, char **argv, int kinds)
     FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
     char why[512] = "";
     int rc = lowp_gpu_extend_bench_run(&o, csv, stdout, why, sizeof why);
-    if (rc == 77) {
-        fprintf(stderr, "lowp gpu bench: %s\n", why);
-        return 77;
-    }
-    if (rc)
-        lowp_cli_fail("lowp gpu bench: %s", why);
-    if (csv)
-        lowp_out_commit(csv);
-    return 0;
+    return gpu_run_end("bench", rc, csv, why, "");
 #else
     (void)argc;
     (void)argv;
