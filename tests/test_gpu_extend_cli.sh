@@ -90,10 +90,11 @@ if "$lowp" gpu conform --kernel extend,prefill $EC --report "$tmp/ec.md" > "$tmp
   expect_error_naming "bench --kernel extend --prefixes 0" "prefill" "$lowp" gpu bench --kernel extend --prefixes 0,4096
   expect_error_naming "bench --kernel prefill --formats" "formats" "$lowp" gpu bench --kernel prefill --formats nvfp4
   if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi > /dev/null 2>&1; then
-    "$lowp" gpu conform --kernel extend --cases 1 > /dev/null 2>&1
+    "$lowp" gpu conform --kernel extend --cases 1 --report "$tmp/n77.md" > /dev/null 2>&1
     rc=$?; [ $rc -eq 77 ] && ok || bad "conform --kernel extend without a GPU: exit $rc, not 77"
-    "$lowp" gpu bench --kernel extend --chunks 512 --prefixes 4096 > /dev/null 2>&1
+    "$lowp" gpu bench --kernel extend --chunks 512 --prefixes 4096 --csv "$tmp/n77.csv" > /dev/null 2>&1
     rc=$?; [ $rc -eq 77 ] && ok || bad "bench --kernel extend without a GPU: exit $rc, not 77"
+    ls "$tmp" | grep -q '^n77' && bad "exit 77 left a file: $(ls "$tmp" | grep '^n77')" || ok
   fi
 else
   grep -q "without CUDA" "$tmp/ec.err" && ok || bad "conform --kernel extend,prefill: $(cat "$tmp/ec.err")"

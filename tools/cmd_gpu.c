@@ -455,6 +455,11 @@ static int gpu_conform_extend(int argc, char **argv, int kinds, int again)
     if (o.only >= 0 && (size_t)o.only >= o.cases)
         lowp_cli_fail("--only %lld: the run has short cases 0..%zu", o.only,
                       o.cases ? o.cases - 1 : 0);
+    /* no GPU: said before the report is opened (no temporary file left behind) */
+    int ndev = 0;
+    if (!o.emulator_only && (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0))
+        return gpu_run_end("conform", 77, NULL, "no CUDA device",
+                           " (use --emulator-only on a machine without a GPU)");
     FILE *rep = report ? lowp_out_open(report, 0) : NULL;
     lowp_gpu_extend_conform_result r;
     char why[512] = "";
@@ -632,11 +637,9 @@ static int gpu_bench_extend(int argc, char **argv, int kinds)
                           o.prefixes[i] ? "an extend (prefix > 0)" : "a prefill (prefix 0)");
     }
     o.n_prefixes = np;
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        fprintf(stderr, "lowp gpu bench: no CUDA device\n");
-        return 77;
-    }
+    int ndev = 0; /* no GPU: said before the CSV is opened (no temporary file left behind) */
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)
+        return gpu_run_end("bench", 77, NULL, "no CUDA device", "");
     FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
     char why[512] = "";
     int rc = lowp_gpu_extend_bench_run(&o, csv, stdout, why, sizeof why);
