@@ -361,26 +361,27 @@ static int parse_kernels(const char *v)
     return bits;
 }
 
-/* The kernels --kernel K names (parse_kernels' bits; 1, the decode, without it), and in
- * *rest (freed by the caller) the other arguments, *n of them, in order. */
-static int take_kernel_option(int argc, char **argv, char ***rest, int *n)
+/* The kernels --kernel K names in *bits (parse_kernels' bits; 1, the decode, without it);
+ * returns the other arguments, *n of them, in order (freed by the caller). */
+static char **take_kernel_option(int argc, char **argv, int *bits, int *n)
 {
-    int bits = 1, kidx = -1;
+    int kidx = -1;
+    *bits = 1;
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--kernel")) {
             if (kidx >= 0)
                 lowp_cli_fail("--kernel given twice (name the kernels in one list)");
             kidx = i;
-            bits = parse_kernels(lowp_cli_option_value(argc, argv, &i));
+            *bits = parse_kernels(lowp_cli_option_value(argc, argv, &i));
         }
-    *rest = calloc((size_t)argc + 1, sizeof **rest);
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
     *n = 0;
-    if (*rest == NULL)
+    if (rest == NULL)
         lowp_cli_fail("out of memory");
     for (int i = 0; i < argc; i++)
         if (kidx < 0 || (i != kidx && i != kidx + 1))
-            (*rest)[(*n)++] = argv[i];
-    return bits;
+            rest[(*n)++] = argv[i];
+    return rest;
 }
 
 /* `lowp gpu conform --kernel extend|prefill`: lowp_gpu_extend_conform_run. --cases and
@@ -495,9 +496,8 @@ static int gpu_conform_extend(int argc, char **argv, int kinds, int again)
  * fails. */
 static int gpu_conform(int argc, char **argv)
 {
-    int n = 0;
-    char **rest = NULL;
-    int bits = take_kernel_option(argc, argv, &rest, &n);
+    int n, bits;
+    char **rest = take_kernel_option(argc, argv, &bits, &n);
     int rc;
     if (bits == 1)
         rc = gpu_conform_decode(n, rest);
@@ -657,9 +657,8 @@ static int gpu_bench_extend(int argc, char **argv, int kinds)
  * kernel's; one family a run (their options and tables differ). */
 static int gpu_bench(int argc, char **argv)
 {
-    int n = 0;
-    char **rest = NULL;
-    int bits = take_kernel_option(argc, argv, &rest, &n);
+    int n, bits;
+    char **rest = take_kernel_option(argc, argv, &bits, &n);
     if ((bits & 1) && bits != 1)
         lowp_cli_fail("lowp gpu bench --kernel: decode and extend / prefill are separate "
                       "benches (their options and tables differ): run them one at a time");
