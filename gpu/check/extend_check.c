@@ -5,7 +5,8 @@
  * options below are that command's) and tools/gpu_run.sh step extend.
  *
  *   lowp gpu conform --kernel extend,prefill [--quick] [--cases N] [--long N] [--ws N]
- *                    [--ws-long N] [--seed S] [--emulator-only] [--small] [--only I]
+ *                    [--ws-long N] [--seed S] [--threads N] [--emulator-only] [--small]
+ *                    [--only I]
  *
  * Cases (default 10^5 short ones and 4 long per kernel; --quick 2000 and 2; --cases N and
  * --long N are per kernel): case indices 0..2N-1, the even ones initial prefills
