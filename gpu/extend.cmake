@@ -1,8 +1,8 @@
 # gpu/extend.cmake: the extend / prefill attention kernel over an FP8 workspace
-# (lowp/gpu_extend.h) and its conformance program. Included by gpu/CMakeLists.txt.
+# (lowp/gpu_extend.h), its conformance run and its bench. Included by gpu/CMakeLists.txt.
 #   lowp_gpu_extend          static library: kernels/extend.cu
-#   lowp_gpu_extend_check    the conformance program (gpu/check/extend_check.c); exits 77
-#                            without a GPU; --emulator-only holds the emulator to the bound
+#   lowp_gpu_extend_conform  static library: check/extend_check.c (the conformance run) and
+#                            bench/extend_bench.c (the bench), linked into lowp (tools/)
 # The emulator (ref/attn/src/attn_gpu_extend.c) reproduces the kernel only if nothing is
 # contracted (--fmad=false), division is IEEE and nothing is flushed: the decode's flags.
 add_library(lowp_gpu_extend STATIC ${LOWP_GPU_DIR}/kernels/extend.cu)
@@ -14,28 +14,25 @@ target_compile_options(lowp_gpu_extend PRIVATE ${LOWP_GPU_EXACT_CUDA_FLAGS})
 target_include_directories(lowp_gpu_extend PUBLIC ${LOWP_GPU_DIR}/include)
 target_link_libraries(lowp_gpu_extend PUBLIC lowp_gpu_kv lowp_static CUDA::cudart_static PRIVATE m)
 
-add_executable(lowp_gpu_extend_check ${LOWP_GPU_DIR}/check/extend_check.c)
-target_compile_options(lowp_gpu_extend_check PRIVATE ${LOWP_WARNINGS} -O2)
-target_link_libraries(lowp_gpu_extend_check PRIVATE lowp_gpu_extend lowp_cli_parse
-  OpenMP::OpenMP_C m)
-set_target_properties(lowp_gpu_extend_check PROPERTIES LINKER_LANGUAGE CXX)
+# The conformance run and the bench of the kernel (lowp/gpu_extend_conform.h), behind
+# `lowp gpu conform --kernel extend|prefill` and `lowp gpu bench --kernel extend|prefill`.
+add_library(lowp_gpu_extend_conform STATIC ${LOWP_GPU_DIR}/check/extend_check.c
+            ${LOWP_GPU_DIR}/bench/extend_bench.c)
+target_compile_options(lowp_gpu_extend_conform PRIVATE ${LOWP_WARNINGS} -O2)
+target_link_libraries(lowp_gpu_extend_conform PUBLIC lowp_gpu_extend PRIVATE OpenMP::OpenMP_C m)
 # tests/lib/lowp_test_base.h: the random draws of the tests (no Check)
-target_include_directories(lowp_gpu_extend_check PRIVATE ${PROJECT_SOURCE_DIR}/tests/lib)
+target_include_directories(lowp_gpu_extend_conform PRIVATE ${PROJECT_SOURCE_DIR}/tests/lib)
 add_test(NAME gpu_extend
-         COMMAND lowp_gpu_extend_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-report.md --quick)
+         COMMAND lowp_cli gpu conform --kernel extend,prefill --quick
+                 --report ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-report.md)
 set_tests_properties(gpu_extend PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800)
 # Any machine: the emulator against binary64 attention within the derived bound, on the
 # same random and adversarial cases (the GPU comparison is skipped), and the workspace
 # fill's block function run on the host against lowp_kv_path_run(EXTEND).
 add_test(NAME gpu_extend_emulator
-         COMMAND lowp_gpu_extend_check ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-emulator.md
-                 --emulator-only --cases 300 --long 0 --ws 100 --ws-long 1)
+         COMMAND lowp_cli gpu conform --kernel extend,prefill --emulator-only --cases 150
+                 --long 0 --ws 100 --ws-long 1
+                 --report ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-emulator.md)
 set_tests_properties(gpu_extend_emulator PROPERTIES LABELS quick TIMEOUT 600)
 
 # Blackwell builds of the kernel: compiled (the library's CUDA_ARCHITECTURES), never run.
-
-# The bench (gpu/bench/extend_bench.c): TFLOP/s of the kernel on SGLang's extend shapes.
-add_executable(lowp_gpu_extend_bench ${LOWP_GPU_DIR}/bench/extend_bench.c)
-target_compile_options(lowp_gpu_extend_bench PRIVATE ${LOWP_WARNINGS} -O2)
-target_link_libraries(lowp_gpu_extend_bench PRIVATE lowp_gpu_extend lowp_cli_parse m)
-set_target_properties(lowp_gpu_extend_bench PROPERTIES LINKER_LANGUAGE CXX)

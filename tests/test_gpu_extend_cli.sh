@@ -4,7 +4,10 @@
 # attention on the same path values) within the kernel's derived bound (--check-against),
 # deterministic output (two runs, identical bytes), the check failing when it must (the
 # extend output against the prefill reference), and the bad-input rules (exit 2, one line,
-# no output file).
+# no output file). Built with CUDA also `lowp gpu conform --kernel extend|prefill
+# --emulator-only` (the extend check's cases: a kernel run alone runs the same cases as both
+# together, the exit status follows the counts) and its refusals, and without a GPU the
+# conform and `lowp gpu bench --kernel extend` exit 77.
 . "$(dirname "$0")/lib/cli_test.sh"
 cli_test_start test_gpu_extend_cli "$1"
 
@@ -50,4 +53,50 @@ expect_error_naming too-many-queries "context" "$lowp" gpu attn --path prefill -
   --k "$tmp/k.npy" --v "$tmp/v.npy" --kv-format nvfp4 --emulate --out "$tmp/o.npy"
 expect_error_naming check-shape "check-against" "$lowp" gpu attn --path extend $IN --emulate \
   --check-against "$tmp/q.npy" --out "$tmp/o.npy"
+
+# ---- built with CUDA: gpu conform --kernel extend|prefill, gpu bench --kernel extend -------
+# (a CPU-only build says "built without CUDA", exit 2: checked, the rest skipped)
+EC="--emulator-only --cases 12 --long 0 --ws 3 --ws-long 0"
+if "$lowp" gpu conform --kernel extend,prefill $EC --report "$tmp/ec.md" > "$tmp/ec.txt" 2> "$tmp/ec.err"; then
+  ok
+  grep -q "^lowp gpu conform --kernel extend,prefill: 24 cases, 0 not bit-exact, 0 of [0-9]* cases outside" \
+    "$tmp/ec.txt" && ok || bad "conform --kernel extend,prefill: $(tail -n 1 "$tmp/ec.txt")"
+  grep -q "^| prefill | 12 |" "$tmp/ec.md" && grep -q "^| extend | 12 |" "$tmp/ec.md" && ok \
+    || bad "conform report: $(cat "$tmp/ec.md")"
+  # one kernel alone: its cases are the same ones (the per-kernel line agrees, seconds aside)
+  for k in prefill extend; do
+    "$lowp" gpu conform --kernel $k $EC --threads 1 > "$tmp/ec-$k.txt" 2>&1 || bad "conform --kernel $k: exit $?"
+    grep "^gpu extend conform ($k)" "$tmp/ec.txt" > "$tmp/ec-both-$k.cut"
+    grep "^gpu extend conform" "$tmp/ec-$k.txt" > "$tmp/ec-$k.cut"
+    cmp -s "$tmp/ec-both-$k.cut" "$tmp/ec-$k.cut" && [ -s "$tmp/ec-$k.cut" ] && ok \
+      || bad "conform --kernel $k alone differs: $(cat "$tmp/ec-$k.cut") vs $(cat "$tmp/ec-both-$k.cut")"
+  done
+  grep -q "workspace path" "$tmp/ec-prefill.txt" && bad "prefill ran the extend's workspace cases" || ok
+  # --only I runs short case I alone (odd: an extend)
+  "$lowp" gpu conform --kernel extend $EC --only 5 > "$tmp/ec-only.txt" 2>&1 || bad "--only 5: exit $?"
+  grep -q "^gpu extend conform (extend): 1 cases" "$tmp/ec-only.txt" && ok || bad "--only 5: $(cat "$tmp/ec-only.txt")"
+  cli_no_output=r.md
+  for o in "--formats nvfp4" "--shard 0/2" "--broad 3" "--max-ctx 64"; do
+    expect_error_naming "conform --kernel extend $o" "${o%% *}" "$lowp" gpu conform --kernel extend \
+      --emulator-only $o --report "$tmp/r.md"
+  done
+  expect_error_naming "conform --kernel bogus" "bogus" "$lowp" gpu conform --kernel bogus --emulator-only
+  expect_error_naming "conform --kernel twice" "twice" "$lowp" gpu conform --kernel extend --kernel prefill
+  expect_error_naming "conform --kernel all --report" "report" "$lowp" gpu conform --kernel all \
+    --emulator-only --report "$tmp/r.md"
+  expect_error_naming "conform --only past the run" "only" "$lowp" gpu conform --kernel extend \
+    --emulator-only --cases 2 --only 4
+  expect_error_naming "bench decode,extend" "separate" "$lowp" gpu bench --kernel decode,extend
+  expect_error_naming "bench --kernel extend --prefixes 0" "prefill" "$lowp" gpu bench --kernel extend --prefixes 0,4096
+  expect_error_naming "bench --kernel prefill --formats" "formats" "$lowp" gpu bench --kernel prefill --formats nvfp4
+  if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi > /dev/null 2>&1; then
+    "$lowp" gpu conform --kernel extend --cases 1 --report "$tmp/n77.md" > /dev/null 2>&1
+    rc=$?; [ $rc -eq 77 ] && ok || bad "conform --kernel extend without a GPU: exit $rc, not 77"
+    "$lowp" gpu bench --kernel extend --chunks 512 --prefixes 4096 --csv "$tmp/n77.csv" > /dev/null 2>&1
+    rc=$?; [ $rc -eq 77 ] && ok || bad "bench --kernel extend without a GPU: exit $rc, not 77"
+    ls "$tmp" | grep -q '^n77' && bad "exit 77 left a file: $(ls "$tmp" | grep '^n77')" || ok
+  fi
+else
+  grep -q "without CUDA" "$tmp/ec.err" && ok || bad "conform --kernel extend,prefill: $(cat "$tmp/ec.err")"
+fi
 cli_test_end

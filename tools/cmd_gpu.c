@@ -9,6 +9,15 @@
  *       all pass, 1 a failure. --shard K/N [--result F.json] runs configurations u with
  *       u mod N = K (tools/shard.h); --merge A.json ... [--report R] [--result F] writes
  *       the report and result of the whole run from the shards' results.
+ *   lowp gpu conform --kernel extend|prefill|all [--quick] [--cases N] [--long N] [--ws N]
+ *                    [--ws-long N] [--seed S] [--threads N] [--report FILE] [--emulator-only]
+ *                    [--small] [--only I]
+ *       --kernel decode (the default) is the run above; extend / prefill (a list: extend,prefill)
+ *       run the extend kernel's cases (lowp/gpu_extend_conform.h, gpu/check/extend_check.c):
+ *       N per kernel (default 10^5 short and 4 long), bit for bit against its emulator and
+ *       within the derived bound of binary64 attention, plus the workspace path's cases
+ *       (--ws, --ws-long; extend only). all: decode, then extend and prefill, with the
+ *       options both take (--quick --cases --seed --emulator-only).
  *   lowp gpu attn --q Q --k K --v V --kv-format F --out O.npy [--emulate] [options]
  *       `lowp attn`'s decode on the GPU: K and V (rounded to BF16, the kernel's input type)
  *       are written into a paged cache by the quantize-on-write kernel, the query (rounded
@@ -35,6 +44,11 @@
  *       decode time and bandwidth beside a streaming read (lowp/gpu_bench.h). --stages
  *       (2..8) and --warps (1..4) size the decode's shared-memory ring (at most; the
  *       default without them), which changes its speed and never an output bit.
+ *   lowp gpu bench --kernel extend|prefill [--chunks a,b] [--prefixes a,b] [--reps N]
+ *                  [--batch B] [--q-heads N] [--kv-heads N] [--head-dim N] [--csv FILE]
+ *       the extend kernel's time and TFLOP/s on SGLang's shapes (gpu/bench/extend_bench.c):
+ *       prefill rows have prefix 0, extend rows prefix > 0 (with the workspace fill and the
+ *       chunk's quantize-on-write timed beside them).
  *
  * Built without CUDA, only `lowp gpu attn --emulate` and `lowp gpu conform
  * --emulator-only` work; the rest says so (exit 2). Without a GPU they exit 77. */
@@ -59,6 +73,7 @@
 #include "lowp/gpu_conform.h"
 #include "lowp/gpu_decode.h"
 #include "lowp/gpu_extend.h"
+#include "lowp/gpu_extend_conform.h"
 #include "lowp/gpu_kvcache.h"
 #endif
 
@@ -69,6 +84,9 @@ static void gpu_usage(FILE *f)
     fputs("usage: lowp gpu conform [--quick] [--cases N] [--broad N] [--long N] [--max-ctx N] [--formats a,b]\n"
           "                        [--seed S] [--report FILE] [--emulator-only]\n"
           "                        [--shard K/N | --shard auto] [--result FILE.json]\n"
+          "       lowp gpu conform --kernel extend|prefill|all [--quick] [--cases N] [--long N] [--ws N]\n"
+          "                        [--ws-long N] [--seed S] [--threads N] [--report FILE] [--emulator-only]\n"
+          "                        [--small] [--only I]\n"
           "       lowp gpu conform --merge A.json B.json ... [--result FILE.json] [--report FILE]\n"
           "       lowp gpu attn --q Q --k K --v V --kv-format F --out O.npy [--emulate]\n"
           "                     [--recipe R] [--k-scale G] [--v-scale G] [--sm-scale S]\n"
@@ -81,6 +99,8 @@ static void gpu_usage(FILE *f)
           "                      [--head-dim N] [--page-size N] [--layout nhd|hnd] [--reps N]\n"
           "                      [--max-gb X] [--chunk N] [--settle-ms-per-gb X] [--stages N] [--warps N]\n"
           "                      [--csv FILE]\n"
+          "       lowp gpu bench --kernel extend|prefill [--chunks a,b] [--prefixes a,b] [--reps N]\n"
+          "                      [--batch B] [--q-heads N] [--kv-heads N] [--head-dim N] [--csv FILE]\n"
           "  Q [1, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx, num_kv_heads, vo_dim]:\n"
           "  a decode (one query token at position ctx - 1); with --path extend|prefill, Q [q_len, ...] is\n"
           "  the chunk at positions ctx - q_len .. ctx - 1 (extend: an nvfp4 cache). Formats: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4;\n"
@@ -148,7 +168,25 @@ static void unit_get(const json_t *o, size_t index, lowp_gpu_conform_unit *u)
 }
 #endif
 
-static int gpu_conform(int argc, char **argv)
+#ifdef LOWP_HAVE_GPU
+/* The end of a run of `lowp gpu <cmd>` (its library's status rc, its reason why): 77 (no
+ * GPU) says so, with hint, and is returned; any other failure is fatal (exit 2, out left
+ * uncommitted); else out (NULL: none) is committed and 0 returned. */
+static int gpu_run_end(const char *cmd, int rc, FILE *out, const char *why, const char *hint)
+{
+    if (rc == 77) {
+        fprintf(stderr, "lowp gpu %s: %s%s\n", cmd, why, hint);
+        return 77;
+    }
+    if (rc)
+        lowp_cli_fail("lowp gpu %s: %s", cmd, why);
+    if (out)
+        lowp_out_commit(out);
+    return 0;
+}
+#endif
+
+static int gpu_conform_decode(int argc, char **argv)
 {
 #ifdef LOWP_HAVE_GPU
     lowp_gpu_conform_opts o = lowp_gpu_conform_defaults();
@@ -276,15 +314,8 @@ static int gpu_conform(int argc, char **argv)
     lowp_gpu_conform_result r;
     char why[512] = "";
     int rc = lowp_gpu_conform_run(&o, rep, stdout, &r, why, sizeof why);
-    if (rc == 77) {
-        fprintf(stderr, "lowp gpu conform: %s (use --emulator-only on a machine without a GPU)\n",
-                why);
+    if (gpu_run_end("conform", rc, rep, why, " (use --emulator-only on a machine without a GPU)"))
         return 77;
-    }
-    if (rc)
-        lowp_cli_fail("lowp gpu conform: %s", why);
-    if (rep)
-        lowp_out_commit(rep);
     if (res != NULL) {
         json_object_set_new(res, "units", json_integer((json_int_t)r.units));
         lowp_result_write(res, result);
@@ -304,8 +335,195 @@ static int gpu_conform(int argc, char **argv)
 #endif
 }
 
+/* --kernel's list (decode, extend, prefill, all; comma-separated) as bits: 1 decode, and
+ * LOWP_GPU_EXTEND_KIND_* shifted by one (2 prefill, 4 extend). */
+static int parse_kernels(const char *v)
+{
+    char buf[128];
+    int bits = 0;
+    if (strlen(v) >= sizeof buf)
+        lowp_cli_fail("--kernel '%s': too long", v);
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        if (!strcmp(t, "decode"))
+            bits |= 1;
+        else if (!strcmp(t, "prefill"))
+            bits |= 2;
+        else if (!strcmp(t, "extend"))
+            bits |= 4;
+        else if (!strcmp(t, "all"))
+            bits |= 7;
+        else
+            lowp_cli_fail("--kernel: '%s' is not one of decode, extend, prefill, all", t);
+    }
+    if (bits == 0)
+        lowp_cli_fail("--kernel '%s': no kernel named", v);
+    return bits;
+}
+
+/* The kernels --kernel K names in *bits (parse_kernels' bits; 1, the decode, without it);
+ * returns the other arguments, *n of them, in order (freed by the caller). */
+static char **take_kernel_option(int argc, char **argv, int *bits, int *n)
+{
+    int kidx = -1;
+    *bits = 1;
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--kernel")) {
+            if (kidx >= 0)
+                lowp_cli_fail("--kernel given twice (name the kernels in one list)");
+            kidx = i;
+            *bits = parse_kernels(lowp_cli_option_value(argc, argv, &i));
+        }
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    *n = 0;
+    if (rest == NULL)
+        lowp_cli_fail("out of memory");
+    for (int i = 0; i < argc; i++)
+        if (kidx < 0 || (i != kidx && i != kidx + 1))
+            rest[(*n)++] = argv[i];
+    return rest;
+}
+
+/* `lowp gpu conform --kernel extend|prefill`: lowp_gpu_extend_conform_run. --cases and
+ * --long count per kernel (case indices 0..2N-1, the even ones prefills, the odd ones
+ * extends); the decode's --broad, --max-ctx, --formats and the sharding do not apply (the
+ * kernel reads an FP8 workspace; the run is not split into units). */
+/* An option's value; again: the arguments were parsed once already (--kernel all runs the
+ * decode on them first), so a repeated name is not a second giving of it. */
+#ifdef LOWP_HAVE_GPU
+static const char *opt_value(int argc, char **argv, int *i, int again)
+{
+    return again ? lowp_cli_option_repeated(argc, argv, i) : lowp_cli_option_value(argc, argv, i);
+}
+#endif
+
+static int gpu_conform_extend(int argc, char **argv, int kinds, int again)
+{
+#ifdef LOWP_HAVE_GPU
+    lowp_gpu_extend_conform_opts o = lowp_gpu_extend_conform_defaults();
+    const char *report = NULL;
+    size_t cases = 0, longc = 0;
+    int cases_set = 0, long_set = 0;
+    o.kinds = kinds;
+    o.cases /= 2; /* per kernel, until doubled below */
+    o.long_cases /= 2;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--quick")) {
+            lowp_gpu_extend_conform_quick(&o);
+            o.cases /= 2;
+            o.long_cases /= 2;
+        } else if (!strcmp(a, "--emulator-only"))
+            o.emulator_only = 1;
+        else if (!strcmp(a, "--small"))
+            o.small = 1;
+        else if (!strcmp(a, "--cases")) {
+            cases = lowp_cli_parse_count(a, opt_value(argc, argv, &i, again), 1);
+            cases_set = 1;
+        } else if (!strcmp(a, "--long")) {
+            longc = lowp_cli_parse_count(a, opt_value(argc, argv, &i, again), 1);
+            long_set = 1;
+        } else if (!strcmp(a, "--ws"))
+            o.ws_cases = lowp_cli_parse_count(a, opt_value(argc, argv, &i, again), 1);
+        else if (!strcmp(a, "--ws-long"))
+            o.ws_long = lowp_cli_parse_count(a, opt_value(argc, argv, &i, again), 1);
+        else if (!strcmp(a, "--only"))
+            o.only = (long long)lowp_cli_parse_u64(a, opt_value(argc, argv, &i, again), 0,
+                                                   UINT32_MAX);
+        else if (!strcmp(a, "--seed"))
+            o.seed = lowp_cli_parse_seed(a, opt_value(argc, argv, &i, again));
+        else if (!strcmp(a, "--threads"))
+            o.threads = (int)lowp_cli_parse_u64(a, opt_value(argc, argv, &i, again), 1, 1024);
+        else if (!strcmp(a, "--report"))
+            report = opt_value(argc, argv, &i, again);
+        else if (!strcmp(a, "--broad") || !strcmp(a, "--max-ctx") || !strcmp(a, "--formats"))
+            lowp_cli_fail("lowp gpu conform --kernel extend|prefill: %s is the decode's (the "
+                          "extend kernel reads an FP8 E4M3 workspace of its own shapes)", a);
+        else if (!strcmp(a, "--shard") || !strcmp(a, "--result") || !strcmp(a, "--merge"))
+            lowp_cli_fail("lowp gpu conform --kernel extend|prefill: %s: the extend run is not "
+                          "split into shards (run it whole)", a);
+        else
+            lowp_cli_fail("lowp gpu conform: unknown option '%s' (see lowp gpu --help)", a);
+    }
+    if (cases_set)
+        o.cases = cases;
+    if (long_set)
+        o.long_cases = longc;
+    if (o.cases > (size_t)1 << 40 || o.long_cases > (size_t)1 << 20)
+        lowp_cli_fail("--cases / --long: at most 2^40 / 2^20 per kernel");
+    o.cases *= 2;
+    o.long_cases *= 2;
+    if (o.only >= 0 && (size_t)o.only >= o.cases)
+        lowp_cli_fail("--only %lld: the run has short cases 0..%zu", o.only,
+                      o.cases ? o.cases - 1 : 0);
+    /* no GPU: said before the report is opened (no temporary file left behind) */
+    int ndev = 0;
+    if (!o.emulator_only && (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0))
+        return gpu_run_end("conform", 77, NULL, "no CUDA device",
+                           " (use --emulator-only on a machine without a GPU)");
+    FILE *rep = report ? lowp_out_open(report, 0) : NULL;
+    lowp_gpu_extend_conform_result r;
+    char why[512] = "";
+    int rc = lowp_gpu_extend_conform_run(&o, rep, stdout, &r, why, sizeof why);
+    if (gpu_run_end("conform", rc, rep, why, " (use --emulator-only on a machine without a GPU)"))
+        return 77;
+    char ws[96] = ""; /* the workspace path is the extend's */
+    if (kinds & LOWP_GPU_EXTEND_KIND_EXTEND)
+        snprintf(ws, sizeof ws, ", workspace path %zu cases with %zu failed checks", r.ws_cases,
+                 r.ws_bad);
+    printf("lowp gpu conform --kernel %s: %zu cases, %zu not bit-exact, %zu of %zu cases outside "
+           "the bound (worst ratio %.3g)%s, %.1f s\n",
+           kinds == 3 ? "extend,prefill" : kinds == 2 ? "extend" : "prefill",
+           r.cases[0] + r.cases[1], r.mismatched[0] + r.mismatched[1],
+           r.ref_outside[0] + r.ref_outside[1], r.ref_cases[0] + r.ref_cases[1],
+           r.worst[0] > r.worst[1] ? r.worst[0] : r.worst[1], ws, r.seconds);
+    return r.bad ? 1 : 0;
+#else
+    (void)kinds;
+    (void)again;
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--emulator-only"))
+            lowp_cli_fail("lowp gpu conform --emulator-only: the conformance driver is built with "
+                          "the GPU code; this lowp was built without CUDA");
+    no_cuda("conform");
+    return 2;
+#endif
+}
+
+/* `lowp gpu conform [--kernel K]`: without --kernel (or --kernel decode) the decode's run,
+ * unchanged; extend / prefill the extend kernel's; both families (all): each in turn with
+ * the options they share (--quick, --cases, --seed, --emulator-only), exit 1 if either
+ * fails. */
+static int gpu_conform(int argc, char **argv)
+{
+    int n, bits;
+    char **rest = take_kernel_option(argc, argv, &bits, &n);
+    int rc;
+    if (bits == 1)
+        rc = gpu_conform_decode(n, rest);
+    else if (!(bits & 1))
+        rc = gpu_conform_extend(n, rest, bits >> 1, 0);
+    else {
+        for (int i = 0; i < n; i++) {
+            const char *a = rest[i];
+            if (strcmp(a, "--quick") && strcmp(a, "--emulator-only") && strcmp(a, "--cases") &&
+                strcmp(a, "--seed"))
+                lowp_cli_fail("lowp gpu conform --kernel all: %s: only --quick, --cases, --seed "
+                              "and --emulator-only apply to both kernels (run decode and "
+                              "extend,prefill separately for the rest)", a);
+            if (!strcmp(a, "--cases") || !strcmp(a, "--seed"))
+                i++;
+        }
+        int r1 = gpu_conform_decode(n, rest);
+        int r2 = r1 == 77 ? 77 : gpu_conform_extend(n, rest, bits >> 1, 1);
+        rc = r1 == 1 || r2 == 1 ? 1 : (r1 == 77 || r2 == 77 ? 77 : 0);
+    }
+    free(rest);
+    return rc;
+}
+
 /* ---- bench -------------------------------------------------------------------------- */
-static int gpu_bench(int argc, char **argv)
+static int gpu_bench_decode(int argc, char **argv)
 {
 #ifdef LOWP_HAVE_GPU
     lowp_gpu_bench_opts o = lowp_gpu_bench_defaults();
@@ -362,21 +580,91 @@ static int gpu_bench(int argc, char **argv)
     FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
     char why[512] = "";
     int rc = lowp_gpu_bench_run(&o, csv, stdout, why, sizeof why);
-    if (rc == 77) {
-        fprintf(stderr, "lowp gpu bench: %s\n", why);
-        return 77;
-    }
-    if (rc)
-        lowp_cli_fail("lowp gpu bench: %s", why);
-    if (csv)
-        lowp_out_commit(csv);
-    return 0;
+    return gpu_run_end("bench", rc, csv, why, "");
 #else
     (void)argc;
     (void)argv;
     no_cuda("bench");
     return 2;
 #endif
+}
+
+/* `lowp gpu bench --kernel extend|prefill`: lowp_gpu_extend_bench_run. The default prefixes
+ * are those of the kernels named (prefill: 0; extend: 4K..128K; both: all five); a prefix
+ * of a kernel not named is refused. */
+static int gpu_bench_extend(int argc, char **argv, int kinds)
+{
+#ifdef LOWP_HAVE_GPU
+    lowp_gpu_extend_bench_opts o = lowp_gpu_extend_bench_defaults();
+    const char *csv_path = NULL;
+    int prefixes_set = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--csv"))
+            csv_path = lowp_cli_option_value(argc, argv, &i);
+        else if (!strcmp(a, "--chunks"))
+            o.n_chunks = lowp_cli_parse_list(a, lowp_cli_option_value(argc, argv, &i), 1, 16, 1,
+                                             65536, o.chunks);
+        else if (!strcmp(a, "--prefixes")) {
+            o.n_prefixes = lowp_cli_parse_list(a, lowp_cli_option_value(argc, argv, &i), 1, 16,
+                                               0, (uint64_t)1 << 21, o.prefixes);
+            prefixes_set = 1;
+        } else if (!strcmp(a, "--reps"))
+            o.reps = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1,
+                                                100000);
+        else if (!strcmp(a, "--batch"))
+            o.batch = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1, 4);
+        else if (!strcmp(a, "--q-heads"))
+            o.q_heads = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1,
+                                                   128);
+        else if (!strcmp(a, "--kv-heads"))
+            o.kv_heads = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1,
+                                                    128);
+        else if (!strcmp(a, "--head-dim"))
+            o.dim = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 64, 256);
+        else
+            lowp_cli_fail("lowp gpu bench --kernel extend|prefill: unknown option '%s' (see "
+                          "lowp gpu --help)", a);
+    }
+    size_t np = 0;
+    for (size_t i = 0; i < o.n_prefixes; i++) {
+        int kind = o.prefixes[i] ? LOWP_GPU_EXTEND_KIND_EXTEND : LOWP_GPU_EXTEND_KIND_PREFILL;
+        if (kinds & kind)
+            o.prefixes[np++] = o.prefixes[i];
+        else if (prefixes_set)
+            lowp_cli_fail("--prefixes: %llu is %s, not a kernel --kernel names",
+                          (unsigned long long)o.prefixes[i],
+                          o.prefixes[i] ? "an extend (prefix > 0)" : "a prefill (prefix 0)");
+    }
+    o.n_prefixes = np;
+    int ndev = 0; /* no GPU: said before the CSV is opened (no temporary file left behind) */
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)
+        return gpu_run_end("bench", 77, NULL, "no CUDA device", "");
+    FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
+    char why[512] = "";
+    int rc = lowp_gpu_extend_bench_run(&o, csv, stdout, why, sizeof why);
+    return gpu_run_end("bench", rc, csv, why, "");
+#else
+    (void)argc;
+    (void)argv;
+    (void)kinds;
+    no_cuda("bench");
+    return 2;
+#endif
+}
+
+/* `lowp gpu bench [--kernel K]`: the decode's bench (no --kernel, or decode) or the extend
+ * kernel's; one family a run (their options and tables differ). */
+static int gpu_bench(int argc, char **argv)
+{
+    int n, bits;
+    char **rest = take_kernel_option(argc, argv, &bits, &n);
+    if ((bits & 1) && bits != 1)
+        lowp_cli_fail("lowp gpu bench --kernel: decode and extend / prefill are separate "
+                      "benches (their options and tables differ): run them one at a time");
+    int rc = bits == 1 ? gpu_bench_decode(n, rest) : gpu_bench_extend(n, rest, bits >> 1);
+    free(rest);
+    return rc;
 }
 
 /* ---- attn --------------------------------------------------------------------------- */

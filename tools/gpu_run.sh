@@ -41,11 +41,13 @@
 #                                e.g. "--kernels sdpa-flash-bf16,lowp-gpu-fp8 --quick")
 #   5. step "extend" (issue #22, only when asked: LOWP_GPU_RUN_STEPS=extend): the extend /
 #      prefill attention kernel (gpu/kernels/extend.cu):
-#      lowp_gpu_extend_check  -> gpu-extend-conform-h200.md (GPU vs emulator bit for bit and
-#                                binary64 within the bound; LOWP_GPU_EXTEND_ARGS, default
-#                                --quick; "" for the full 2 x 10^5 cases)
+#      lowp gpu conform --kernel extend,prefill -> gpu-extend-conform-h200.md (GPU vs
+#                                emulator bit for bit and binary64 within the bound;
+#                                LOWP_GPU_EXTEND_ARGS, default --quick; "" for the full 10^5
+#                                cases per kernel)
 #      compute-sanitizer memcheck / racecheck on its --small case -> sanitizer-*-extend.log
-#      lowp_gpu_extend_bench  -> gpu-extend-bench-h200.txt/.csv (TFLOP/s per shape)
+#      lowp gpu bench --kernel extend,prefill -> gpu-extend-bench-h200.txt/.csv (TFLOP/s per
+#                                shape; LOWP_GPU_EXTEND_BENCH_ARGS)
 #      tools/sdpa_extend_bench.py -> sdpa-extend-bench-h200.csv (PyTorch SDPA, same shapes)
 #      lowp gpu attn --path extend|prefill vs --emulate (byte for byte) and vs lowp attn
 #                                (within the bound) on a 300-query chunk over 2000 tokens
@@ -131,7 +133,7 @@ want mma && TARGETS="$TARGETS lowp_gpu_mma_probe"
 { want kvwrite || want sanitize-kv; } && TARGETS="$TARGETS lowp_gpu_kv_write_check"
 want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
 { want certify || want quantlib; } && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
-want extend && TARGETS="$TARGETS lowp_gpu_extend_check lowp_gpu_extend_bench" # + lowp_cli
+# extend: lowp_cli alone (lowp gpu conform / bench --kernel extend,prefill)
 want select && TARGETS="$TARGETS lowp_gpu_select_check"
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
   P=${TMPDIR:-/tmp}/lowp-deps
@@ -411,22 +413,20 @@ if want tune && [ -x "$LOWP" ]; then
 fi
 
 if want extend; then
-  if [ -x "$GPUB/lowp_gpu_extend_check" ]; then
+  if [ -x "$LOWP" ]; then
     # shellcheck disable=SC2086 # the arguments are a list
-    run_step "extend conform" 300 gpu-extend-conform-h200.md "$GPUB/lowp_gpu_extend_check" \
-      "$OUT/gpu-extend-conform-h200.md" ${LOWP_GPU_EXTEND_ARGS---quick}
+    run_step "extend conform" 300 gpu-extend-conform-h200.md "$LOWP" gpu conform --kernel extend,prefill \
+      --report "$OUT/gpu-extend-conform-h200.md" ${LOWP_GPU_EXTEND_ARGS---quick}
     CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
     if [ -n "$CS" ]; then
       for tool in memcheck racecheck; do
         run_step "sanitizer $tool: extend" 120 sanitizer-$tool-extend.log \
-          sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_extend_check' '$OUT/san-$tool-extend.md' --small > '$OUT/sanitizer-$tool-extend.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' '$OUT/sanitizer-$tool-extend.log'"
+          sh -c "'$CS' --tool $tool --error-exitcode 99 '$LOWP' gpu conform --kernel extend --small --report '$OUT/san-$tool-extend.md' > '$OUT/sanitizer-$tool-extend.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; [ \$r = 77 ] && exit 77; grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' '$OUT/sanitizer-$tool-extend.log'"
       done
     else summ "compute-sanitizer (extend)" "not found" 0 ""; fi
-  else summ "extend conform" "not built" 0 "see build.log"; fi
-  if [ -x "$GPUB/lowp_gpu_extend_bench" ]; then
     # the bench's own exit status (77 without a GPU), its table printed after it
-    run_step "extend bench" 150 gpu-extend-bench-h200.csv sh -c "'$GPUB/lowp_gpu_extend_bench' --csv '$OUT/gpu-extend-bench-h200.csv' ${LOWP_GPU_EXTEND_BENCH_ARGS:-} > '$OUT/gpu-extend-bench-h200.txt' 2>&1; r=\$?; cat '$OUT/gpu-extend-bench-h200.txt'; exit \$r"
-  else summ "extend bench" "not built" 0 "see build.log"; fi
+    run_step "extend bench" 150 gpu-extend-bench-h200.csv sh -c "'$LOWP' gpu bench --kernel extend,prefill --csv '$OUT/gpu-extend-bench-h200.csv' ${LOWP_GPU_EXTEND_BENCH_ARGS:-} > '$OUT/gpu-extend-bench-h200.txt' 2>&1; r=\$?; cat '$OUT/gpu-extend-bench-h200.txt'; exit \$r"
+  else summ "extend conform" "not built" 0 "see build.log"; fi
   run_step "sdpa_extend_bench.py" 150 sdpa-extend-bench-h200.csv python3 tools/sdpa_extend_bench.py \
     --out "$OUT/sdpa-extend-bench-h200.csv"
   if [ -x "$LOWP" ]; then

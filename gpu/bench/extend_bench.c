@@ -1,9 +1,11 @@
-/* lowp_gpu_extend_bench: time the extend / prefill attention kernel (lowp/gpu_extend.h) on
- * SGLang's shapes: one sequence, chunk C of queries over a prefix P (P = 0: initial
- * prefill), 32 query / 8 KV heads, head dim 128, the FP8 workspace sized for P + C.
+/* gpu/bench/extend_bench.c: lowp_gpu_extend_bench_run (lowp/gpu_extend_conform.h), behind
+ * `lowp gpu bench --kernel extend|prefill`: time the extend / prefill attention kernel
+ * (lowp/gpu_extend.h) on SGLang's shapes: one sequence, chunk C of queries over a prefix P
+ * (P = 0: initial prefill), 32 query / 8 KV heads, head dim 128, the FP8 workspace sized
+ * for P + C.
  *
- *   lowp_gpu_extend_bench [--csv FILE] [--chunks a,b,..] [--prefixes a,b,..] [--reps N]
- *                         [--batch B] [--q-heads H] [--kv-heads H] [--dim D]
+ *   lowp gpu bench --kernel extend,prefill [--csv FILE] [--chunks a,b,..] [--prefixes a,b,..]
+ *                  [--reps N] [--batch B] [--q-heads H] [--kv-heads H] [--head-dim D]
  *
  * Each shape: 3 warm-up launches, then --reps (default 10) launches timed one by one with
  * CUDA events; the median is reported. For an extend (P > 0) also, in the same way:
@@ -17,7 +19,7 @@
  * query-key pair (2 x dim for Q.K, 2 x dim for P.V: the issue's convention), pairs =
  * C (P + 1) + C (C - 1) / 2 per sequence. The data are constant codes (the kernel has no
  * data-dependent branch: exp2_sw is branch-free, every block is streamed whatever it holds).
- * Exit 77 without a GPU.
+ * 77 without a GPU.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -26,8 +28,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cli_parse.h"
 #include "lowp/gpu_extend.h"
+#include "lowp/gpu_extend_conform.h"
 
 static int cmp_f(const void *a, const void *b)
 {
@@ -39,62 +41,44 @@ static int cmp_f(const void *a, const void *b)
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "lowp_gpu_extend_bench: %s: %s\n", #call, cudaGetErrorString(e_));     \
-            return 2;                                                                              \
+            snprintf(why_out, why_len, "%s: %s", #call, cudaGetErrorString(e_));                   \
+            return -1;                                                                             \
         }                                                                                          \
     } while (0)
 
-int main(int argc, char **argv)
+lowp_gpu_extend_bench_opts lowp_gpu_extend_bench_defaults(void)
 {
-    uint64_t chunks[16] = {512, 1024, 2048, 4096, 8192}, prefixes[16] = {0, 4096, 16384, 32768,
-                                                                          131072};
-    size_t nc = 5, np = 5, reps = 10, batch = 1, HQ = 32, HK = 8, D = 128;
-    const char *csv = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v && !strcmp(a, "--csv"))
-            csv = v;
-        else if (v && !strcmp(a, "--chunks"))
-            nc = lowp_cli_parse_list("--chunks", v, 1, 16, 1, 65536, chunks);
-        else if (v && !strcmp(a, "--prefixes"))
-            np = lowp_cli_parse_list("--prefixes", v, 1, 16, 0, 1u << 21, prefixes);
-        else if (v && !strcmp(a, "--reps"))
-            reps = lowp_cli_parse_count("--reps", v, 0);
-        else if (v && !strcmp(a, "--batch"))
-            batch = (size_t)lowp_cli_parse_u64("--batch", v, 1, 4);
-        else if (v && !strcmp(a, "--q-heads"))
-            HQ = (size_t)lowp_cli_parse_u64("--q-heads", v, 1, 128);
-        else if (v && !strcmp(a, "--kv-heads"))
-            HK = (size_t)lowp_cli_parse_u64("--kv-heads", v, 1, 128);
-        else if (v && !strcmp(a, "--dim"))
-            D = (size_t)lowp_cli_parse_u64("--dim", v, 64, 256);
-        else {
-            fprintf(stderr, "usage: lowp_gpu_extend_bench [--csv FILE] [--chunks a,b] "
-                            "[--prefixes a,b] [--reps N] [--batch B] [--q-heads H] "
-                            "[--kv-heads H] [--dim D]\n");
-            return 2;
-        }
-        i++;
+    lowp_gpu_extend_bench_opts o = {.chunks = {512, 1024, 2048, 4096, 8192},
+                                    .prefixes = {0, 4096, 16384, 32768, 131072},
+                                    .n_chunks = 5, .n_prefixes = 5, .reps = 10, .batch = 1,
+                                    .q_heads = 32, .kv_heads = 8, .dim = 128};
+    return o;
+}
+
+int lowp_gpu_extend_bench_run(const lowp_gpu_extend_bench_opts *o, FILE *out, FILE *log,
+                              char *why_out, size_t why_len)
+{
+    const uint64_t *chunks = o->chunks, *prefixes = o->prefixes;
+    size_t nc = o->n_chunks, np = o->n_prefixes, reps = o->reps, batch = o->batch,
+           HQ = o->q_heads, HK = o->kv_heads, D = o->dim;
+    if (nc == 0 || np == 0 || nc > 16 || np > 16 || batch < 1 || batch > 4) {
+        snprintf(why_out, why_len, "1..16 chunks and prefixes, batch 1..4");
+        return -1;
     }
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("lowp_gpu_extend_bench: no CUDA device: skipped\n");
+        snprintf(why_out, why_len, "no CUDA device");
         return 77;
-    }
-    FILE *out = csv ? fopen(csv, "w") : NULL;
-    if (csv && out == NULL) {
-        fprintf(stderr, "lowp_gpu_extend_bench: cannot write %s\n", csv);
-        return 2;
     }
     if (out)
         fprintf(out, "kernel,batch,chunk,prefix,q_heads,kv_heads,dim,us_median,tflops,smem_bytes,"
                      "ws_us,ws_bytes,ws_gbps,stream_gbps,ws_eff,kvw_us,kvw_share\n");
     struct cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("lowp_gpu_extend_bench on %s: batch %zu, %zu q / %zu kv heads, dim %zu, median of "
-           "%zu, %zu bytes of shared memory a CTA\n",
-           prop.name, batch, HQ, HK, D, reps, lowp_gpu_extend_smem_bytes(D, D));
-    printf("%-8s %8s %8s %12s %10s\n", "kernel", "chunk", "prefix", "us", "TFLOP/s");
+    fprintf(log, "lowp gpu bench --kernel extend on %s: batch %zu, %zu q / %zu kv heads, dim %zu, "
+                 "median of %zu, %zu bytes of shared memory a CTA\n",
+            prop.name, batch, HQ, HK, D, reps, lowp_gpu_extend_smem_bytes(D, D));
+    fprintf(log, "%-8s %8s %8s %12s %10s\n", "kernel", "chunk", "prefix", "us", "TFLOP/s");
     uint64_t cmax = 0, pmax = 0;
     for (size_t i = 0; i < nc; i++)
         cmax = chunks[i] > cmax ? chunks[i] : cmax;
@@ -132,8 +116,8 @@ int main(int argc, char **argv)
     lowp_gpu_kvcache *gc = NULL;
     char cwhy[256];
     if (lowp_gpu_kvcache_create(&kcfg, &gc, cwhy, sizeof cwhy)) {
-        fprintf(stderr, "lowp_gpu_extend_bench: cache: %s\n", cwhy);
-        return 2;
+        snprintf(why_out, why_len, "cache: %s", cwhy);
+        return -1;
     }
     float *ms = malloc((reps ? reps : 1) * sizeof *ms);
     cudaEvent_t e0, e1;
@@ -160,8 +144,8 @@ int main(int argc, char **argv)
             char why[256];
             for (int w = 0; w < 3; w++)
                 if (lowp_gpu_extend(&d, dout, 0, why, sizeof why)) {
-                    fprintf(stderr, "lowp_gpu_extend_bench: %s\n", why);
-                    return 2;
+                    snprintf(why_out, why_len, "%s", why);
+                    return -1;
                 }
             CK(cudaDeviceSynchronize());
             for (size_t r = 0; r < reps; r++) {
@@ -182,8 +166,8 @@ int main(int argc, char **argv)
                 int32_t *hpt = malloc((2 * (batch + 1) + batch * npg) * sizeof *hpt);
                 int64_t *hsl = malloc(batch * chunks[ci] * sizeof *hsl);
                 if (!hpt || !hsl) {
-                    fprintf(stderr, "lowp_gpu_extend_bench: out of memory\n");
-                    return 2;
+                    snprintf(why_out, why_len, "out of memory");
+                    return -1;
                 }
                 int32_t *ip = hpt, *last = hpt + batch + 1, *ix = hpt + 2 * (batch + 1);
                 ip[0] = 0;
@@ -218,9 +202,9 @@ int main(int argc, char **argv)
                                           : lowp_gpu_kv_write(gc, LOWP_GPU_IN_BF16, kch, vch, dslots, NULL,
                                                               batch * chunks[ci], 0, why, sizeof why);
                         if (r) {
-                            fprintf(stderr, "lowp_gpu_extend_bench: %s\n",
-                                    pass == 1 ? "cudaMemcpy failed" : why);
-                            return 2;
+                            snprintf(why_out, why_len, "%s",
+                                     pass == 1 ? "cudaMemcpy failed" : why);
+                            return -1;
                         }
                     }
                     CK(cudaDeviceSynchronize());
@@ -254,14 +238,14 @@ int main(int argc, char **argv)
             double pairs = lowp_gpu_extend_pairs(&d.host);
             double tf = us > 0 ? 4.0 * (double)HQ * (double)D * pairs / (us * 1e-6) / 1e12 : 0.0;
             const char *kind = prefixes[pi] ? "extend" : "prefill";
-            printf("%-8s %8llu %8llu %12.1f %10.1f", kind, (unsigned long long)chunks[ci],
+            fprintf(log, "%-8s %8llu %8llu %12.1f %10.1f", kind, (unsigned long long)chunks[ci],
                    (unsigned long long)prefixes[pi], us, tf);
             if (ws_us > 0)
-                printf("   ws %9.1f us %7.1f GB/s (stream %7.1f: %.2f)   kv write %7.1f us "
+                fprintf(log, "   ws %9.1f us %7.1f GB/s (stream %7.1f: %.2f)   kv write %7.1f us "
                        "(%.2f%% of the attention)",
                        ws_us, ws_gbps, st_gbps, st_gbps > 0 ? ws_gbps / st_gbps : 0.0, kvw_us,
                        us > 0 ? 100.0 * kvw_us / us : 0.0);
-            printf("\n");
+            fprintf(log, "\n");
             if (out)
                 fprintf(out, "%s,%zu,%llu,%llu,%zu,%zu,%zu,%.2f,%.2f,%zu,%.2f,%.0f,%.1f,%.1f,%.3f,"
                              "%.2f,%.4f\n",
@@ -270,8 +254,6 @@ int main(int argc, char **argv)
                         lowp_gpu_extend_smem_bytes(D, D), ws_us, ws_bytes, ws_gbps, st_gbps,
                         st_gbps > 0 ? ws_gbps / st_gbps : 0.0, kvw_us, us > 0 ? kvw_us / us : 0.0);
         }
-    if (out)
-        fclose(out);
     free(ms);
     cudaFree(dq);
     cudaFree(dk);

@@ -1,12 +1,17 @@
-/* lowp_gpu_extend_check: the conformance run of the GPU extend / prefill attention kernel
+/* gpu/check/extend_check.c: the conformance run of the GPU extend / prefill attention kernel
  * (lowp/gpu_extend.h) against its CPU emulator (bit for bit) and binary64 attention (within
- * the bound derived in lowp/attn_gpu_extend.h), as a ctest program and for tools/gpu_run.sh.
+ * the bound derived in lowp/attn_gpu_extend.h): lowp_gpu_extend_conform_run
+ * (lowp/gpu_extend_conform.h), behind `lowp gpu conform --kernel extend|prefill` (the
+ * options below are that command's) and tools/gpu_run.sh step extend.
  *
- *   lowp_gpu_extend_check REPORT.md [--quick] [--cases N] [--long N] [--ws N] [--ws-long N]
- *                         [--seed S] [--emulator-only] [--small] [--only I]
+ *   lowp gpu conform --kernel extend,prefill [--quick] [--cases N] [--long N] [--ws N]
+ *                    [--ws-long N] [--seed S] [--threads N] [--emulator-only] [--small]
+ *                    [--only I]
  *
- * Cases (default 2 x 10^5 short ones and 8 long; --quick 4000 and 4), half initial prefill (prefix_len NULL, path PREFILL) and half extend (path
- * EXTEND): ragged batches of 1..4 sequences, chunks 1..8K (log-uniform, most short),
+ * Cases (default 10^5 short ones and 4 long per kernel; --quick 2000 and 2; --cases N and
+ * --long N are per kernel): case indices 0..2N-1, the even ones initial prefills
+ * (prefix_len NULL, path PREFILL), the odd ones extends (path EXTEND); a run of one kernel
+ * runs its indices alone, the same cases: ragged batches of 1..4 sequences, chunks 1..8K (log-uniform, most short),
  * prefixes 0..128K (a few long cases, many short ones), GQA ratios 1..16 (5, 6, 12 drawn
  * more often), qk_dim and vo_dim in 64..256 independently; every workspace row past a
  * sequence's kv_len, and every row past kv_indptr[batch], is NaN (0x7F). One case in 8 is
@@ -23,8 +28,9 @@
  *
  * A differing output is reported with its sequence, query, head and dim and both BF16
  * values in hex; so is the first output outside the bound.
- * Exit: 0 all cases bit-exact and inside the bound, 1 otherwise, 2 bad usage or a failure,
- * 77 no GPU (unless --emulator-only: then the emulator is held to the bound alone).
+ * The run returns 0 (the counts say whether every case is bit-exact and inside the bound),
+ * 77 no GPU (unless --emulator-only: then the emulator is held to the bound alone), -1 a
+ * failure.
  */
 #include <math.h>
 #include <omp.h>
@@ -36,12 +42,12 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cli_parse.h"
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/attn_gpu_extend.h"
 #include "lowp/bits.h"
 #include "lowp/cases.h"
 #include "lowp/gpu_extend.h"
+#include "lowp/gpu_extend_conform.h"
 #include "lowp_test_base.h" /* tests/lib, named in gpu/extend.cmake */
 
 typedef struct ecase {
@@ -285,6 +291,8 @@ static int cpu_side(ecase *c, int want_ref, char *why, size_t wl)
 /* Failure lines printed at most (the counts in the report are complete). */
 #define MAX_LINES 20
 static size_t g_lines;
+/* Where the run's progress and failure lines go (lowp_gpu_extend_conform_run's log). */
+static FILE *g_log;
 
 /* Compare one case (gpu NULL: emulator only) and add to st. */
 static void compare(const ecase *c, const uint16_t *gpu, int want_ref, stats *st)
@@ -316,15 +324,15 @@ static void compare(const ecase *c, const uint16_t *gpu, int want_ref, stats *st
                     if (shown < 8 && x % Dv == 0) {
                         size_t b2, i2, h2, d2;
                         locate(c, x, &b2, &i2, &h2, &d2);
-                        printf("  differing row: seq %zu query %zu head %zu\n", b2, i2, h2);
+                        fprintf(g_log, "  differing row: seq %zu query %zu head %zu\n", b2, i2, h2);
                         shown++;
                     }
                 }
-                printf("  %zu of %zu differing outputs are 1 BF16 ulp apart\n", near, ndiff);
+                fprintf(g_log, "  %zu of %zu differing outputs are 1 BF16 ulp apart\n", near, ndiff);
             }
             locate(c, first, &b, &i, &hq, &d);
             if (g_lines++ < MAX_LINES)
-                printf("MISMATCH %s: %zu outputs differ; first: seq %zu query %zu head %zu dim %zu: "
+                fprintf(g_log, "MISMATCH %s: %zu outputs differ; first: seq %zu query %zu head %zu dim %zu: "
                    "gpu 0x%04x (%a) emulator 0x%04x (%a)\n",
                    c->desc, ndiff, b, i, hq, d, gpu[first],
                    (double)lowp_f32_from_bf16(gpu[first]), c->emu[first],
@@ -360,7 +368,7 @@ static void compare(const ecase *c, const uint16_t *gpu, int want_ref, stats *st
         st->ref_outside[k]++;
         locate(c, first, &b, &i, &hq, &d);
         if (g_lines++ < MAX_LINES)
-            printf("OUTSIDE BOUND %s: %zu outputs; first: seq %zu query %zu head %zu dim %zu: "
+            fprintf(g_log, "OUTSIDE BOUND %s: %zu outputs; first: seq %zu query %zu head %zu dim %zu: "
                "got %.9g exact %.9g bound %.3g\n",
                c->desc, outside, b, i, hq, d, (double)lowp_f32_from_bf16(got[first]),
                c->ref[first], c->bound[first]);
@@ -391,7 +399,7 @@ static size_t ws_compare(size_t idx, size_t nseq, size_t HK, size_t Dq, size_t D
                            (got == ex[x] && signbit(got) == signbit(ex[x]));
                 (*bytes_checked)++;
                 if (!same) {
-                    printf("WORKSPACE MISMATCH case %zu: seq %zu %s position %zu head %zu "
+                    fprintf(g_log, "WORKSPACE MISMATCH case %zu: seq %zu %s position %zu head %zu "
                            "dim %zu (prefix %d): gpu code 0x%02x (%a), model %a\n",
                            idx, b, w ? "V" : "K", x / (HK * D), x / D % HK, x % D, pre[b],
                            ws[x], got, ex[x]);
@@ -618,7 +626,7 @@ static int ws_case(uint64_t seed, size_t idx, int longc, int gpu, size_t *bad,
         }
         for (size_t x = 0; x < nq * NQ * Dv; x++)
             if (oe[x] != 0xFFFFu && og[x] != oe[x]) {
-                printf("ATTENTION MISMATCH (workspace case %zu): output %zu: gpu 0x%04x emulator "
+                fprintf(g_log, "ATTENTION MISMATCH (workspace case %zu): output %zu: gpu 0x%04x emulator "
                        "0x%04x\n", idx, x, og[x], oe[x]);
                 (*bad)++;
                 break;
@@ -660,7 +668,7 @@ static int ws_case(uint64_t seed, size_t idx, int longc, int gpu, size_t *bad,
                 const uint8_t *x1 = lowp_kvcache_cbuffer(cc, (lowp_kv_which)w, (lowp_kv_part)part, &n1);
                 const uint8_t *x2 = lowp_kvcache_cbuffer(back, (lowp_kv_which)w, (lowp_kv_part)part, &n2);
                 if (x1 && x2 && (n1 != n2 || memcmp(x1, x2, n1))) {
-                    printf("CACHE MISMATCH (workspace case %zu): %s %s after the chunk's write\n",
+                    fprintf(g_log, "CACHE MISMATCH (workspace case %zu): %s %s after the chunk's write\n",
                            idx, w ? "V" : "K", part ? "scales" : "codes");
                     (*bad)++;
                 }
@@ -694,99 +702,85 @@ out:
     return rc;
 }
 
-static int usage(void)
+lowp_gpu_extend_conform_opts lowp_gpu_extend_conform_defaults(void)
 {
-    fprintf(stderr, "usage: lowp_gpu_extend_check REPORT.md [--quick] [--cases N] [--long N] "
-                    "[--ws N] [--ws-long N] [--seed S] [--emulator-only] [--small] [--only I]\n");
-    return 2;
+    lowp_gpu_extend_conform_opts o = {.cases = 200000, .long_cases = 8, .ws_cases = 2000,
+                                      .ws_long = 2, .seed = 0x5eed2026ull,
+                                      .kinds = LOWP_GPU_EXTEND_KIND_PREFILL |
+                                               LOWP_GPU_EXTEND_KIND_EXTEND,
+                                      .only = -1};
+    return o;
 }
 
-int main(int argc, char **argv)
+void lowp_gpu_extend_conform_quick(lowp_gpu_extend_conform_opts *o)
 {
-    if (argc < 2 || argv[1][0] == '-')
-        return usage();
-    size_t ncases = 200000, nlong = 8; /* short cases: half prefill, half extend */
-    size_t nws = 2000, nws_long = 2;   /* workspace-path cases (GPU only) */
-    uint64_t seed = 0x5eed2026ull;
-    int emulator_only = 0, small = 0;
-    long long only = -1;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--quick")) {
-            ncases = 4000;
-            nlong = 4;
-            nws = 100;
-            nws_long = 1;
-        } else if (!strcmp(a, "--emulator-only")) {
-            emulator_only = 1;
-        } else if (!strcmp(a, "--small")) {
-            small = 1;
-        } else if (v && !strcmp(a, "--cases")) {
-            ncases = lowp_cli_parse_count("--cases", v, 1);
-            i++;
-        } else if (v && !strcmp(a, "--long")) {
-            nlong = lowp_cli_parse_count("--long", v, 1);
-            i++;
-        } else if (v && !strcmp(a, "--ws")) {
-            nws = lowp_cli_parse_count("--ws", v, 1);
-            i++;
-        } else if (v && !strcmp(a, "--ws-long")) {
-            nws_long = lowp_cli_parse_count("--ws-long", v, 1);
-            i++;
-        } else if (v && !strcmp(a, "--only")) {
-            only = (long long)lowp_cli_parse_u64("--only", v, 0, UINT32_MAX);
-            i++;
-        } else if (v && !strcmp(a, "--seed")) {
-            seed = lowp_cli_parse_seed("--seed", v);
-            i++;
-        } else
-            return usage();
+    o->cases = 4000;
+    o->long_cases = 4;
+    o->ws_cases = 100;
+    o->ws_long = 1;
+}
+
+/* Whether case kind k (0 prefill, 1 extend) is in the run's kinds. */
+static int kind_wanted(const lowp_gpu_extend_conform_opts *o, int k)
+{
+    return (o->kinds >> k) & 1;
+}
+
+int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *rep, FILE *log,
+                                lowp_gpu_extend_conform_result *r, char *why_out,
+                                size_t why_len)
+{
+    lowp_gpu_extend_conform_opts o = *opt;
+    memset(r, 0, sizeof *r);
+    g_log = log ? log : stdout;
+    g_lines = 0;
+    if ((o.kinds & 3) == 0) {
+        snprintf(why_out, why_len, "no kernel chosen (prefill, extend)");
+        return -1;
     }
     int ndev = 0;
-    if (!emulator_only && (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)) {
-        printf("lowp_gpu_extend_check: no CUDA device: skipped\n");
+    if (!o.emulator_only && (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)) {
+        snprintf(why_out, why_len, "no CUDA device");
         return 77;
     }
-    FILE *rep = fopen(argv[1], "w");
-    if (!rep) {
-        fprintf(stderr, "lowp_gpu_extend_check: cannot write %s\n", argv[1]);
-        return 2;
+    if (o.threads > 0)
+        omp_set_num_threads(o.threads);
+    if (o.small) {
+        o.cases = 1;
+        o.long_cases = 0;
+        o.ws_cases = 1;
+        o.ws_long = 0;
     }
-    if (small) {
-        ncases = 1;
-        nlong = 0;
-        nws = 1;
-        nws_long = 0;
-    }
-    if (only >= 0)
-        nws = nws_long = 0;
-    if (emulator_only && nws > 200) /* on the host: the kernel's block function alone */
-        nws = 200;
+    if (o.only >= 0 || !kind_wanted(&o, 1)) /* the workspace path is the extend's */
+        o.ws_cases = o.ws_long = 0;
+    if (o.emulator_only && o.ws_cases > 200) /* on the host: the kernel's block function alone */
+        o.ws_cases = 200;
     stats st;
     memset(&st, 0, sizeof st);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    const size_t batch = 512, total = ncases + nlong;
+    const size_t batch = 512, total = o.cases + o.long_cases;
     ecase *cs = calloc(batch, sizeof *cs);
     int fail = 0;
     char why[512] = "";
     if (cs == NULL) {
-        fprintf(stderr, "lowp_gpu_extend_check: out of memory\n");
-        fclose(rep);
-        return 2;
+        snprintf(why_out, why_len, "out of memory");
+        return -1;
     }
     for (size_t c0 = 0; c0 < total && !fail; c0 += batch) {
         size_t n = total - c0 < batch ? total - c0 : batch;
         /* short cases on the CPU in parallel (one thread each), long ones one at a time
-         * with every thread */
+         * with every thread; a case of a kind not run is not made (its index stays its) */
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t j = 0; j < n; j++) {
             size_t idx = c0 + j;
-            int longc = idx >= ncases;
-            if (longc || (only >= 0 && (long long)idx != only))
+            int longc = idx >= o.cases;
+            if (longc || (o.only >= 0 && (long long)idx != o.only) ||
+                (!o.small && !kind_wanted(&o, (int)(idx % 2))))
                 continue;
             char w[256];
-            if (ecase_make(&cs[j], seed, idx, 0, small) || cpu_side(&cs[j], 1, w, sizeof w)) {
+            if (ecase_make(&cs[j], o.seed, idx, 0, o.small) ||
+                cpu_side(&cs[j], 1, w, sizeof w)) {
 #pragma omp critical
                 {
                     snprintf(why, sizeof why, "case %zu: %s", idx, w);
@@ -796,32 +790,39 @@ int main(int argc, char **argv)
         }
         for (size_t j = 0; j < n && !fail; j++) {
             size_t idx = c0 + j;
-            if (only >= 0 && (long long)idx != only)
+            if (o.only >= 0 && (long long)idx != o.only)
                 continue;
-            if (idx >= ncases) {
-                if (ecase_make(&cs[j], seed, idx - ncases, 1, 0) ||
+            size_t kidx = idx >= o.cases ? idx - o.cases : idx;
+            if (!o.small && !kind_wanted(&o, (int)(kidx % 2)))
+                continue;
+            if (idx >= o.cases) {
+                if (ecase_make(&cs[j], o.seed, kidx, 1, 0) ||
                     cpu_side(&cs[j], 1, why, sizeof why)) {
                     fail = 1;
                     break;
                 }
             }
-            if (!emulator_only && run_gpu(&cs[j], why, sizeof why)) {
+            if (!o.emulator_only && run_gpu(&cs[j], why, sizeof why)) {
                 fail = 1;
                 break;
             }
-            compare(&cs[j], emulator_only ? NULL : cs[j].gpu, 1, &st);
-            if (idx >= ncases || small)
-                printf("%s: done\n", cs[j].desc);
+            compare(&cs[j], o.emulator_only ? NULL : cs[j].gpu, 1, &st);
+            if (idx >= o.cases || o.small)
+                fprintf(g_log, "%s: done\n", cs[j].desc);
         }
         for (size_t j = 0; j < n; j++)
             ecase_free(&cs[j]);
     }
     free(cs);
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 7; i++) {
         cudaFree(g_dev[i].p);
+        g_dev[i].p = NULL;
+        g_dev[i].cap = 0;
+    }
     size_t ws_bad = 0, ws_bytes = 0, ws_done = 0;
-    for (size_t i = 0; i < nws + nws_long && !fail; i++) {
-        if (ws_case(seed, i, i >= nws, !emulator_only, &ws_bad, &ws_bytes, why, sizeof why)) {
+    for (size_t i = 0; i < o.ws_cases + o.ws_long && !fail; i++) {
+        if (ws_case(o.seed, i, i >= o.ws_cases, !o.emulator_only, &ws_bad, &ws_bytes, why,
+                    sizeof why)) {
             fail = 1;
             break;
         }
@@ -830,40 +831,59 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (fail) {
-        fprintf(stderr, "lowp_gpu_extend_check: %s\n", why);
-        fclose(rep);
-        return 2;
+        snprintf(why_out, why_len, "%s", why);
+        return -1;
     }
     size_t bad = 0;
-    fprintf(rep, "# GPU extend / prefill attention: conformance\n\n");
-    fprintf(rep, "Seed %llu, %zu short + %zu long cases, %s, %.1f s "
-                 "(lowp/attn_gpu_extend.h; gpu/check/extend_check.c).\n\n",
-            (unsigned long long)seed, ncases, nlong,
-            emulator_only ? "emulator against binary64 only (no GPU)" : "GPU", sec);
-    fprintf(rep, "| kernel | cases | outputs compared bit for bit | cases not bit-exact | "
-                 "cases vs binary64 | outside bound | worst err/bound | binary64 skipped |\n");
-    fprintf(rep, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (int k = 0; k < 2; k++) {
-        fprintf(rep, "| %s | %zu | %zu | %zu | %zu | %zu | %.3g | %zu |\n",
-                k ? "extend" : "prefill", st.cases[k], st.outputs_compared[k], st.mismatched[k],
-                st.ref_cases[k], st.ref_outside[k], st.worst[k], st.ref_skipped[k]);
-        printf("gpu extend conform (%s): %zu cases, %zu outputs compared, %zu not bit-exact, "
-               "%zu/%zu outside bound, worst ratio %.3g, %zu without binary64\n",
-               k ? "extend" : "prefill", st.cases[k], st.outputs_compared[k], st.mismatched[k],
-               st.ref_outside[k], st.ref_cases[k], st.worst[k], st.ref_skipped[k]);
-        bad += st.mismatched[k] + st.ref_outside[k];
+    if (rep) {
+        fprintf(rep, "# GPU extend / prefill attention: conformance\n\n");
+        fprintf(rep, "Seed %llu, %zu short + %zu long cases, %s, %.1f s "
+                     "(lowp/attn_gpu_extend.h; gpu/check/extend_check.c).\n\n",
+                (unsigned long long)o.seed, o.cases, o.long_cases,
+                o.emulator_only ? "emulator against binary64 only (no GPU)" : "GPU", sec);
+        fprintf(rep, "| kernel | cases | outputs compared bit for bit | cases not bit-exact | "
+                     "cases vs binary64 | outside bound | worst err/bound | binary64 skipped |\n");
+        fprintf(rep, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
     }
-    fprintf(rep, "\nWorkspace path (NVFP4 paged prefix -> FP8 workspace, attention on it, the "
-                 "chunk's quantize-on-write): %zu cases (%zu long), %zu workspace bytes against "
-                 "lowp_kv_path_run, %zu failed checks.\n", ws_done, nws_long, ws_bytes, ws_bad);
-    printf("gpu extend workspace path: %zu cases, %zu workspace bytes compared, %zu failed "
-           "checks\n", ws_done, ws_bytes, ws_bad);
+    for (int k = 0; k < 2; k++) {
+        r->cases[k] = st.cases[k];
+        r->outputs_compared[k] = st.outputs_compared[k];
+        r->mismatched[k] = st.mismatched[k];
+        r->ref_cases[k] = st.ref_cases[k];
+        r->ref_outside[k] = st.ref_outside[k];
+        r->ref_skipped[k] = st.ref_skipped[k];
+        r->worst[k] = st.worst[k];
+        bad += st.mismatched[k] + st.ref_outside[k];
+        if (!kind_wanted(&o, k))
+            continue;
+        if (rep)
+            fprintf(rep, "| %s | %zu | %zu | %zu | %zu | %zu | %.3g | %zu |\n",
+                    k ? "extend" : "prefill", st.cases[k], st.outputs_compared[k],
+                    st.mismatched[k], st.ref_cases[k], st.ref_outside[k], st.worst[k],
+                    st.ref_skipped[k]);
+        fprintf(g_log, "gpu extend conform (%s): %zu cases, %zu outputs compared, %zu not "
+                       "bit-exact, %zu/%zu outside bound, worst ratio %.3g, %zu without binary64\n",
+                k ? "extend" : "prefill", st.cases[k], st.outputs_compared[k], st.mismatched[k],
+                st.ref_outside[k], st.ref_cases[k], st.worst[k], st.ref_skipped[k]);
+    }
+    if (kind_wanted(&o, 1)) {
+        if (rep)
+            fprintf(rep, "\nWorkspace path (NVFP4 paged prefix -> FP8 workspace, attention on it, "
+                         "the chunk's quantize-on-write): %zu cases (%zu long), %zu workspace "
+                         "bytes against lowp_kv_path_run, %zu failed checks.\n",
+                    ws_done, o.ws_long, ws_bytes, ws_bad);
+        fprintf(g_log, "gpu extend workspace path: %zu cases, %zu workspace bytes compared, %zu "
+                       "failed checks\n", ws_done, ws_bytes, ws_bad);
+    }
     bad += ws_bad;
-    if (st.first_mismatch[0])
+    if (rep && st.first_mismatch[0])
         fprintf(rep, "\nFirst output not bit-exact: %s\n", st.first_mismatch);
-    if (st.first_outside[0])
+    if (rep && st.first_outside[0])
         fprintf(rep, "\nFirst output outside the bound: %s\n", st.first_outside);
-    fclose(rep);
-    printf("lowp_gpu_extend_check: %s, %.1f s\n", bad ? "FAILED" : "passed", sec);
-    return bad ? 1 : 0;
+    r->ws_cases = ws_done;
+    r->ws_bytes = ws_bytes;
+    r->ws_bad = ws_bad;
+    r->bad = bad;
+    r->seconds = sec;
+    return 0;
 }
