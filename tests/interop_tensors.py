@@ -430,7 +430,7 @@ def test_bad_input(c):
         ("missing --out", q + ["--in", good]),
         ("unknown format", ["quantize", "--format", "nvfp5", "--in", good, "--out", out]),
         ("unknown recipe", q + ["--recipe", "fast", "--in", good, "--out", out]),
-        ("recipe not of the format", ["quantize", "--format", "mxfp4", "--recipe", "modelopt", "--in", good, "--out", out]),
+        ("recipe not of the format", ["quantize", "--format", "mxfp4", "--recipe", "sglang-kv", "--in", good, "--out", out]),
         ("--scale-up on mxfp8", ["quantize", "--format", "mxfp8", "--scale-up", "--in", good, "--out", out]),
         ("--scale-up on trtllm", q + ["--recipe", "trtllm", "--scale-up", "--in", good, "--out", out]),
         ("--global-scale on mx", ["quantize", "--format", "mxfp8", "--global-scale", "1", "--in", good, "--out", out]),
