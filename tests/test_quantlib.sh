@@ -5,7 +5,8 @@
 # comparisons against recipes not named after the library (ocp vs torchao FLOOR, rceil vs
 # torchao RCEIL) must find their known differences: the check can see a difference.
 # PYTHON is overridden by $LOWP_QUANTLIB_PYTHON (a venv with torch and the three libraries,
-# e.g. /work/venv-quant). Exit 77 when torch or one of the libraries is not installed.
+# e.g. one made by `python3 -m venv V && V/bin/pip install torch torchao nvidia-modelopt
+# compressed-tensors`). Exit 77 when torch or one of the libraries is not installed.
 py=${LOWP_QUANTLIB_PYTHON:-$1}
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d) || exit 1

@@ -322,6 +322,23 @@ run_step() {
   esac
   summ "$name" "$st" $(($(date +%s) - t)) "$rep"
 }
+
+# sanitize NAME TOOL LIMIT TAG PROG ARGS...: compute-sanitizer TOOL over PROG ARGS... as the
+# step "sanitizer TOOL: NAME", its output in sanitizer-TOOL-TAG.log. The verdict is the
+# sanitizer's own, read from the log: --error-exitcode 99 keeps the program's exit status
+# apart (99: findings -> FAIL); the program's 77 (no GPU) passes through.
+CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+sanitize() {
+  local name=$1 tool=$2 lim=$3 tag=$4; shift 4
+  if [ -z "$CS" ]; then summ "compute-sanitizer ($tool: $name)" "not found" 0 ""; return; fi
+  run_step "sanitizer $tool: $name" "$lim" "sanitizer-$tool-$tag.log" sh -c '
+    cs=$1 tool=$2 log=$3; shift 3
+    "$cs" --tool "$tool" --error-exitcode 99 "$@" > "$log" 2>&1; r=$?
+    [ $r = 99 ] && exit 1
+    [ $r = 77 ] && exit 77
+    grep -Eq "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards" "$log"' \
+    sh "$CS" "$tool" "$OUT/sanitizer-$tool-$tag.log" "$@"
+}
 GPUB=$B/gpu
 LOWP=$B/tools/lowp
 if want decode; then
@@ -331,22 +348,15 @@ if want decode; then
   else summ "lowp gpu conform" "not built" 0 "see build.log"; fi
 fi
 if want sanitize || want sanitize-kv; then
-  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-  if [ -z "$CS" ]; then
-    summ "compute-sanitizer" "not found" 0 ""
-  else
-    for tool in memcheck racecheck; do
-      # a round of configurations per thread count: 2 threads -> 32 configurations per format
-      # (about 40 s under memcheck on the H200), 1 thread and two formats under racecheck
-      thr=2; fm=nvfp4,bf16,fp8_e4m3,mxfp4; [ $tool = racecheck ] && { thr=1; fm=nvfp4,bf16; }
-      # the sanitizer's own verdict: its exit code 1 only for its findings (the program's
-      # exit status is kept apart by --error-exitcode 99 and checked in the log)
-      want sanitize && [ -x "$GPUB/lowp_gpu_decode_check" ] && run_step "sanitizer $tool: decode" 150 sanitizer-$tool-decode.log \
-        sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_decode_check' '$OUT/san-$tool-decode.md' --cases 1 --long 0 --threads $thr --formats $fm > '$OUT/sanitizer-$tool-decode.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' '$OUT/sanitizer-$tool-decode.log'"
-      want sanitize-kv && [ -x "$GPUB/lowp_gpu_kv_write_check" ] && run_step "sanitizer $tool: kv write" 120 sanitizer-$tool-kvwrite.log \
-        sh -c "'$CS' --tool $tool --error-exitcode 99 '$GPUB/lowp_gpu_kv_write_check' '$OUT/san-$tool-kvwrite.md' --quick --cases 20 > '$OUT/sanitizer-$tool-kvwrite.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' '$OUT/sanitizer-$tool-kvwrite.log'"
-    done
-  fi
+  for tool in memcheck racecheck; do
+    # a round of configurations per thread count: 2 threads -> 32 configurations per format
+    # (about 40 s under memcheck on the H200), 1 thread and two formats under racecheck
+    thr=2; fm=nvfp4,bf16,fp8_e4m3,mxfp4; [ $tool = racecheck ] && { thr=1; fm=nvfp4,bf16; }
+    want sanitize && [ -x "$GPUB/lowp_gpu_decode_check" ] && sanitize decode $tool 150 decode \
+      "$GPUB/lowp_gpu_decode_check" "$OUT/san-$tool-decode.md" --cases 1 --long 0 --threads $thr --formats $fm
+    want sanitize-kv && [ -x "$GPUB/lowp_gpu_kv_write_check" ] && sanitize "kv write" $tool 120 kvwrite \
+      "$GPUB/lowp_gpu_kv_write_check" "$OUT/san-$tool-kvwrite.md" --quick --cases 20
+  done
 fi
 if want attn && [ -x "$LOWP" ]; then
   python3 - "$OUT" <<'PYEOF'
@@ -417,13 +427,9 @@ if want extend; then
     # shellcheck disable=SC2086 # the arguments are a list
     run_step "extend conform" 300 gpu-extend-conform-h200.md "$LOWP" gpu conform --kernel extend,prefill \
       --report "$OUT/gpu-extend-conform-h200.md" ${LOWP_GPU_EXTEND_ARGS---quick}
-    CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-    if [ -n "$CS" ]; then
-      for tool in memcheck racecheck; do
-        run_step "sanitizer $tool: extend" 120 sanitizer-$tool-extend.log \
-          sh -c "'$CS' --tool $tool --error-exitcode 99 '$LOWP' gpu conform --kernel extend --small --report '$OUT/san-$tool-extend.md' > '$OUT/sanitizer-$tool-extend.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; [ \$r = 77 ] && exit 77; grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' '$OUT/sanitizer-$tool-extend.log'"
-      done
-    else summ "compute-sanitizer (extend)" "not found" 0 ""; fi
+    for tool in memcheck racecheck; do
+      sanitize extend $tool 120 extend "$LOWP" gpu conform --kernel extend --small --report "$OUT/san-$tool-extend.md"
+    done
     # the bench's own exit status (77 without a GPU), its table printed after it
     run_step "extend bench" 150 gpu-extend-bench-h200.csv sh -c "'$LOWP' gpu bench --kernel extend,prefill --csv '$OUT/gpu-extend-bench-h200.csv' ${LOWP_GPU_EXTEND_BENCH_ARGS:-} > '$OUT/gpu-extend-bench-h200.txt' 2>&1; r=\$?; cat '$OUT/gpu-extend-bench-h200.txt'; exit \$r"
   else summ "extend conform" "not built" 0 "see build.log"; fi
@@ -465,13 +471,9 @@ if want select; then
     sb=$(($(left) - 100)); [ $sb -lt 30 ] && sb=30
     run_step "select check + timings" $((sb + 30)) select-gpu-h200.md "$SC" "$OUT/select-gpu-h200.md" \
       ${LOWP_GPU_SELECT_ARGS:---bench --budget-s $sb} $QUICK
-    CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-    if [ -n "$CS" ]; then
-      for tool in memcheck racecheck; do
-        run_step "sanitizer $tool: select" 60 sanitizer-$tool-select.log \
-          sh -c "'$CS' --tool $tool --error-exitcode 99 '$SC' '$OUT/san-$tool-select.md' --cases 6 --sparse-cases 3 --max-ctx 300 > '$OUT/sanitizer-$tool-select.log' 2>&1; r=\$?; [ \$r = 99 ] && exit 1; grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' '$OUT/sanitizer-$tool-select.log'"
-      done
-    else summ "compute-sanitizer (select)" "not found" 0 ""; fi
+    for tool in memcheck racecheck; do
+      sanitize select $tool 60 select "$SC" "$OUT/san-$tool-select.md" --cases 6 --sparse-cases 3 --max-ctx 300
+    done
   else summ "select check" "not built" 0 "see build.log"; fi
 fi
 if want mma; then
