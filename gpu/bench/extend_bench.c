@@ -109,7 +109,10 @@ int lowp_gpu_extend_bench_run(const lowp_gpu_extend_bench_opts *o, FILE *out, FI
     CK(cudaMalloc((void **)&dslots, batch * cmax * sizeof *dslots));
     size_t ps = 16, pages_per = (size_t)(cmax + pmax + ps - 1) / ps;
     CK(cudaMalloc((void **)&dpt, (2 * (batch + 1) + batch * pages_per) * sizeof *dpt));
-    size_t copy_max = 2 * rows * HK * D + 2 * batch * cmax * HK * D * 2 + rows * HK * D;
+    /* each copy buffer (copy_max / 2) must hold half of ws_bytes (below) at the largest
+     * shape: 3.125 prefix + 6 chunk bytes per head element, a sequence; this gives
+     * 4 (prefix + chunk) + 2 chunk. (It gave less than that at chunk 8K x prefix 128K.) */
+    size_t copy_max = 4 * rows * HK * D * 2 + 2 * batch * cmax * HK * D * 2;
     CK(cudaMalloc(&copy_a, copy_max / 2 + 16));
     CK(cudaMalloc(&copy_b, copy_max / 2 + 16));
     lowp_kv_config kcfg = lowp_kv_config_default(LOWP_NVFP4, batch * pages_per, ps, HK, D, D);
