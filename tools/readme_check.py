@@ -440,14 +440,14 @@ FIGURES = [
 # ---------------------------------------------------------------- traces to reports
 def trace_bench(lines, blocks, env):
     """The `lowp gpu bench` lines: each one's time, rates, share, SM clock and limited share
-    are the row of reports/gpu-decode-splits-h200-ruleB.csv (call 4's grid in the report the
+    are the row of reports/gpu-decode-splits-h200-ruleC.csv (call 5's grid in the report the
     README names) for its format, batch and context. The R= copies and split length are not in it."""
     for ln, info, body in blocks:
         if body and body[0].startswith("$ lowp gpu bench"):
             break
     else:
         return None, "differs", "no gpu bench block", []
-    path = "reports/gpu-decode-splits-h200-ruleB.csv"
+    path = "reports/gpu-decode-splits-h200-ruleC.csv"
     named = "reports/gpu-decode-splits-h200.md"
     if not any(named in l for l in lines):
         return ln, "differs", "the README no longer names " + named, []

@@ -7,7 +7,9 @@ number in the report comes from those files. Standard library only.
       --grid reports/gpu-decode-splits-h200-grid.csv \
       --sdpa reports/sdpa-bench-h200-2026-12-01.csv --old reports/gpu-bench-h200.csv \
       --grid4 reports/gpu-decode-splits-h200-ruleB.csv \
-      --sdpa4 reports/sdpa-bench-h200-2026-12-01b.csv --out reports/gpu-decode-splits-h200.md
+      --sdpa4 reports/sdpa-bench-h200-2026-12-01b.csv \
+      --grid5 reports/gpu-decode-splits-h200-ruleC.csv \
+      --sdpa5 reports/sdpa-bench-h200-2026-12-02.csv --out reports/gpu-decode-splits-h200.md
 
 --sweep-dirs DIR... instead of --sweep first combines a device call's chunk-C.csv files
 into the --sweep path (adding a chunk column).
@@ -157,8 +159,8 @@ Candidate B ran the grid faster than call 3's rule on geometric mean but slower 
 16K-128K contexts, where its length floor leaves fewer than 1024 work items. The rule in the tree
 (C) is B capped at ceil(work / 1024): at every point of this grid its split is either B's (measured
 here) or call 3's rule's (measured in call 3, batch 1 x 16K, 32K, 128K), so the column "now" below is
-composed from the two calls, each point from the call whose split it uses. It has not been measured
-in one run: the next device call must (`tools/gpu_run.sh` as above).
+composed from the two calls, each point from the call whose split it uses. Call 5 (the next
+section) measures it in one run.
 
 """
 
@@ -212,6 +214,94 @@ def call4(grid4_path, sdpa4_path, grid3):
     return L
 
 
+CALL5 = """
+## Rule C measured in one run (call 5, 2026-12-02)
+
+5. `LOWP_GPU_RUN_STEPS="decode sanitize attn bench" LOWP_GPU_RUN_ARCHS=90 LOWP_GPU_RUN_BUDGET=580 LOWP_GPU_BENCH_ARGS="--formats bf16,fp8_e4m3,nvfp4,mxfp4 --batch 1,2,4,8,16,32,64 --ctx 4096,16384,32768,131072,1048576 --reps 20" bash tools/gpu_run.sh`
+   at commit 6151f24 (rule C in `lowp_gpu_decode_chunk_tokens`) ->
+   [gpu-decode-splits-h200-ruleC.csv](gpu-decode-splits-h200-ruleC.csv), SDPA in the same call
+   [sdpa-bench-h200-2026-12-02.csv](sdpa-bench-h200-2026-12-02.csv),
+   [gpu-decode-conform-h200.md](gpu-decode-conform-h200.md) (500,000 cases, 0 not bit-exact,
+   0 of 432,846 finite cases outside the bound), memcheck and racecheck clean, `gpu attn` equal to
+   `--emulate` for the four formats. Plot: [plots/h200-decode-ruleC-speedup.png](plots/h200-decode-ruleC-speedup.png)
+   (fastest SDPA time / lowp time, one panel per batch size; `.venv/bin/python tools/plot_gpu_bench.py
+   --sdpa reports/sdpa-bench-h200-2026-12-02.csv --ours reports/gpu-decode-splits-h200-ruleC.csv
+   --out-dir reports/plots --prefix h200-decode-ruleC-`).
+
+"""
+
+
+FLOOR5 = """Against call 4, rule C is faster where it differs from B (batch 1 x 16K-128K: it keeps at least
+1024 work items). Points where both calls used the same split differ between the calls by -13% to
++17%: the largest where the SM clock minimum the bench records differs (FP8 batch 64 x 128K +17%,
+1620 vs 1890 MHz; NVFP4 batch 32 x 1M -13%, 1530 vs 1770 MHz), but also +12% (FP8 batch 8 x 1M) and
++9% (BF16 batch 2 x 1M) at the same recorded clock: run-to-run variation between device calls that
+this bench does not explain. Within one call the grid agrees with shapes run alone (call 1).
+
+Where the targets stay missed (batch 1-4 at 32K-128K for all three formats, and BF16 at 32K):
+the decode has been tuned over sessions 7-11 and calls 1-5 here; its floors are measured in
+[gpu-bench-h200.md](gpu-bench-h200.md) (*What bounds the kernel*: without its E2M1 decode and
+exponentials NVFP4 still takes 0.38-0.49x cuDNN, L2-bound; *What the work itself costs*: the
+exact work with no DRAM traffic takes 0.38x cuDNN). At batch 1 the 8 (sequence, KV head) pairs
+give at most 1024-2048 splits, a few per SM, and each split's exact per-token work (E2M1 decode,
+block scales, the software exp2 the emulator models) is not hidden behind its loads: NVFP4 then
+takes as long as FP8 (0.98x at 128K, 1.02x at 1M). Reaching the batch-1 targets needs less work per
+token, not other splits: the hardware ex2 modelled exactly (issue #22 item 3, the probe step
+`ex2` of tools/gpu_run.sh collects its data) is the next measured step.
+"""
+
+
+def call5(grid5_path, sdpa5_path, g4_path):
+    g5 = {(r["format"], int(r["batch"]), int(r["ctx"])): r for r in read_csv(grid5_path)}
+    g4 = {(r["format"], int(r["batch"]), int(r["ctx"])): float(r["median_us"])
+          for r in read_csv(g4_path)} if g4_path else {}
+    sd = collections.defaultdict(dict)
+    for r in read_csv(sdpa5_path):
+        if r["median_us"]:
+            sd[(int(r["batch"]), int(r["ctx"]))][r["backend"]] = float(r["median_us"])
+    rC = lambda b, c: rule(b, c, 8192, 64, 16384, 4096, 1024)
+    L = [CALL5]
+    L.append("| format | batch | context | split | us | share of streaming read | call 4 (B), us | "
+             "fastest SDPA, us (backend) | lowp / SDPA | target (context >= 32K) |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    lim = {"nvfp4": 0.55, "fp8_e4m3": 0.65, "bf16": 1.10}
+    met = collections.Counter()
+    for k in sorted(g5, key=lambda k: (k[0], k[1], k[2])):
+        f, b, c = k
+        us = float(g5[k]["median_us"])
+        s = sd.get((b, c), {})
+        best = min(s, key=s.get) if s else None
+        ratio = us / s[best] if best else None
+        tgt = ""
+        if best and c >= 32768 and f in lim:
+            ok = ratio <= lim[f]
+            met[(f, ok)] += 1
+            tgt = "<= %.2f: %s" % (lim[f], "met" if ok else "missed")
+        L.append("| %s | %d | %d | %d | %.1f | %.1f%% | %s | %s | %s | %s |" % (
+            f, b, c, rC(b, c), us, 100 * float(g5[k]["ratio"]),
+            "%.1f" % g4[k] if k in g4 else "-",
+            "%.1f (%s)" % (s[best], best) if best else "-", "%.3f" % ratio if ratio else "-", tgt))
+    L.append("")
+    L.append("Issue #22's decode targets at context >= 32K against the fastest SDPA backend of the same call "
+             "(points where SDPA ran; it skips batch x context over its memory limit): " + "; ".join(
+                 "%s met at %d of %d" % (f, met[(f, True)], met[(f, True)] + met[(f, False)])
+                 for f in ["nvfp4", "fp8_e4m3", "bf16"]) + ".")
+    L.append("")
+    L.append("At batch 1 (the issue's NVFP4 targets: >= 60% of the streaming read of its bytes, <= 0.65x the FP8 time):")
+    L.append("")
+    L.append("| context | NVFP4, us | share of streaming read | FP8, us | NVFP4 / FP8 |")
+    L.append("|---:|---:|---:|---:|---:|")
+    for c in [131072, 1048576]:
+        n, e = g5.get(("nvfp4", 1, c)), g5.get(("fp8_e4m3", 1, c))
+        if n and e:
+            L.append("| %d | %.1f | %.1f%% | %.1f | %.3f |" % (
+                c, float(n["median_us"]), 100 * float(n["ratio"]), float(e["median_us"]),
+                float(n["median_us"]) / float(e["median_us"])))
+    L.append("")
+    L.append(FLOOR5)
+    return L
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sweep", required=True)
@@ -221,6 +311,8 @@ def main():
     ap.add_argument("--old", required=True)
     ap.add_argument("--grid4", help="call 4's grid (candidate B)")
     ap.add_argument("--sdpa4", help="call 4's tools/sdpa_bench.py CSV")
+    ap.add_argument("--grid5", help="call 5's grid (rule C, the rule in the tree)")
+    ap.add_argument("--sdpa5", help="call 5's tools/sdpa_bench.py CSV")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     if a.sweep_dirs:
@@ -279,6 +371,8 @@ def main():
     L.append(TAIL)
     if a.grid4 and a.sdpa4:
         L.extend(call4(a.grid4, a.sdpa4, grid))
+    if a.grid5 and a.sdpa5:
+        L.extend(call5(a.grid5, a.sdpa5, a.grid4))
     with open(a.out, "w") as f:
         f.write("\n".join(L))
     return 0
