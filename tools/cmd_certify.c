@@ -120,11 +120,8 @@ typedef struct {
     int k_scale_set, v_scale_set, v_after, no_diag;
     size_t split, mma_k, worst, threads;
     long seq;
-    lowp_shard shard;
-    const char *result;
-    char **files;      /* --merge: the result files */
-    size_t n_files;
-    int merge, others; /* others: an option other than --shard / --result / --merge given */
+    lowp_shard_opts so; /* --shard, --result, --merge */
+    int others;         /* an option other than those given */
     char command[4096]; /* "lowp certify ..." without --shard and --result: the reproducer */
 } certify_opts;
 
@@ -133,27 +130,13 @@ static void parse(int argc, char **argv, certify_opts *o)
     memset(o, 0, sizeof *o);
     o->seq = -1;
     o->worst = 8;
-    o->shard = (lowp_shard){0, 1};
-    o->files = calloc((size_t)argc + 1, sizeof *o->files);
-    if (o->files == NULL)
-        lowp_cli_fail("out of memory");
+    lowp_shard_opts_init(&o->so, argc);
     size_t used = (size_t)snprintf(o->command, sizeof o->command, "lowp %s", argv[0]);
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         const char **str = NULL;
-        if (strcmp(s, "--shard") == 0) {
-            lowp_cli_parse_shard("--shard", lowp_cli_option_value(argc, argv, &i), &o->shard.k, &o->shard.n);
+        if (lowp_shard_option(&o->so, argc, argv, &i))
             continue;
-        } else if (strcmp(s, "--result") == 0) {
-            o->result = lowp_cli_option_value(argc, argv, &i);
-            continue;
-        } else if (strcmp(s, "--merge") == 0) {
-            o->merge = 1;
-            continue;
-        } else if (o->merge && s[0] != '-') {
-            o->files[o->n_files++] = argv[i];
-            continue;
-        }
         o->others = 1;
         int first = i;
         if (strcmp(s, "--layout") == 0) str = &o->layout;
@@ -212,20 +195,13 @@ static void parse(int argc, char **argv, certify_opts *o)
     }
     if (used >= sizeof o->command)
         lowp_cli_fail("certify: the command line is longer than %zu characters", sizeof o->command - 1);
-    if (o->merge) {
-        if (o->n_files == 0)
-            lowp_cli_fail("certify --merge: no result files given");
-        if (o->others || o->shard.n > 1)
-            lowp_cli_fail("certify --merge: the certificate comes from the results; only --result applies");
+    lowp_shard_opts_check(&o->so, "certify", o->others);
+    if (o->so.merge)
         return;
-    }
-    if (o->shard.n > 1 && o->result == NULL)
-        lowp_cli_fail("certify --shard %zu/%zu: a shard writes only its result: give --result FILE", o->shard.k,
-                      o->shard.n);
-    if (o->seq >= 0 && (o->shard.n > 1 || o->result != NULL))
+    if (o->seq >= 0 && (o->so.shard.n > 1 || o->so.result != NULL))
         lowp_cli_fail("certify --seq certifies one sequence (a reproducer): it takes no --shard or --result");
-    if (o->result != NULL)
-        lowp_out_check("--result", o->result);
+    if (o->so.result != NULL)
+        lowp_out_check("--result", o->so.result);
     if (o->layout == NULL || o->k == NULL || o->v == NULL || o->q == NULL || o->out == NULL)
         lowp_cli_fail("certify: --layout, --k-cache, --v-cache, --q and --out are required (see lowp certify --help)");
     if (!o->k_scale_set || !o->v_scale_set)
@@ -285,6 +261,10 @@ static int report(const char *header, const lowp_certify_result *r, long seq, co
  * apply. combine gives the certificate of one lowp_certify_run (lowp/certify.h: the run in
  * parts). ----------------------------------------------------------------------------------- */
 
+/* the fields of a worst element (lowp_certify_worst) but its verdict */
+#define WORST_SIZES(X) X(batch) X(head) X(dim) X(seq_len)
+#define WORST_DOUBLES(X) X(got) X(exact) X(ref_err) X(bound) X(ratio)
+
 static const char *const verdict_keys[LOWP_CERTIFY_VERDICT_COUNT] = {"exact", "within", "outside", "nan_mismatch"};
 
 static json_t *run_units(const certify_opts *o, const lowp_certify_args *args, const char *header)
@@ -308,9 +288,9 @@ static json_t *run_units(const certify_opts *o, const lowp_certify_args *args, c
     }
     if (json_object_set_new(a, "alternatives", alts) != 0)
         lowp_cli_fail("out of memory");
-    json_t *res = lowp_result_new("certify", a, &o->shard, batch);
+    json_t *res = lowp_result_new("certify", a, &o->so.shard, batch);
     for (size_t b = 0; b < batch; b++) {
-        if (!lowp_shard_mine(&o->shard, b))
+        if (!lowp_shard_mine(&o->so.shard, b))
             continue;
         lowp_certify_args one = *args;
         one.only_seq = (long)b;
@@ -332,15 +312,12 @@ static json_t *run_units(const certify_opts *o, const lowp_certify_args *args, c
             json_t *e = json_object();
             if (e == NULL || json_array_append_new(list, e) != 0)
                 lowp_cli_fail("out of memory");
-            lowp_json_set_u64(e, "batch", w->batch);
-            lowp_json_set_u64(e, "head", w->head);
-            lowp_json_set_u64(e, "dim", w->dim);
-            lowp_json_set_u64(e, "seq_len", w->seq_len);
-            lowp_json_set_f64(e, "got", w->got);
-            lowp_json_set_f64(e, "exact", w->exact);
-            lowp_json_set_f64(e, "ref_err", w->ref_err);
-            lowp_json_set_f64(e, "bound", w->bound);
-            lowp_json_set_f64(e, "ratio", w->ratio);
+#define PUT_Z(f) lowp_json_set_u64(e, #f, w->f);
+#define PUT_D(f) lowp_json_set_f64(e, #f, w->f);
+            WORST_SIZES(PUT_Z)
+            WORST_DOUBLES(PUT_D)
+#undef PUT_Z
+#undef PUT_D
             lowp_json_set_i64(e, "verdict", w->verdict);
         }
         char st[LOWP_CERTIFY_ALT_COUNT + 1] = "";
@@ -400,15 +377,12 @@ static int combine(const json_t *res, lowp_certify_result *r)
         for (size_t i = 0; i < json_array_size(list); i++) {
             const json_t *e = json_array_get(list, i);
             lowp_certify_worst *w = &all[nw++];
-            w->batch = (size_t)lowp_json_u64(e, "batch");
-            w->head = (size_t)lowp_json_u64(e, "head");
-            w->dim = (size_t)lowp_json_u64(e, "dim");
-            w->seq_len = (size_t)lowp_json_u64(e, "seq_len");
-            w->got = lowp_json_f64(e, "got");
-            w->exact = lowp_json_f64(e, "exact");
-            w->ref_err = lowp_json_f64(e, "ref_err");
-            w->bound = lowp_json_f64(e, "bound");
-            w->ratio = lowp_json_f64(e, "ratio");
+#define GET_Z(f) w->f = (size_t)lowp_json_u64(e, #f);
+#define GET_D(f) w->f = lowp_json_f64(e, #f);
+            WORST_SIZES(GET_Z)
+            WORST_DOUBLES(GET_D)
+#undef GET_Z
+#undef GET_D
             w->verdict = (int)lowp_json_i64(e, "verdict");
             if (w->verdict < 0 || w->verdict >= LOWP_CERTIFY_VERDICT_COUNT)
                 lowp_cli_fail("merge: unit %zu has a worst element of verdict %d", u, w->verdict);
@@ -451,17 +425,17 @@ static int combine(const json_t *res, lowp_certify_result *r)
 /* --merge: the shards' results, the certificate of one run. */
 static int certify_merge(certify_opts *o)
 {
-    if (o->result != NULL)
-        lowp_out_check("--result", o->result);
-    json_t *res = lowp_result_merge("certify", o->files, o->n_files);
+    if (o->so.result != NULL)
+        lowp_out_check("--result", o->so.result);
+    json_t *res = lowp_result_merge("certify", o->so.files, o->so.n_files);
     const json_t *a = lowp_result_args(res);
     lowp_certify_result r;
     combine(res, &r);
     int bad = report(lowp_json_str(a, "header"), &r, -1, lowp_json_str(a, "command"));
-    if (o->result != NULL)
-        lowp_result_write(res, o->result);
+    if (o->so.result != NULL)
+        lowp_result_write(res, o->so.result);
     json_decref(res);
-    free(o->files);
+    lowp_shard_opts_free(&o->so);
     return bad ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
 }
 
@@ -469,7 +443,7 @@ int lowp_cmd_certify(int argc, char **argv)
 {
     certify_opts o;
     parse(argc, argv, &o);
-    if (o.merge)
+    if (o.so.merge)
         return certify_merge(&o);
     lowp_certify_layout layout;
     if (lowp_certify_layout_parse(o.layout, &layout))
@@ -603,29 +577,29 @@ int lowp_cmd_certify(int argc, char **argv)
 
     lowp_certify_result r;
     int bad;
-    if (o.shard.n == 1 && o.result == NULL) { /* one run of the library over the batch */
+    if (o.so.shard.n == 1 && o.so.result == NULL) { /* one run of the library over the batch */
         if (lowp_certify_run(&args, &r, why, sizeof why))
             lowp_cli_fail("certify: %s", why);
         bad = report(header, &r, o.seq, o.command);
     } else {
         json_t *res = run_units(&o, &args, header);
-        if (o.shard.n == 1) {
+        if (o.so.shard.n == 1) {
             combine(res, &r);
             bad = report(header, &r, -1, o.command);
         } else {
             bad = combine(res, &r);
             printf("certify: shard %zu/%zu: %zu of %zu sequences, %zu outputs (%zu outside, %zu nan mismatch); "
                    "result %s\n",
-                   o.shard.k, o.shard.n, lowp_result_count(res), c.batch, r.outputs, r.counts[2], r.counts[3],
-                   o.result);
+                   o.so.shard.k, o.so.shard.n, lowp_result_count(res), c.batch, r.outputs, r.counts[2], r.counts[3],
+                   o.so.result);
             if (fflush(stdout) != 0)
                 lowp_cli_fail("cannot write to standard output");
         }
-        lowp_result_write(res, o.result);
+        lowp_result_write(res, o.so.result);
         json_decref(res);
     }
     free(header);
-    free(o.files);
+    lowp_shard_opts_free(&o.so);
     lowp_tensor_free(&tq);
     lowp_tensor_free(&to);
     lowp_tensor_file_free(&fk);

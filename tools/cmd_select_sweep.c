@@ -599,33 +599,20 @@ int lowp_cmd_select_sweep(int argc, char **argv)
 {
     sweep_cfg c = {{4096, 16384, 65536, 131072}, 4, 4, 64, 512, 64, {0}, 0, 0xf, 0, LOWP_DEFAULT_SEED, NULL, 0};
     c.wls = (1u << LOWP_WL_K_OUTLIER) | (1u << LOWP_WL_ROPE) | (1u << LOWP_WL_NEEDLE) | (1u << LOWP_WL_SMALL);
-    const char *csv = NULL, *result = NULL;
-    int quick = 0, qlen_set = 0, sel_set = 0, wl_set = 0, merge = 0, case_opts = 0;
-    lowp_shard shard = {0, 1};
-    char **files = calloc((size_t)argc + 1, sizeof *files);
-    size_t n_files = 0;
-    if (files == NULL)
-        lowp_cli_fail("out of memory");
+    const char *csv = NULL;
+    int quick = 0, qlen_set = 0, sel_set = 0, wl_set = 0, case_opts = 0;
+    lowp_shard_opts so;
+    lowp_shard_opts_init(&so, argc);
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int case_opt = 1;
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
             sweep_usage(stdout);
-            free(files);
+            lowp_shard_opts_free(&so);
             return LOWP_EXIT_OK;
-        } else if (strcmp(s, "--shard") == 0) {
-            lowp_cli_parse_shard("--shard", lowp_cli_option_value(argc, argv, &i), &shard.k, &shard.n);
+        } else if (lowp_shard_option(&so, argc, argv, &i))
             case_opt = 0;
-        } else if (strcmp(s, "--result") == 0) {
-            result = lowp_cli_option_value(argc, argv, &i);
-            case_opt = 0;
-        } else if (strcmp(s, "--merge") == 0) {
-            merge = 1;
-            case_opt = 0;
-        } else if (merge && s[0] != '-') {
-            files[n_files++] = argv[i];
-            case_opt = 0;
-        } else if (strcmp(s, "--contexts") == 0) {
+        else if (strcmp(s, "--contexts") == 0) {
             uint64_t v[16];
             c.nctx = lowp_cli_parse_list("--contexts", lowp_cli_option_value(argc, argv, &i), 1, 16, 64,
                                          (uint64_t)1 << 21, v);
@@ -675,13 +662,10 @@ int lowp_cmd_select_sweep(int argc, char **argv)
             lowp_cli_fail("select-sweep: unknown argument '%s' (see lowp select-sweep --help)", s);
         case_opts |= case_opt;
     }
-    if (merge && (n_files == 0 || case_opts || shard.n > 1))
-        lowp_cli_fail(n_files == 0 ? "select-sweep --merge: no result files given"
-                                   : "select-sweep --merge: the cases come from the results; case options and "
-                                     "--shard do not apply");
-    if (shard.n > 1 && result == NULL)
-        lowp_cli_fail("select-sweep --shard %zu/%zu: a shard writes only its result: give --result FILE", shard.k,
-                      shard.n);
+    lowp_shard_opts_check(&so, "select-sweep", case_opts);
+    const lowp_shard shard = so.shard;
+    const char *result = so.result;
+    const int merge = so.merge;
     if (shard.n > 1 && csv != NULL)
         lowp_cli_fail("select-sweep --shard: a shard writes no CSV or table (select-sweep --merge writes them)");
     if (c.keys_from != NULL) {
@@ -731,7 +715,7 @@ int lowp_cmd_select_sweep(int argc, char **argv)
     }
     json_t *res = NULL;
     if (merge) {
-        res = lowp_result_merge("select-sweep", files, n_files);
+        res = lowp_result_merge("select-sweep", so.files, so.n_files);
         cfg_from_args(lowp_result_args(res), &c);
         if (count_units(&c) != lowp_result_count(res))
             lowp_cli_fail("merge: the results hold %zu units, their options make %zu", lowp_result_count(res),
@@ -774,6 +758,6 @@ int lowp_cmd_select_sweep(int argc, char **argv)
                lowp_result_count(res), count_units(&c), result);
     json_decref(res);
     free(lines);
-    free(files);
+    lowp_shard_opts_free(&so);
     return LOWP_EXIT_OK;
 }
