@@ -240,6 +240,8 @@ expect_error "certify: merge with case options" "$lowp" certify --merge "$tmp/tw
 {
   expect_error "certify: a shard without --result" sh -c 'cd "$1" && shift && exec "$@"' - "$tmp/twin" "$lowp" certify \
     $(cat "$tmp/twin/args") --shard 0/2
+  expect_error "certify: --result naming an input" sh -c 'cd "$1" && shift && exec "$@"' - "$tmp/twin" "$lowp" certify \
+    $(cat "$tmp/twin/args") --shard 0/2 --result "$tmp/twin/out.npy"
   expect_error "certify: --seq with --shard" sh -c 'cd "$1" && shift && exec "$@"' - "$tmp/twin" "$lowp" certify \
     $(cat "$tmp/twin/args") --seq 1 --shard 0/2 --result "$tmp/bad_out.json"
 }

@@ -200,8 +200,15 @@ static void parse(int argc, char **argv, certify_opts *o)
         return;
     if (o->seq >= 0 && (o->so.shard.n > 1 || o->so.result != NULL))
         lowp_cli_fail("certify --seq certifies one sequence (a reproducer): it takes no --shard or --result");
-    if (o->so.result != NULL)
+    if (o->so.result != NULL) {
         lowp_out_check("--result", o->so.result);
+        const char *const in[][2] = {{"--k-cache", o->k},        {"--v-cache", o->v},    {"--k-sf", o->ksf},
+                                     {"--v-sf", o->vsf},         {"--block-table", o->bt}, {"--seq-lens", o->sl},
+                                     {"--indptr", o->indptr},    {"--indices", o->indices},
+                                     {"--last-page-len", o->lpl}, {"--q", o->q},          {"--out", o->out}};
+        for (size_t j = 0; j < sizeof in / sizeof in[0]; j++)
+            lowp_cli_check_not_input("--result", o->so.result, in[j][0], in[j][1]);
+    }
     if (o->layout == NULL || o->k == NULL || o->v == NULL || o->q == NULL || o->out == NULL)
         lowp_cli_fail("certify: --layout, --k-cache, --v-cache, --q and --out are required (see lowp certify --help)");
     if (!o->k_scale_set || !o->v_scale_set)
