@@ -5,11 +5,12 @@ On the H200 (tools/gpu_run.sh step `certify`), for each kernel: build decode inp
 kernel, and certify its output through `import lowp` (lowp/certify.h) against the arithmetic
 the kernel is declared to compute. Writes OUT/certify-h200.md (one section per kernel: cases,
 worst |got - exact| / bound, verdict counts, the outside-bound cases with their reproducer) and
-OUT/certify-h200.json. Fails soft per kernel: an import or run failure is reported in its
+OUT/certify-h200.json (--report NAME: OUT/NAME.md and .json). Fails soft per kernel: an import or run failure is reported in its
 section and the other kernels still run.
 
     python3 tools/certify_h200.py --out OUT [--lowp build/tools/lowp] [--quick]
                                   [--kernels k1,k2,...] [--budget-s S] [--device cuda|cpu]
+                                  [--report NAME]
 
 Kernels (names for --kernels; default: all but the emulator ones):
   sdpa-{flash,efficient,cudnn,math}-bf16   torch SDPA (one backend each) on a BF16 cache
@@ -471,6 +472,7 @@ def main():
     ap.add_argument("--case", type=int, default=-1, help="run case N only (a reproducer)")
     ap.add_argument("--seed", type=int, default=20)
     ap.add_argument("--budget-s", type=float, default=400.0, help="seconds for all kernels together")
+    ap.add_argument("--report", default="certify-h200", help="OUT/REPORT.md and .json (e.g. certify-h200-sglang)")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                     help="sglang kernels: cpu runs them in Triton's interpreter (use --quick)")
     a = ap.parse_args()
@@ -526,9 +528,9 @@ def main():
             print("certify_h200: %s case %d %s: %s, worst ratio %.4g (%.1f s)%s" %
                   (name, i, shp, cert.counts, cert.worst_ratio, cr["seconds"],
                    ": " + cert.diagnosis if cert.diagnosis else ""), flush=True)
-    with open(os.path.join(a.out, "certify-h200.json"), "w") as f:
+    with open(os.path.join(a.out, a.report + ".json"), "w") as f:
         json.dump(results, f, indent=1, default=str)
-    with open(os.path.join(a.out, "certify-h200.md"), "w") as f:
+    with open(os.path.join(a.out, a.report + ".md"), "w") as f:
         write_md(f, results, a)
     bad = any(c.get("status") == "FAIL" for r in results for c in r["cases"])
     return 1 if bad else 0
