@@ -5,8 +5,8 @@ On the H200 (tools/gpu_run.sh step `certify`), for each kernel: build decode inp
 kernel, and certify its output through `import lowp` (lowp/certify.h) against the arithmetic
 the kernel is declared to compute. Writes OUT/certify-h200.md (one section per kernel: cases,
 worst |got - exact| / bound, verdict counts, the outside-bound cases with their reproducer) and
-OUT/certify-h200.json (--report NAME: OUT/NAME.md and .json). Fails soft per kernel: an import or run failure is reported in its
-section and the other kernels still run.
+OUT/certify-h200.json (--report NAME: OUT/NAME.md and .json). Fails soft per kernel: an import
+or run failure is reported in its section and the other kernels still run.
 
     python3 tools/certify_h200.py --out OUT [--lowp build/tools/lowp] [--quick]
                                   [--kernels k1,k2,...] [--budget-s S] [--device cuda|cpu]
@@ -214,6 +214,14 @@ SG_SHAPES = SHAPES + [  # MHA (kv_group_num 1 takes _fwd_kernel_stage1, decode_a
     (4, 4096, 8, 8, 128), (2, 32768, 12, 12, 128), (16, 2048, 8, 8, 64), (2, 8192, 8, 8, 256)]
 
 
+# What the CPU run is not: the interpreter holds BF16 as uint16 and does integer arithmetic
+# on it (triton/runtime/interpreter.py binary_op), so BF16 values travel as f32; and its
+# f32 -> FP8 cast (_convert_float) adds the cut-off bit (round half up, not to even) and ORs
+# a mantissa carry into the exponent, so the FP8 path's P = p.to(fp8) is rounded worse than
+# the GPU's cvt.rn.satfinite.e4m3x2.f32.
+INTERP_NOTE = " interpreter (CPU: BF16 as f32, P's f32 -> E4M3 cast not RNE)"
+
+
 def sglang_setup(device):
     """Load decode_attention.py from the installed sglang wheel (on sys.path: PYTHONPATH or
     site-packages) by file, without importing the sglang package: sglang/__init__.py and
@@ -264,7 +272,7 @@ def sglang_setup(device):
                if m.startswith("sglang-") and m.endswith(".dist-info")]
         import triton
         about = "sglang %s (%s), triton %s%s, torch %s" % (ver[0] if ver else "?", rel, triton.__version__,
-                                                           " interpreter (CPU)" if device == "cpu" else "",
+                                                           INTERP_NOTE if device == "cpu" else "",
                                                            torch.__version__)
         return {"torch": torch, "fwd": fwd, "device": device, "about": about}
     return setup
