@@ -210,8 +210,10 @@ SG_FILES = ("sglang/kernels/ops/attention/decode_attention.py",
             "sglang/srt/layers/attention/triton_ops/decode_attention.py")
 SG_MAX_SPLITS = 8  # SGLang's default --triton-attention-num-kv-splits (server_args.py)
 SG_MIN_BLOCK_KV = 32  # decode_attention.py:35 _MIN_BLOCK_KV: split lengths are multiples of it
-SG_SHAPES = SHAPES + [  # MHA (kv_group_num 1 takes _fwd_kernel_stage1, decode_attention.py:750)
-    (4, 4096, 8, 8, 128), (2, 32768, 12, 12, 128), (16, 2048, 8, 8, 64), (2, 8192, 8, 8, 256)]
+# SHAPES (GQA 32/8) and MHA ones (kv_group_num 1 takes _fwd_kernel_stage1, decode_attention.py:750),
+# interleaved and the largest last, so that a time budget that runs out still leaves both paths run
+SG_SHAPES = [SHAPES[0], (4, 4096, 8, 8, 128), SHAPES[1], (16, 2048, 8, 8, 64), SHAPES[2], (2, 8192, 8, 8, 256),
+             SHAPES[5], SHAPES[6], SHAPES[3], (2, 32768, 12, 12, 128), SHAPES[4]]
 
 
 # What the CPU run is not: the interpreter holds BF16 as uint16 and does integer arithmetic
