@@ -33,12 +33,14 @@
 #                                quantlib, only when asked: torchao / nvidia-modelopt /
 #                                compressed-tensors on CUDA and CPU tensors against lowp's
 #                                recipes, byte for byte; the three wheels carried in .whl/,
-#                                installed --no-deps into $TMPDIR/lowp-quantlib-py)
+#                                installed --no-deps into $TMPDIR/lowp-wheels-py)
 #      tools/certify_h200.py  -> certify-h200.md/.json (step certify, only when asked: torch SDPA
 #                                per backend on BF16 and FP8-dequantized caches, FlashInfer's FP8
 #                                batch decode if flashinfer imports, lowp gpu attn; each kernel's
 #                                output certified through `import lowp`; args in LOWP_CERTIFY_ARGS,
-#                                e.g. "--kernels sdpa-flash-bf16,lowp-gpu-fp8 --quick")
+#                                e.g. "--kernels sdpa-flash-bf16,lowp-gpu-fp8 --quick"; SGLang's
+#                                Triton decode (--kernels sglang-triton-bf16,...) from the sglang
+#                                wheel in .whl/, installed as for quantlib)
 #   5. step "extend" (issue #22, only when asked: LOWP_GPU_RUN_STEPS=extend): the extend /
 #      prefill attention kernel (gpu/kernels/extend.cu):
 #      lowp gpu conform --kernel extend,prefill -> gpu-extend-conform-h200.md (GPU vs
@@ -380,23 +382,33 @@ PYEOF
   done
   rm -f "$OUT"/attn-[qkv].npy
 fi
+# wheels: the packages carried in .whl/ (git-ignored), installed once into $WP without their
+# dependencies (torch and triton are on the machine); 1 when .whl/ holds none. A library whose
+# import still fails is reported as unavailable by the step that wanted it.
+WP=${TMPDIR:-/tmp}/lowp-wheels-py
+wheels() {
+  ls "$ROOT"/.whl/*.whl >/dev/null 2>&1 || return 1
+  [ -n "${WHEELS_IN:-}" ] && return 0
+  WHEELS_IN=1
+  say "wheels: $(ls "$ROOT"/.whl/*.whl | wc -l), $(du -ch "$ROOT"/.whl/*.whl | tail -1 | cut -f1) in .whl/ -> $WP"
+  python3 -m pip install -q --no-deps --no-index --no-compile --upgrade --target "$WP" "$ROOT"/.whl/*.whl >>"$BLOG" 2>&1 ||
+    say "pip install --target $WP failed (see build.log)"
+  return 0
+}
 if want certify; then
   if [ -x "$LOWP" ] && [ -f "$B/ref/liblowp.so" ]; then
     # the budget leaves the script's own limit room for the summary
     cb=$(($(left) - 40)); [ $cb -gt 420 ] && cb=420
-    run_step "certify_h200.py" $((cb + 30)) certify-h200.md env LOWP_LIBRARY="$B/ref/liblowp.so" python3 \
+    WPP=${PYTHONPATH:-}; wheels && WPP="$WP${WPP:+:$WPP}" # for the sglang kernels
+    run_step "certify_h200.py" $((cb + 30)) certify-h200.md env LOWP_LIBRARY="$B/ref/liblowp.so" PYTHONPATH="$WPP" python3 \
       tools/certify_h200.py --out "$OUT" --lowp "$LOWP" --budget-s "$cb" ${LOWP_CERTIFY_ARGS:-}
   else summ "certify_h200.py" "not built" 0 "lowp or liblowp.so missing; see build.log"; fi
 fi
 if want quantlib; then
-  # The three libraries from wheels carried in .whl/ (git-ignored), without their
-  # dependencies: torch is on the machine; a library whose import still fails is reported
-  # as not installed by quantlib_check.py and the others run.
-  QP=${TMPDIR:-/tmp}/lowp-quantlib-py
-  if [ -f "$B/ref/liblowp.so" ] && ls "$ROOT"/.whl/*.whl >/dev/null 2>&1; then
-    say "quantlib: $(ls "$ROOT"/.whl/*.whl | wc -l) wheels, $(du -ch "$ROOT"/.whl/*.whl | tail -1 | cut -f1) in .whl/"
-    python3 -m pip install -q --no-deps --no-index --target "$QP" "$ROOT"/.whl/*.whl >>"$BLOG" 2>&1 ||
-      say "pip install --target $QP failed (see build.log)"
+  # The three libraries from the wheels in .whl/ (wheels above); one whose import fails is
+  # reported as not installed by quantlib_check.py and the others run.
+  QP=$WP
+  if [ -f "$B/ref/liblowp.so" ] && wheels; then
     run_step "quantlib_check.py (cuda)" 240 quantlib-check-h200.md env LOWP_LIBRARY="$B/ref/liblowp.so" \
       PYTHONPATH="$QP" python3 tools/quantlib_check.py --device cuda --out "$OUT/quantlib-check-h200.md" $QUICK
     run_step "quantlib_check.py (cpu)" 180 quantlib-check-h200-cpu.md env LOWP_LIBRARY="$B/ref/liblowp.so" \
