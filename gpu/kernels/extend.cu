@@ -270,11 +270,12 @@ __global__ void __launch_bounds__(128) extend_kernel(Params p)
 }
 
 /* ---- The workspace fill (lowp/gpu_extend.h, lowp_gpu_extend_workspace) ----------------
- * One thread a 16-byte block of a workspace row: blockDim (nb, NY), nb = (Dq + Dv) / 16
- * blocks a (position, head) row (K blocks first), NY rows a CTA, grid-stride over the
- * sequence's rows (position t, head h). The device computes torch's E4M3 cast with
- * cvt.rn.satfinite (ws_cast2) and the E2M1 values by bit placement (lowp_dec_e2m1x8_sub);
- * the host emulator runs the same ws_block with lowp's codec table for the cast, so the
+ * Thread x of a CTA owns block x of a workspace row: blockDim (nb, NY), nb = (Dq + Dv) / 16
+ * blocks a (position, head) row (K blocks first); an iteration covers WS_U x NY rows, every
+ * thread loading its WS_U blocks before it stores one; grid-stride over the sequence's rows
+ * (position t, head h). The device computes torch's E4M3 cast with cvt.rn.satfinite
+ * (ws_cast2) and the E2M1 values by bit placement (lowp_dec_e2m1x8_sub); the host emulator
+ * runs the same ws_load / ws_bytes / ws_dst with lowp's codec table for the cast, so the
  * kernel's indexing and arithmetic run on the CPU and the cast alone is proven on the
  * device (lowp_gpu_extend_ws_cast, all 65,536 BF16 codes, gpu/check/extend_check.c). */
 struct WsParams {
@@ -378,31 +379,84 @@ __host__ __device__ __forceinline__ uint32_t ws_cast2(const WsParams &p, uint32_
 #endif
 }
 
-/* The 16 workspace bytes of block blk (K blocks first, then V) of head h, position t of
- * sequence b: the device kernel runs it, and lowp_gpu_extend_workspace_emulate on the host
- * with host pointers (the same code, so a logic error shows up without a GPU). */
-__host__ __device__ __forceinline__ void ws_block(const WsParams &p, const float *e4m3, int b,
-                                                  int t, int h, int blk)
+/* A sequence's constants (ws_seq: loaded once a thread, not once a block). */
+struct WsSeq {
+    int P, q0, pt0; /* prefix length, first chunk row, first page-table entry */
+    size_t kv0;     /* first workspace row */
+};
+
+__host__ __device__ __forceinline__ WsSeq ws_seq(const WsParams &p, int b)
 {
-    const int P = p.pre[b], nbk = p.Dq / 16;
+    WsSeq s = {p.pre[b], p.qo[b], p.pt_indptr[b], (size_t)p.kv[b]};
+    return s;
+}
+
+/* What block blk (K blocks first, then V) of head h, position t needs from memory: the 8
+ * code bytes (a.x, a.y), block scale code and global scale of a prefix position, or the 16
+ * BF16 values (a, c) of a chunk position. ws_load reads it, ws_bytes turns it into the 16
+ * workspace bytes, ws_dst is where they go: the device kernel loads several blocks before
+ * it computes and stores any (the loads in flight are what streams), and
+ * lowp_gpu_extend_workspace_emulate runs the same three on the host with host pointers
+ * (the same code, so a logic error shows up without a GPU). */
+struct WsIn {
+    uint4 a, c;
+    float g;
+    uint32_t sc;
+    bool prefix;
+};
+
+__host__ __device__ __forceinline__ WsIn ws_load(const WsParams &p, const WsSeq &s, int t, int h,
+                                                 int blk)
+{
+    const int nbk = p.Dq / 16;
     const bool isk = blk < nbk;
     const int j = isk ? blk : blk - nbk, D = isk ? p.Dq : p.Dv;
-    uint32_t wv[8]; /* the block's 16 BF16 values, element i in half i & 1 of word i / 2 */
-    bool ovf;
-    if (t < P) {
-        const size_t page = (size_t)p.pt_indices[p.pt_indptr[b] + t / p.PS];
+    WsIn in;
+    in.prefix = t < s.P;
+    if (in.prefix) {
+        const size_t page = (size_t)p.pt_indices[s.pt0 + t / p.PS];
         const int slot = t % p.PS;
         const uint8_t *code = (isk ? p.kc : p.vc) + ws_row(p, page, slot, h) * (D / 2) + 8 * j;
-        const uint8_t sc = (isk ? p.ks : p.vs)[ws_scale_off(p, page, slot, h, j, D / 16,
-                                                             isk ? p.k_il : p.v_il)];
-        const float sf = e4m3[sc], g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
+        in.sc = (isk ? p.ks : p.vs)[ws_scale_off(p, page, slot, h, j, D / 16,
+                                                 isk ? p.k_il : p.v_il)];
+        in.g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
         const uint2 w = *reinterpret_cast<const uint2 *>(code);
+        in.a = make_uint4(w.x, w.y, 0u, 0u);
+        in.c = make_uint4(0u, 0u, 0u, 0u);
+    } else {
+        const uint16_t *src =
+            (isk ? p.kch : p.vch) + ((size_t)(s.q0 + t - s.P) * p.H + h) * D + 16 * j;
+        in.a = *reinterpret_cast<const uint4 *>(src);
+        in.c = *reinterpret_cast<const uint4 *>(src + 8);
+        in.g = 0.0f;
+        in.sc = 0;
+    }
+    return in;
+}
+
+__host__ __device__ __forceinline__ uint4 *ws_dst(const WsParams &p, const WsSeq &s, int t, int h,
+                                                  int blk)
+{
+    const int nbk = p.Dq / 16;
+    const bool isk = blk < nbk;
+    const int j = isk ? blk : blk - nbk, D = isk ? p.Dq : p.Dv;
+    return reinterpret_cast<uint4 *>((isk ? p.kws : p.vws) + ((s.kv0 + t) * p.H + h) * D +
+                                     16 * j);
+}
+
+__host__ __device__ __forceinline__ uint4 ws_bytes(const WsParams &p, const float *e4m3,
+                                                   const WsIn &in)
+{
+    uint32_t wv[8]; /* the block's 16 BF16 values, element i in half i & 1 of word i / 2 */
+    bool ovf;
+    if (in.prefix) {
+        const float sf = e4m3[in.sc], g = in.g;
         /* e[q][k]: elements of word q; pair k of lowp_dec_e2m1x8_sub is elements k (low
          * half) and k + 4, each 2^-126 x the E2M1 value, exact; x 2^126 is exact too
          * (no flush: --ftz=false), giving the value the codec's table has */
         uint32_t e[2][4];
-        lowp_dec_e2m1x8_sub(w.x, e[0]);
-        lowp_dec_e2m1x8_sub(w.y, e[1]);
+        lowp_dec_e2m1x8_sub(in.a.x, e[0]);
+        lowp_dec_e2m1x8_sub(in.a.y, e[1]);
         const float unbias = ws_f32(0x7E800000u); /* 2^126 */
         float x[16];
         for (int i = 0; i < 16; i++) {
@@ -417,12 +471,8 @@ __host__ __device__ __forceinline__ void ws_block(const WsParams &p, const float
          * sf or g fails the test */
         ovf = !((6.0f * sf) * fabsf(g) <= 448.0f);
     } else {
-        const uint16_t *src =
-            (isk ? p.kch : p.vch) + ((size_t)(p.qo[b] + t - P) * p.H + h) * D + 16 * j;
-        const uint4 a = *reinterpret_cast<const uint4 *>(src);
-        const uint4 c = *reinterpret_cast<const uint4 *>(src + 8);
-        wv[0] = a.x, wv[1] = a.y, wv[2] = a.z, wv[3] = a.w;
-        wv[4] = c.x, wv[5] = c.y, wv[6] = c.z, wv[7] = c.w;
+        wv[0] = in.a.x, wv[1] = in.a.y, wv[2] = in.a.z, wv[3] = in.a.w;
+        wv[4] = in.c.x, wv[5] = in.c.y, wv[6] = in.c.z, wv[7] = in.c.w;
         uint32_t any = 0;
         for (int i = 0; i < 8; i++)
             any |= (wv[i] & 0x7FFF7FFFu) + WS_OVF_ADD;
@@ -431,23 +481,38 @@ __host__ __device__ __forceinline__ void ws_block(const WsParams &p, const float
     uint32_t r[8];
     for (int i = 0; i < 8; i++)
         r[i] = ws_cast2(p, wv[i], ovf);
-    uint4 out;
-    out.x = r[0] | r[1] << 16;
-    out.y = r[2] | r[3] << 16;
-    out.z = r[4] | r[5] << 16;
-    out.w = r[6] | r[7] << 16;
-    *reinterpret_cast<uint4 *>((isk ? p.kws : p.vws) + (((size_t)p.kv[b] + t) * p.H + h) * D +
-                               16 * j) = out;
+    return make_uint4(r[0] | r[1] << 16, r[2] | r[3] << 16, r[4] | r[5] << 16, r[6] | r[7] << 16);
 }
 
-/* The rows (t, h) = (r / H, r % H) of sequence b for this thread's y: I is uint32_t when
- * the sequence has fewer than 2^32 rows (one 32-bit division a block), else size_t. */
+/* WS_U rows a thread an iteration: rows base + u NY + y, u < WS_U (each u a warp's
+ * consecutive rows, so the loads and stores stay coalesced), all loaded before any is
+ * stored. Rows past the end load the last row again and store nothing. */
+constexpr int WS_U = 4;
+
+/* The rows (t, h) = (r / H, r % H) of sequence b: I is uint32_t when the sequence has at
+ * most 2^31 - 1 rows (base + step < 2^31 + 2^23 cannot wrap: step <= 65535 x 32 x WS_U),
+ * else size_t. */
 template <typename I>
 __device__ __forceinline__ void ws_rows(const WsParams &p, const float *e4m3, int b, I rows)
 {
-    for (I r = (I)blockIdx.x * blockDim.y + threadIdx.y; r < rows; r += (I)gridDim.x * blockDim.y) {
-        const I t = r / (I)p.H;
-        ws_block(p, e4m3, b, (int)t, (int)(r - t * (I)p.H), (int)threadIdx.x);
+    const WsSeq s = ws_seq(p, b);
+    const I ny = (I)blockDim.y, step = (I)gridDim.x * ny * WS_U;
+    for (I base = (I)blockIdx.x * ny * WS_U + threadIdx.y; base < rows; base += step) {
+        WsIn in[WS_U];
+        int t[WS_U], h[WS_U];
+#pragma unroll
+        for (int u = 0; u < WS_U; u++) {
+            I r = base + (I)u * ny;
+            r = r < rows ? r : rows - 1;
+            const I tq = r / (I)p.H;
+            t[u] = (int)tq;
+            h[u] = (int)(r - tq * (I)p.H);
+            in[u] = ws_load(p, s, t[u], h[u], (int)threadIdx.x);
+        }
+#pragma unroll
+        for (int u = 0; u < WS_U; u++)
+            if (base + (I)u * ny < rows)
+                *ws_dst(p, s, t[u], h[u], (int)threadIdx.x) = ws_bytes(p, e4m3, in[u]);
     }
 }
 
@@ -459,7 +524,7 @@ __global__ void __launch_bounds__(256) ws_fill_kernel(WsParams p)
     __syncthreads();
     const int b = blockIdx.y;
     const size_t rows = (size_t)(p.pre[b] + p.qo[b + 1] - p.qo[b]) * p.H;
-    if (rows <= UINT32_MAX)
+    if (rows <= (size_t)INT32_MAX)
         ws_rows<uint32_t>(p, e4m3, b, (uint32_t)rows);
     else
         ws_rows<size_t>(p, e4m3, b, rows);
@@ -700,11 +765,12 @@ extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
                            k_chunk, v_chunk, k_ws, v_ws, h_cast, h_e4m3);
     const int nb = (p.Dq + p.Dv) / 16;
     for (size_t b = 0; b < a->batch; b++) {
+        const WsSeq s = ws_seq(p, (int)b);
         const int n = a->prefix_len[b] + a->qo_indptr[b + 1] - a->qo_indptr[b];
         for (int t = 0; t < n; t++)
             for (int h = 0; h < p.H; h++)
                 for (int blk = 0; blk < nb; blk++)
-                    ws_block(p, p.e4m3, (int)b, t, h, blk);
+                    *ws_dst(p, s, t, h, blk) = ws_bytes(p, p.e4m3, ws_load(p, s, t, h, blk));
     }
     return 0;
 }
@@ -742,7 +808,7 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
     /* blockDim (nb, NY): nb <= 32 blocks a row (dims <= 256), NY rows a CTA; the grid
      * covers the longest sequence's rows (grid-stride beyond 65535 CTAs) */
     const unsigned nb = (unsigned)((cfg->qk_dim + cfg->vo_dim) / 16), ny = 256 / nb;
-    size_t blocks = (nmax * cfg->num_heads + ny - 1) / ny;
+    size_t blocks = (nmax * cfg->num_heads + (size_t)ny * WS_U - 1) / ((size_t)ny * WS_U);
     if (blocks > 65535)
         blocks = 65535;
     ws_fill_kernel<<<dim3((unsigned)(blocks ? blocks : 1), (unsigned)a->batch), dim3(nb, ny), 0,
