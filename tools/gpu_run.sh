@@ -426,6 +426,12 @@ if want tune && [ -x "$LOWP" ]; then
   run_step "gpu_tune.sh" 120 gpu-tune.txt sh -c "bash tools/gpu_tune.sh '$LOWP' > '$OUT/gpu-tune.txt' 2>&1"
 fi
 
+# ex2 before extend: it needs well under a minute, extend can use the rest of the budget
+if want ex2; then
+  if [ -x "$GPUB/lowp_gpu_ex2_probe" ]; then
+    run_step "ex2 probe" 120 ex2-approx-h200.md "$GPUB/lowp_gpu_ex2_probe" "$OUT"
+  else summ "ex2 probe" "not built" 0 "see build.log"; fi
+fi
 if want extend; then
   if [ -x "$LOWP" ]; then
     # shellcheck disable=SC2086 # the arguments are a list
@@ -481,11 +487,6 @@ if want select; then
       sanitize select $tool 60 select "$SC" "$OUT/san-$tool-select.md" --cases 6 --sparse-cases 3 --max-ctx 300
     done
   else summ "select check" "not built" 0 "see build.log"; fi
-fi
-if want ex2; then
-  if [ -x "$GPUB/lowp_gpu_ex2_probe" ]; then
-    run_step "ex2 probe" 120 ex2-approx-h200.md "$GPUB/lowp_gpu_ex2_probe" "$OUT"
-  else summ "ex2 probe" "not built" 0 "see build.log"; fi
 fi
 if want mma; then
   if [ -x "$GPUB/lowp_gpu_mma_probe" ]; then
