@@ -356,23 +356,28 @@ __device__ __forceinline__ uint32_t ws_cvt2(uint32_t w)
 }
 #endif
 
+/* r (the two cvt bytes of the BF16 pair w) with 0x7F | sign where a half of w is >=
+ * WS_NAN_FROM: torch's NaN. Host and device (lowp_gpu_extend_ws_cast_emulate runs it
+ * with lowp's model of the cvt). */
+__host__ __device__ __forceinline__ uint32_t ws_patch(uint32_t w, uint32_t r)
+{
+    const uint32_t big = ((w & 0x7FFF7FFFu) + WS_OVF_ADD) & 0x80008000u;
+    /* 0xFF in byte 0 / 1 where the low / high half is too big (prmt's sign replicate of
+     * bytes 1 and 3); selector 4 is byte 0 of b = 0 */
+    const uint32_t m = lowp_dec_prmt(big, 0u, 0x44B9u);
+    const uint32_t nan = lowp_dec_prmt(w, 0u, 0x4431u) | 0x7F7Fu; /* sign | 0x7F */
+    return (r & ~m) | (nan & m);
+}
+
 /* torch's E4M3 cast of the BF16 pair w (low half first) as bytes 0 and 1. ovf: some half
- * of w may be >= WS_NAN_FROM (the device then patches those halves to 0x7F | sign; false
- * must be a proof that none is). The host reads lowp's codec table and ignores ovf. */
+ * of w may be >= WS_NAN_FROM (the device then patches those halves, ws_patch; false must
+ * be a proof that none is). The host reads lowp's codec table and ignores ovf. */
 __host__ __device__ __forceinline__ uint32_t ws_cast2(const WsParams &p, uint32_t w, bool ovf)
 {
 #ifdef __CUDA_ARCH__
     (void)p;
-    uint32_t r = ws_cvt2(w);
-    if (ovf) {
-        const uint32_t big = ((w & 0x7FFF7FFFu) + WS_OVF_ADD) & 0x80008000u;
-        /* 0xFF in byte 0 / 1 where the low / high half is too big (prmt's sign replicate
-         * of bytes 1 and 3); byte 4 (of b = 0) is 0 */
-        const uint32_t m = lowp_dec_prmt(big, 0u, 0x44B9u);
-        const uint32_t nan = lowp_dec_prmt(w, 0u, 0x4431u) | 0x7F7Fu; /* sign | 0x7F */
-        r = (r & ~m) | (nan & m);
-    }
-    return r;
+    const uint32_t r = ws_cvt2(w);
+    return ovf ? ws_patch(w, r) : r;
 #else
     (void)ovf;
     return p.cast[w & 0xFFFFu] | (uint32_t)p.cast[w >> 16] << 8;
@@ -836,5 +841,27 @@ extern "C" int lowp_gpu_extend_ws_cast(uint8_t *full, uint8_t *fast, char *why, 
     cudaFree(d);
     if (e != cudaSuccess)
         return lowp_why_set(why, why_len, "workspace cast check: %s", cudaGetErrorString(e));
+    return 0;
+}
+
+extern "C" int lowp_gpu_extend_ws_cast_emulate(uint8_t *full, uint8_t *fast, char *why,
+                                               size_t why_len)
+{
+    if (full == NULL || fast == NULL)
+        return lowp_why_set(why, why_len, "full and fast must not be NULL");
+    lowp_codec cvt; /* lowp's model of cvt.rn.satfinite.e4m3x2.f32 */
+    if (lowp_codec_init(&cvt, LOWP_E4M3, LOWP_PROFILE_CUDA, LOWP_RN, 1, why, why_len))
+        return -1;
+    for (uint32_t i = 0; i < 32768; i++) {
+        const uint32_t w = (2 * i) | (2 * i + 1) << 16;
+        const uint32_t r = lowp_encode_f32(&cvt, lowp_f32_from_bits(w << 16)) |
+                           (uint32_t)lowp_encode_f32(&cvt, lowp_f32_from_bits(w & 0xFFFF0000u))
+                               << 8;
+        const uint32_t a = ws_patch(w, r);
+        full[2 * i] = (uint8_t)a;
+        full[2 * i + 1] = (uint8_t)(a >> 8);
+        fast[2 * i] = (uint8_t)r;
+        fast[2 * i + 1] = (uint8_t)(r >> 8);
+    }
     return 0;
 }

@@ -90,6 +90,9 @@ int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache, const lowp_kv_p
  * fast[c] without the overflow patch (the fill's path when it has proved every magnitude
  * of the block below 466); gpu/check/extend_check.c compares them with lowp's codec. */
 int lowp_gpu_extend_ws_cast(uint8_t *full, uint8_t *fast, char *why, size_t why_len);
+/* The same from the host: lowp's model of cvt.rn.satfinite (profile cuda) patched by the
+ * fill's own code, so that the patch's logic is checked without a GPU. */
+int lowp_gpu_extend_ws_cast_emulate(uint8_t *full, uint8_t *fast, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }
