@@ -726,8 +726,9 @@ static size_t ws_cast_check(int gpu, char *why, size_t wl)
         const int bad_fast = (want & 0x7Fu) != 0x7Fu && fast[c] != want;
         if (bad_full || bad_fast) {
             if (bad++ < 8)
-                fprintf(g_log, "CAST MISMATCH: bf16 0x%04x: torch e4m3 0x%02x, device %s 0x%02x\n",
-                        c, want, bad_full ? "full" : "fast", bad_full ? full[c] : fast[c]);
+                fprintf(g_log, "CAST MISMATCH: bf16 0x%04x: torch e4m3 0x%02x, %s %s 0x%02x\n", c,
+                        want, gpu ? "device" : "host model", bad_full ? "full" : "fast",
+                        bad_full ? full[c] : fast[c]);
         }
     }
     return bad;
