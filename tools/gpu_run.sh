@@ -53,8 +53,11 @@
 #      tools/sdpa_extend_bench.py -> sdpa-extend-bench-h200.csv (PyTorch SDPA, same shapes)
 #      lowp gpu attn --path extend|prefill vs --emulate (byte for byte) and vs lowp attn
 #                                (within the bound) on a 300-query chunk over 2000 tokens
+#   6. step "ex2" (issue #22 item 3, only when asked): lowp_gpu_ex2_probe -> ex2-approx-h200.md,
+#      ex2_err_0_1.i8, ex2_err_m1_0.i8 (ex2.approx.ftz.f32 on all 2^32 inputs and its error on
+#      two 2^23-point grids; the three files stay out of the results archive, returned as is)
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2
 #   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
 #   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
 #   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
@@ -127,7 +130,7 @@ STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2; do want $k && KERNELS=1; done
 [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && KERNELS=1
 # the kernel targets the chosen steps run (lowp always)
 TARGETS=lowp_cli
@@ -137,6 +140,7 @@ want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
 { want certify || want quantlib; } && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
 # extend: lowp_cli alone (lowp gpu conform / bench --kernel extend,prefill)
 want select && TARGETS="$TARGETS lowp_gpu_select_check"
+want ex2 && TARGETS="$TARGETS lowp_gpu_ex2_probe"
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
   P=${TMPDIR:-/tmp}/lowp-deps
   say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
@@ -434,6 +438,12 @@ if want tune && [ -x "$LOWP" ]; then
   run_step "gpu_tune.sh" 120 gpu-tune.txt sh -c "bash tools/gpu_tune.sh '$LOWP' > '$OUT/gpu-tune.txt' 2>&1"
 fi
 
+# ex2 before extend: it needs well under a minute, extend can use the rest of the budget
+if want ex2; then
+  if [ -x "$GPUB/lowp_gpu_ex2_probe" ]; then
+    run_step "ex2 probe" 120 ex2-approx-h200.md "$GPUB/lowp_gpu_ex2_probe" "$OUT"
+  else summ "ex2 probe" "not built" 0 "see build.log"; fi
+fi
 if want extend; then
   if [ -x "$LOWP" ]; then
     # shellcheck disable=SC2086 # the arguments are a list
@@ -521,7 +531,9 @@ if [ -f "$OUT/torch-check.md" ]; then
 fi
 echo "files in OUT: $(ls "$OUT" | tr '\n' ' ')"
 # The device tool returns only a few files: everything but this log goes into one archive.
-( cd "$OUT" && ls | grep -v -e '^gpu-run.log$' -e '^lowp-gpu-results.tgz$' > .list &&
+# The ex2 probe's three files (8 MiB int8 grids, its report) come back as files.
+( cd "$OUT" && ls | grep -v -e '^gpu-run.log$' -e '^lowp-gpu-results.tgz$' \
+    -e '^ex2_err_0_1\.i8$' -e '^ex2_err_m1_0\.i8$' -e '^ex2-approx-h200\.md$' > .list &&
   tar czf lowp-gpu-results.tgz -T .list && xargs rm -f < .list; rm -f .list )
 # exit status: 0 when every step passed (or was skipped for want of a GPU / torch), else 1
 for st in "${SUM_STATUS[@]}"; do
