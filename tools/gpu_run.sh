@@ -51,8 +51,12 @@
 #      tools/sdpa_extend_bench.py -> sdpa-extend-bench-h200.csv (PyTorch SDPA, same shapes)
 #      lowp gpu attn --path extend|prefill vs --emulate (byte for byte) and vs lowp attn
 #                                (within the bound) on a 300-query chunk over 2000 tokens
+#   6. step "mpi" (issue #23, only when asked): tools/gpu_mpi.sh -> mpi-h200.md: lowp gpu
+#      conform (LOWP_GPU_MPI_ARGS, default --cases 20000) unsharded and as 2 MPI ranks
+#      (tools/lowp_mpi.sh, rank 0 merges), results and reports cmp'ed, both timed; Open MPI
+#      from the .deb files carried in .deb/mpi (carry [".deb"]).
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib mpi
 #   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
 #   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
 #   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
@@ -125,7 +129,7 @@ STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib mpi; do want $k && KERNELS=1; done
 [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && KERNELS=1
 # the kernel targets the chosen steps run (lowp always)
 TARGETS=lowp_cli
@@ -420,6 +424,13 @@ if want tune && [ -x "$LOWP" ]; then
   # a small sweep unless TUNE_* say otherwise (each point is one lowp gpu bench run)
   export TUNE_STAGES=${TUNE_STAGES:-2 3} TUNE_WARPS=${TUNE_WARPS:-4 2} TUNE_LAYOUTS=${TUNE_LAYOUTS:-nhd}
   run_step "gpu_tune.sh" 120 gpu-tune.txt sh -c "bash tools/gpu_tune.sh '$LOWP' > '$OUT/gpu-tune.txt' 2>&1"
+fi
+
+if want mpi && [ -x "$LOWP" ]; then
+  # issue #23: gpu conform unsharded vs 2 MPI ranks on this machine's GPU(s), merged by
+  # rank 0 and cmp'ed (tools/gpu_mpi.sh; Open MPI from the carried .deb/mpi)
+  run_step "mpi: gpu conform 1 process vs 2 ranks" 300 mpi-h200.md bash tools/gpu_mpi.sh "$LOWP" "$OUT" \
+    ${LOWP_GPU_MPI_ARGS:-}
 fi
 
 if want extend; then
