@@ -72,6 +72,13 @@ expect_error_naming "an array with a step" 'give --shard K/N' env SLURM_ARRAY_TA
 expect_error_naming "an array task without its count" 'SLURM_ARRAY_TASK_COUNT' env SLURM_ARRAY_TASK_ID=2 "$lowp" rank
 expect_error_naming "an array task beyond its array" 'SLURM_ARRAY_TASK_ID' env SLURM_ARRAY_TASK_ID=9 \
   SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=3 SLURM_ARRAY_TASK_COUNT=4 "$lowp" rank
+# the device is looked for before any output opens: without a GPU (exit 77) gpu conform and
+# gpu bench leave no file, not even a temporary one (where built with CUDA on a machine
+# without a GPU; elsewhere they exit 0 or 2 and this says nothing)
+"$lowp" gpu conform --cases 1 --report "$tmp/nogpu.md" > /dev/null 2>&1
+[ $? -eq 77 ] && { ls "$tmp"/nogpu.md* > /dev/null 2>&1 && bad "gpu conform without a GPU left $(ls "$tmp"/nogpu.md*)" || ok; }
+"$lowp" gpu bench --csv "$tmp/nogpu.csv" > /dev/null 2>&1
+[ $? -eq 77 ] && { ls "$tmp"/nogpu.csv* > /dev/null 2>&1 && bad "gpu bench without a GPU left $(ls "$tmp"/nogpu.csv*)" || ok; }
 # --shard auto reads the array too: the same file as --shard 1/4
 # decode and (where built) CUDA's host functions: 31 case sets, a second or two
 C="conform --only decode,cuda-host"

@@ -105,7 +105,9 @@ static void gpu_usage(FILE *f)
           "  Q [1, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx, num_kv_heads, vo_dim]:\n"
           "  a decode (one query token at position ctx - 1); with --path extend|prefill, Q [q_len, ...] is\n"
           "  the chunk at positions ctx - q_len .. ctx - 1 (extend: an nvfp4 cache). Formats: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4;\n"
-          "  head dims multiples of 64 up to 512; up to 16 query heads per KV head.\n",
+          "  head dims multiples of 64 up to 512; up to 16 query heads per KV head.\n"
+          "  The GPU: local rank mod visible devices under MPI / Slurm (OMPI_COMM_WORLD_LOCAL_RANK,\n"
+          "  MPI_LOCALRANKID, SLURM_LOCALID), LOWP_GPU_DEVICE=N over it; lowp rank --devices D shows it.\n",
           f);
 }
 
@@ -341,11 +343,13 @@ static int gpu_conform_decode(int argc, char **argv)
     }
     o.shard_k = shard.k;
     o.shard_n = shard.n;
+    /* the device before the report is opened: a bad LOWP_GPU_DEVICE, or no GPU, leaves
+     * no file (not even a temporary one) */
+    if (!o.emulator_only && gpu_devices() == 0)
+        return gpu_run_end("conform", 77, NULL, "no CUDA device", " (use --emulator-only on a machine without a GPU)");
     FILE *rep = report ? lowp_out_open(report, 0) : NULL;
     lowp_gpu_conform_result r;
     char why[512] = "";
-    if (!o.emulator_only)
-        (void)gpu_devices(); /* none: lowp_gpu_conform_run says so (exit 77) */
     int rc = lowp_gpu_conform_run(&o, rep, stdout, &r, why, sizeof why);
     if (gpu_run_end("conform", rc, rep, why, " (use --emulator-only on a machine without a GPU)"))
         return 77;
@@ -610,7 +614,8 @@ static int gpu_bench_decode(int argc, char **argv)
     }
     if (o.reps > 100000)
         lowp_cli_fail("--reps: at most 100000");
-    (void)gpu_devices(); /* none: lowp_gpu_bench_run says so (exit 77) */
+    if (gpu_devices() == 0) /* said before the CSV is opened (no temporary file left behind) */
+        return gpu_run_end("bench", 77, NULL, "no CUDA device", "");
     FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
     char why[512] = "";
     int rc = lowp_gpu_bench_run(&o, csv, stdout, why, sizeof why);
