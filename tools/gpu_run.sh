@@ -429,7 +429,7 @@ fi
 if want mpi && [ -x "$LOWP" ]; then
   # issue #23: gpu conform unsharded vs 2 MPI ranks on this machine's GPU(s), merged by
   # rank 0 and cmp'ed (tools/gpu_mpi.sh; Open MPI from the carried .deb/mpi)
-  run_step "mpi: gpu conform 1 process vs 2 ranks" 300 mpi-h200.md bash tools/gpu_mpi.sh "$LOWP" "$OUT" \
+  run_step "mpi: gpu conform 1 process vs 2 ranks" 420 mpi-h200.md bash tools/gpu_mpi.sh "$LOWP" "$OUT" \
     ${LOWP_GPU_MPI_ARGS:-}
 fi
 
