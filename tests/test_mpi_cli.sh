@@ -104,11 +104,13 @@ rc=$?
 check_merged "lowp_mpi.sh alone (shard 0/1)" "$tmp/w1"
 
 if command -v mpirun > /dev/null 2>&1; then
-  # root in a container: Open MPI refuses root without these; --oversubscribe: 2 ranks on
-  # fewer cores
+  # Open MPI: root in a container is refused without these, and --oversubscribe lets 2
+  # ranks run on fewer cores; another MPI (MPICH's Hydra) takes neither
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-  mpirun --oversubscribe -n 2 "$wrap" "$tmp/w2" "$lowp" $C -- --result "$tmp/w2/m.json" --report "$tmp/w2/m.md" \
+  over=''
+  mpirun --version 2>&1 | grep -q 'Open MPI\|OpenRTE' && over=--oversubscribe
+  mpirun $over -n 2 "$wrap" "$tmp/w2" "$lowp" $C -- --result "$tmp/w2/m.json" --report "$tmp/w2/m.md" \
     > "$tmp/w2.out" 2>&1
   rc=$?
   [ $rc -eq $want ] && [ -f "$tmp/w2/shard-1-of-2.json" ] && ok ||
@@ -121,7 +123,7 @@ if command -v mpirun > /dev/null 2>&1; then
   G="gpu conform --emulator-only --cases 40 --broad 12 --long 1 --max-ctx 300 --formats bf16,nvfp4"
   if "$lowp" $G --result "$tmp/g.json" > /dev/null 2>&1; then
     "$lowp" gpu conform --merge "$tmp/g.json" --report "$tmp/g.md" > /dev/null 2>&1
-    mpirun --oversubscribe -n 2 "$wrap" "$tmp/g2" "$lowp" $G -- --result "$tmp/g2/m.json" --report "$tmp/g2/m.md" \
+    mpirun $over -n 2 "$wrap" "$tmp/g2" "$lowp" $G -- --result "$tmp/g2/m.json" --report "$tmp/g2/m.md" \
       > "$tmp/g2.out" 2>&1 && ok || bad "mpirun -n 2 lowp_mpi.sh gpu conform: $(tail -n 3 "$tmp/g2.out" | tr '\n' ' ')"
     cmp -s "$tmp/g.json" "$tmp/g2/m.json" && ok || bad "mpirun -n 2 gpu conform: merged result differs from one run's"
     cmp -s "$tmp/g.md" "$tmp/g2/m.md" && ok || bad "mpirun -n 2 gpu conform: merged report differs from one run's"
