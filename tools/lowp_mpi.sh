@@ -42,8 +42,9 @@ fi
 case $timeout in '' | *[!0-9]*) die "--timeout / LOWP_MPI_TIMEOUT: '$timeout' is not a whole number of seconds" ;; esac
 [ $# -ge 3 ] || die "usage: $me [--timeout S] DIR LOWP COMMAND... [RUN OPTIONS] [-- MERGE OPTIONS]"
 dir=$1 lowp=$2
+# a path, or a name on PATH
+lowp=$(command -v "$lowp") && [ -x "$lowp" ] || die "'$2' is not an executable lowp (a path or a name on PATH)"
 shift 2
-[ -x "$lowp" ] || die "'$lowp' is not an executable lowp"
 
 # COMMAND (the words before the first option), RUN OPTIONS (up to "--"), MERGE OPTIONS
 words=() run=() merge=()
