@@ -56,8 +56,12 @@
 #   6. step "ex2" (issue #22 item 3, only when asked): lowp_gpu_ex2_probe -> ex2-approx-h200.md,
 #      ex2_err_0_1.i8, ex2_err_m1_0.i8 (ex2.approx.ftz.f32 on all 2^32 inputs and its error on
 #      two 2^23-point grids; the three files stay out of the results archive, returned as is)
+#   7. step "mpi" (issue #23, only when asked): tools/gpu_mpi.sh -> mpi-h200.md: lowp gpu
+#      conform (LOWP_GPU_MPI_ARGS, default --cases 20000) unsharded and as 2 MPI ranks
+#      (tools/lowp_mpi.sh, rank 0 merges), results and reports cmp'ed, both timed; Open MPI
+#      from the .deb files carried in .deb/mpi (carry [".deb"]).
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2 mpi
 #   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
 #   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
 #   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
@@ -130,7 +134,7 @@ STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2 mpi; do want $k && KERNELS=1; done
 [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && KERNELS=1
 # the kernel targets the chosen steps run (lowp always)
 TARGETS=lowp_cli
@@ -444,6 +448,13 @@ if want ex2; then
     run_step "ex2 probe" 120 ex2-approx-h200.md "$GPUB/lowp_gpu_ex2_probe" "$OUT"
   else summ "ex2 probe" "not built" 0 "see build.log"; fi
 fi
+if want mpi && [ -x "$LOWP" ]; then
+  # issue #23: gpu conform unsharded vs 2 MPI ranks on this machine's GPU(s), merged by
+  # rank 0 and cmp'ed (tools/gpu_mpi.sh; Open MPI from the carried .deb/mpi)
+  run_step "mpi: gpu conform 1 process vs 2 ranks" 420 mpi-h200.md bash tools/gpu_mpi.sh "$LOWP" "$OUT" \
+    ${LOWP_GPU_MPI_ARGS:-}
+fi
+
 if want extend; then
   if [ -x "$LOWP" ]; then
     # shellcheck disable=SC2086 # the arguments are a list
