@@ -36,6 +36,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -66,6 +68,7 @@ struct Params {
     int HK, G, NQ, Dq, Dv;
     float qks;
     int q_rs, k_rs, v_rs, stage_bytes, off_stage, off_v;
+    int q2_rs, kb_rs, vb_rs, off_kb, off_vb; /* v2 only: BF16 row strides and tile offsets */
 };
 
 __host__ __device__ constexpr int q_row_stride(int dq) { return 2 * dq + 32; }
@@ -127,7 +130,7 @@ __device__ __forceinline__ float softmax_row(float (&s)[8][2], float &m, float &
 }
 
 template <int DV>
-__global__ void __launch_bounds__(128) extend_kernel(Params p)
+__global__ void __launch_bounds__(128) extend_kernel_v1(Params p)
 {
     extern __shared__ __align__(16) uint8_t sm[];
     const int b = blockIdx.z, h = blockIdx.y;
@@ -269,6 +272,238 @@ __global__ void __launch_bounds__(128) extend_kernel(Params p)
     }
 }
 
+/* ---- v2: K/V converted to BF16 once a CTA, fragments by ldmatrix ---------------------
+ * The same definition (lowp/attn_gpu_extend.h), the same per-output operation sequence as
+ * extend_kernel_v1 above (kept, selected by LOWP_GPU_EXTEND_KERNEL=v1), computed with
+ * fewer instructions. A CTA of NW warps owns packed rows Rc .. Rc + 16 NW - 1; warp w owns
+ * rows Rc + 16w .. + 15, exactly a work item of the definition's step 2 (16 rows, its own
+ * block count nb_w, in order): the CTA grouping, 4 or 8 warps, enters no bit.
+ * Per 64-position block kb (one cp.async FP8 stage, one BF16 tile):
+ *   B1  every thread's cp.async of block kb landed (wait_group 0 + __syncthreads); every
+ *       warp finished block kb - 1, so the BF16 tile is free;
+ *   all threads convert the stage to BF16 (fp8x2_bf16, the conversion v1 runs per warp:
+ *       the same bits, once a CTA instead of once a warp and fragment);
+ *   B2  the BF16 tile is visible and the FP8 stage free: block kb + 1 is issued into it,
+ *       landing during the compute of block kb;
+ *   warps with kb < nb_w compute (warps past their last block only convert).
+ * Shared memory: Q BF16 [16 NW][2 qk_dim + 16 bytes], K BF16 [64][2 qk_dim + 16], V BF16
+ * [64][2 vo_dim + 16], the FP8 stage K [64][qk_dim + 16], V [64][vo_dim + 16]. A BF16 row
+ * stride is 16 bytes past a multiple of 128, so the 8 row addresses of an ldmatrix phase
+ * fall in 8 distinct 16-byte bank groups: conflict-free.
+ * Why each output is the same operation sequence as v1's (and so the emulator's):
+ *   Q.K  The BF16 Q and K tiles hold, in each 16-dim k-step ks, slot 2t, 2t+1 = dims
+ *        16ks + 4t, 4t+1 and slot 8 + 2t, 9 + 2t = dims 16ks + 4t + 2, 4t + 3 (t = 0..3):
+ *        the permutation v1 feeds (its LDS.64 of Q and LDS.32 of K at dims 4t..4t+3). The
+ *        standard ldmatrix.x4 layouts then put in every lane the very registers v1 builds:
+ *        A (Q) rows g / g+8, slots 2t..2t+1 / 2t+8..2t+9; B (K, non-transposed, K rows =
+ *        positions) position 8n + g, the same slots. So each mma.sync has v1's operands,
+ *        k-steps ks = 0 .. qk_dim/16 - 1 ascending into the same S[n] accumulators.
+ *   Mask, softmax, P   The scores' C layout is v1's (row g / g+8, positions 8n + 2t, +1),
+ *        and the code after the MMAs is v1's, call for call: the same masks, softmax_row
+ *        (exp2_sw, max/sum order, shuffles), the same BF16 packing of P into A.
+ *   P.V  B = V of sub-block j by ldmatrix.x4.trans from V rows = positions: lane (g, t)
+ *        gets positions 16j + 2t, +1 (b0) and 16j + 8 + 2t, +9 (b1) of dim 8n + g, which
+ *        are the positions of v1's B registers (rows 16j + 2t, +1, +8, +9); only the dim
+ *        a column stands for differs (v1: column g of n-tile 8c + i is dim 64c + 8g + i;
+ *        here dim 8n + g), a relabelling of outputs: each output dim gets the same A, the
+ *        same B column values, the same o * alpha then j = 0..3 ascending.
+ *   Out  o / l (the same l, the same four shuffles), rounded as v1 (pack_bf16(x, 0)'s low
+ *        half): the same bits at dim 8n + 2t + e.
+ *   Positions >= kv_len are zero-filled by cp.async (src-size 0) and converted to +0, as in
+ *   v1; NaN rows of the workspace past kv_len are never read. */
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+/* Q: the CTA's packed rows to BF16 shared memory in the k-slot order above (zeros past
+ * the chunk). Words of 16 dims: w_i = dims 2i, 2i+1; slot words t = w_2t, 4 + t = w_2t+1. */
+template <int NW>
+__device__ __forceinline__ void v2_stage_q(const Params &p, uint8_t *sm, int Rc, int nrows,
+                                           int q0, int h)
+{
+    const int qch = p.Dq / 16;
+    for (int idx = threadIdx.x; idx < 16 * NW * qch; idx += blockDim.x) {
+        const int r = idx / qch, c = idx % qch, R = Rc + r;
+        uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = lo;
+        if (R < nrows) {
+            const uint4 *src = reinterpret_cast<const uint4 *>(
+                p.q + ((size_t)(q0 + R / p.G) * p.NQ + (size_t)(h * p.G + R % p.G)) * p.Dq +
+                16 * c);
+            const uint4 x = src[0], y = src[1];
+            lo = make_uint4(x.x, x.z, y.x, y.z);
+            hi = make_uint4(x.y, x.w, y.y, y.w);
+        }
+        uint4 *dst = reinterpret_cast<uint4 *>(sm + r * p.q2_rs + 32 * c);
+        dst[0] = lo;
+        dst[1] = hi;
+    }
+}
+
+/* The FP8 stage to the BF16 tiles: K in the k-slot order (per 4 dims 4t..4t+3: the pair
+ * 4t, 4t+1 to slot word t, the pair 4t+2, 4t+3 to slot word 4 + t), V in dim order. */
+__device__ __forceinline__ void v2_convert(const Params &p, uint8_t *sm)
+{
+    const uint8_t *st = sm + p.off_stage;
+    const int kc = p.Dq / 16, vc = p.Dv / 16;
+    for (int idx = threadIdx.x; idx < KB * (kc + vc); idx += blockDim.x) {
+        const bool isk = idx < KB * kc;
+        const int id2 = isk ? idx : idx - KB * kc, cpr = isk ? kc : vc;
+        const int j = id2 / cpr, c = id2 % cpr;
+        const uint4 f = *reinterpret_cast<const uint4 *>(
+            st + (isk ? j * p.k_rs : p.off_v + j * p.v_rs) + 16 * c);
+        uint4 *dst = reinterpret_cast<uint4 *>(
+            sm + (isk ? p.off_kb + j * p.kb_rs : p.off_vb + j * p.vb_rs) + 32 * c);
+        if (isk) {
+            dst[0] = make_uint4(fp8x2_bf16(f.x, 0), fp8x2_bf16(f.y, 0), fp8x2_bf16(f.z, 0),
+                                fp8x2_bf16(f.w, 0));
+            dst[1] = make_uint4(fp8x2_bf16(f.x >> 16, 0), fp8x2_bf16(f.y >> 16, 0),
+                                fp8x2_bf16(f.z >> 16, 0), fp8x2_bf16(f.w >> 16, 0));
+        } else {
+            dst[0] = make_uint4(fp8x2_bf16(f.x, 0), fp8x2_bf16(f.x >> 16, 0),
+                                fp8x2_bf16(f.y, 0), fp8x2_bf16(f.y >> 16, 0));
+            dst[1] = make_uint4(fp8x2_bf16(f.z, 0), fp8x2_bf16(f.z >> 16, 0),
+                                fp8x2_bf16(f.w, 0), fp8x2_bf16(f.w >> 16, 0));
+        }
+    }
+}
+
+/* Registers: o DV/2 floats, S 32, fragments 12; minimum CTAs an SM chosen so that ptxas
+ * keeps everything in registers (the header of this section gives its numbers). */
+template <int DV, int NW> struct v2_cfg {
+    static constexpr int min_ctas = NW == 8 ? (DV <= 128 ? 2 : 1) : (DV <= 128 ? 4 : 2);
+};
+
+template <int DV, int NW>
+__global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
+    extend_kernel_v2(Params p)
+{
+    constexpr int CR = 16 * NW;
+    extern __shared__ __align__(16) uint8_t sm[];
+    const int b = blockIdx.z, h = blockIdx.y;
+    const int q0 = p.qo[b], ql = p.qo[b + 1] - q0, P = p.pre ? p.pre[b] : 0;
+    /* the last query tiles (the most key blocks) first, as v1 */
+    const int kvlen = P + ql, nrows = ql * p.G, Rc = (gridDim.x - 1 - blockIdx.x) * CR;
+    const size_t row0 = (size_t)p.kv[b];
+    if (Rc >= nrows)
+        return;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int nb_cta = (P + min(Rc + CR - 1, nrows - 1) / p.G) / KB + 1;
+    const int R0 = Rc + warp * 16;
+    const int nb_w = R0 < nrows ? (P + min(R0 + 15, nrows - 1) / p.G) / KB + 1 : 0;
+    const int Ra = R0 + g, Rb = R0 + g + 8;
+    const int seeA = Ra < nrows ? P + Ra / p.G : -1, seeB = Rb < nrows ? P + Rb / p.G : -1;
+
+    issue_block(p, sm, 0, 0, row0, kvlen, h);
+    v2_stage_q<NW>(p, sm, Rc, nrows, q0, h);
+
+    float o[DV / 8][4];
+#pragma unroll
+    for (int n = 0; n < DV / 8; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f;
+    /* ldmatrix row addresses: lane l feeds row l & 7 of matrix l >> 3 */
+    const int mi = lane >> 3, mr = lane & 7;
+    const uint32_t sb = (uint32_t)__cvta_generic_to_shared(sm);
+    /* Q: matrices (rows 0-7 | 8-15) x (slots 0-7 | 8-15) = a0, a1, a2, a3 */
+    const uint32_t qaddr = sb + (warp * 16 + mr + 8 * (mi & 1)) * p.q2_rs + 16 * (mi >> 1);
+    /* K: matrices (n-tile 2np, slots 0-7 | 8-15), (n-tile 2np + 1, ...) = b0, b1 of each */
+    const uint32_t kaddr = sb + p.off_kb + (mr + 8 * (mi >> 1)) * p.kb_rs + 16 * (mi & 1);
+    /* V^T: matrices (positions 0-7 | 8-15) x (dims 16np .. +7 | +8 .. +15) = b0, b1 of
+     * n-tiles 2np, 2np + 1 */
+    const uint32_t vaddr = sb + p.off_vb + (mr + 8 * (mi & 1)) * p.vb_rs + 16 * (mi >> 1);
+
+    for (int kb = 0; kb < nb_cta; kb++) {
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncthreads(); /* B1 */
+        v2_convert(p, sm);
+        __syncthreads(); /* B2 */
+        if (kb + 1 < nb_cta)
+            issue_block(p, sm, 0, kb + 1, row0, kvlen, h);
+        if (kb >= nb_w)
+            continue;
+        /* step 4 */
+        float S[8][4];
+#pragma unroll
+        for (int n = 0; n < 8; n++)
+            S[n][0] = S[n][1] = S[n][2] = S[n][3] = 0.0f;
+#pragma unroll 1
+        for (int ks = 0; ks < p.Dq / 16; ks++) {
+            uint32_t qa[4];
+            ldsm_x4(qa, qaddr + 32 * ks);
+            const uint4 a = make_uint4(qa[0], qa[1], qa[2], qa[3]);
+#pragma unroll
+            for (int np = 0; np < 4; np++) {
+                uint32_t kf[4];
+                ldsm_x4(kf, kaddr + 16 * np * p.kb_rs + 32 * ks);
+                mma_bf16(S[2 * np], a, kf[0], kf[1]);
+                mma_bf16(S[2 * np + 1], a, kf[2], kf[3]);
+            }
+        }
+        float sA[8][2], sB[8][2];
+#pragma unroll
+        for (int n = 0; n < 8; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int pos = kb * KB + 8 * n + 2 * t + e;
+                sA[n][e] = pos <= seeA ? S[n][e] * p.qks : -INFINITY;
+                sB[n][e] = pos <= seeB ? S[n][2 + e] * p.qks : -INFINITY;
+            }
+        /* step 5 */
+        const float alA = softmax_row(sA, mA, lA), alB = softmax_row(sB, mB, lB);
+#pragma unroll
+        for (int n = 0; n < DV / 8; n++) {
+            o[n][0] = o[n][0] * alA;
+            o[n][1] = o[n][1] * alA;
+            o[n][2] = o[n][2] * alB;
+            o[n][3] = o[n][3] * alB;
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint4 pa = make_uint4(pack_bf16(sA[2 * j][0], sA[2 * j][1]),
+                                        pack_bf16(sB[2 * j][0], sB[2 * j][1]),
+                                        pack_bf16(sA[2 * j + 1][0], sA[2 * j + 1][1]),
+                                        pack_bf16(sB[2 * j + 1][0], sB[2 * j + 1][1]));
+#pragma unroll
+            for (int np = 0; np < DV / 16; np++) {
+                uint32_t vf[4];
+                ldsm_x4_t(vf, vaddr + 16 * j * p.vb_rs + 32 * np);
+                mma_bf16(o[2 * np], pa, vf[0], vf[1]);
+                mma_bf16(o[2 * np + 1], pa, vf[2], vf[3]);
+            }
+        }
+    }
+    /* step 6 */
+    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 1);
+    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 2);
+    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 1);
+    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 2);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int R = r ? Rb : Ra;
+        if (R >= nrows)
+            continue;
+        const float l = r ? lB : lA;
+        uint16_t *dst = p.out + ((size_t)(q0 + R / p.G) * p.NQ + (size_t)(h * p.G + R % p.G)) *
+                                    (size_t)p.Dv;
+#pragma unroll
+        for (int n = 0; n < DV / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+                dst[8 * n + 2 * t + e] =
+                    (uint16_t)(pack_bf16(o[n][2 * r + e] / l, 0.0f) & 0xFFFFu);
+    }
+}
+
 /* ---- The workspace fill (lowp/gpu_extend.h, lowp_gpu_extend_workspace) ---------------- */
 struct WsParams {
     const uint8_t *kc, *vc, *ks, *vs; /* the NVFP4 cache's codes and block scales */
@@ -372,22 +607,70 @@ __global__ void __launch_bounds__(256) ws_fill_kernel(WsParams p)
                  (int)(idx % nb));
 }
 
-template <int DV> cudaError_t launch(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
+template <int DV> cudaError_t launch_v1(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
 {
-    cudaError_t e = cudaFuncSetAttribute(extend_kernel<DV>,
+    cudaError_t e = cudaFuncSetAttribute(extend_kernel_v1<DV>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess)
         return e;
-    extend_kernel<DV><<<grid, 128, smem, s>>>(p);
+    extend_kernel_v1<DV><<<grid, 128, smem, s>>>(p);
+    return cudaGetLastError();
+}
+
+/* The v2 kernel with NW warps (16 NW packed rows) a CTA. */
+template <int DV, int NW>
+cudaError_t launch_v2(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
+{
+    cudaError_t e = cudaFuncSetAttribute(extend_kernel_v2<DV, NW>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess)
+        return e;
+    extend_kernel_v2<DV, NW><<<grid, 32 * NW, smem, s>>>(p);
     return cudaGetLastError();
 }
 
 } // namespace
 
-extern "C" size_t lowp_gpu_extend_smem_bytes(size_t qk_dim, size_t vo_dim)
+static size_t smem_v1(size_t qk_dim, size_t vo_dim)
 {
     return (size_t)CROWS * q_row_stride((int)qk_dim) +
            2 * (size_t)KB * (kv_row_stride((int)qk_dim) + kv_row_stride((int)vo_dim));
+}
+
+/* v2 with nw warps: Q BF16, the K and V BF16 tiles, one FP8 stage (the layout of
+ * extend_kernel_v2's header). */
+static size_t smem_v2(size_t qk_dim, size_t vo_dim, int nw)
+{
+    return (size_t)16 * nw * (2 * qk_dim + 16) + (size_t)KB * (2 * qk_dim + 16) +
+           (size_t)KB * (2 * vo_dim + 16) + (size_t)KB * (kv_row_stride((int)qk_dim) +
+                                                          kv_row_stride((int)vo_dim));
+}
+
+/* The kernel LOWP_GPU_EXTEND_KERNEL selects: unset or "v2": v2, warps a CTA by the grid
+ * (*nw = 0); "v2w4" / "v2w8": v2 with 4 / 8 warps; "v1": the kernel before v2 (kept for
+ * A/B timing). Returns 1 or 2, or -1 for any other value. */
+static int extend_variant(int *nw)
+{
+    const char *v = getenv("LOWP_GPU_EXTEND_KERNEL");
+    *nw = 0;
+    if (v == NULL || strcmp(v, "v2") == 0)
+        return 2;
+    if (strcmp(v, "v1") == 0)
+        return 1;
+    if (strcmp(v, "v2w4") == 0 || strcmp(v, "v2w8") == 0) {
+        *nw = v[3] - '0';
+        return 2;
+    }
+    return -1;
+}
+
+/* For the bench's report: the v1 kernel's bytes when selected, else v2's with 8 warps
+ * (with 4, 16 NW (2 qk_dim + 16) bytes less). */
+extern "C" size_t lowp_gpu_extend_smem_bytes(size_t qk_dim, size_t vo_dim)
+{
+    int nw;
+    const int var = extend_variant(&nw);
+    return var == 1 ? smem_v1(qk_dim, vo_dim) : smem_v2(qk_dim, vo_dim, nw ? nw : 8);
 }
 
 extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
@@ -415,7 +698,7 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
         qmax = ql > qmax ? ql : qmax;
     }
     const size_t G = a->num_q_heads / a->num_kv_heads;
-    if (qmax * G > (size_t)INT32_MAX - CROWS)
+    if (qmax * G > (size_t)INT32_MAX - 256) /* v2: Rc + 2 x 128 rows stay in int */
         return lowp_why_set(why, why_len, "a chunk of %zu queries x %zu heads is too large",
                             qmax, G);
     const double sm = a->sm_scale != 0.0 ? a->sm_scale : 1.0 / sqrt((double)a->qk_dim);
@@ -439,15 +722,62 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
     p.off_v = KB * p.k_rs;
     p.stage_bytes = KB * (p.k_rs + p.v_rs);
     p.off_stage = CROWS * p.q_rs;
-    const size_t smem = lowp_gpu_extend_smem_bytes(a->qk_dim, a->vo_dim);
-    const dim3 grid((unsigned)((qmax * G + CROWS - 1) / CROWS), (unsigned)a->num_kv_heads,
-                    (unsigned)a->batch);
+    int nw;
+    const int var = extend_variant(&nw);
+    if (var < 0)
+        return lowp_why_set(why, why_len,
+                            "LOWP_GPU_EXTEND_KERNEL=%s: expected v1, v2, v2w4 or v2w8",
+                            getenv("LOWP_GPU_EXTEND_KERNEL"));
     cudaError_t e;
-    switch (p.Dv) {
-    case 64: e = launch<64>(p, grid, smem, stream); break;
-    case 128: e = launch<128>(p, grid, smem, stream); break;
-    case 192: e = launch<192>(p, grid, smem, stream); break;
-    default: e = launch<256>(p, grid, smem, stream); break;
+    size_t smem;
+    if (var == 1) {
+        smem = smem_v1(a->qk_dim, a->vo_dim);
+        const dim3 grid((unsigned)((qmax * G + CROWS - 1) / CROWS), (unsigned)a->num_kv_heads,
+                        (unsigned)a->batch);
+        switch (p.Dv) {
+        case 64: e = launch_v1<64>(p, grid, smem, stream); break;
+        case 128: e = launch_v1<128>(p, grid, smem, stream); break;
+        case 192: e = launch_v1<192>(p, grid, smem, stream); break;
+        default: e = launch_v1<256>(p, grid, smem, stream); break;
+        }
+    } else {
+        if (nw == 0) {
+            /* 8 warps (128 rows share each converted tile) unless the grid of 128-row
+             * tiles would give fewer than 2 CTAs an SM: then 4 (short chunks) */
+            int dev = 0, nsm = 0;
+            e = cudaGetDevice(&dev);
+            if (e == cudaSuccess)
+                e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
+            if (e != cudaSuccess)
+                return lowp_why_set(why, why_len, "extend: SM count: %s", cudaGetErrorString(e));
+            const size_t ctas8 = (qmax * G + 127) / 128 * a->num_kv_heads * a->batch;
+            nw = ctas8 >= 2 * (size_t)nsm ? 8 : 4;
+        }
+        smem = smem_v2(a->qk_dim, a->vo_dim, nw);
+        p.q2_rs = 2 * p.Dq + 16;
+        p.kb_rs = 2 * p.Dq + 16;
+        p.vb_rs = 2 * p.Dv + 16;
+        p.off_kb = 16 * nw * p.q2_rs;
+        p.off_vb = p.off_kb + KB * p.kb_rs;
+        p.off_stage = p.off_vb + KB * p.vb_rs; /* the one FP8 stage: K, then V at off_v */
+        const unsigned rows = 16u * (unsigned)nw;
+        const dim3 grid((unsigned)((qmax * G + rows - 1) / rows), (unsigned)a->num_kv_heads,
+                        (unsigned)a->batch);
+        if (nw == 8) {
+            switch (p.Dv) {
+            case 64: e = launch_v2<64, 8>(p, grid, smem, stream); break;
+            case 128: e = launch_v2<128, 8>(p, grid, smem, stream); break;
+            case 192: e = launch_v2<192, 8>(p, grid, smem, stream); break;
+            default: e = launch_v2<256, 8>(p, grid, smem, stream); break;
+            }
+        } else {
+            switch (p.Dv) {
+            case 64: e = launch_v2<64, 4>(p, grid, smem, stream); break;
+            case 128: e = launch_v2<128, 4>(p, grid, smem, stream); break;
+            case 192: e = launch_v2<192, 4>(p, grid, smem, stream); break;
+            default: e = launch_v2<256, 4>(p, grid, smem, stream); break;
+            }
+        }
     }
     if (e != cudaSuccess)
         return lowp_why_set(why, why_len, "extend kernel launch (%zu bytes of shared memory): %s",
