@@ -105,6 +105,7 @@ __device__ __forceinline__ void issue_block(const Params &p, uint8_t *sm, int st
 
 /* Step 5's per-row block update for one of the lane's two rows: s[8][2] the row's 16
  * scores (already masked), m and l its running max and lane sum; returns alpha. */
+template <bool SEL = false>
 __device__ __forceinline__ float softmax_row(float (&s)[8][2], float &m, float &l)
 {
     float mb = -INFINITY;
@@ -115,12 +116,21 @@ __device__ __forceinline__ float softmax_row(float (&s)[8][2], float &m, float &
     mb = fmaxf(mb, __shfl_xor_sync(0xffffffffu, mb, 2));
     const float mn = fmaxf(m, mb);
     const bool none = mn == -INFINITY;
-    const float alpha = none ? 1.0f : lowp_exp2_sw(m - mn);
+    /* SEL (v2): the argument is selected instead of the result, so that no branch is
+     * made: exp2_sw(+0) = 1 and exp2_sw(-Inf) = +0 exactly (2^-151 rounds to +0), the
+     * values the branch form gives when none; otherwise the same call. */
+    const float alpha = SEL ? lowp_exp2_sw(none ? 0.0f : m - mn)
+                            : (none ? 1.0f : lowp_exp2_sw(m - mn));
     float L = 0.0f;
 #pragma unroll
     for (int n = 0; n < 8; n++) {
-        s[n][0] = none ? 0.0f : lowp_exp2_sw(s[n][0] - mn);
-        s[n][1] = none ? 0.0f : lowp_exp2_sw(s[n][1] - mn);
+        if (SEL) {
+            s[n][0] = lowp_exp2_sw(none ? -INFINITY : s[n][0] - mn);
+            s[n][1] = lowp_exp2_sw(none ? -INFINITY : s[n][1] - mn);
+        } else {
+            s[n][0] = none ? 0.0f : lowp_exp2_sw(s[n][0] - mn);
+            s[n][1] = none ? 0.0f : lowp_exp2_sw(s[n][1] - mn);
+        }
         L = L + s[n][0];
         L = L + s[n][1];
     }
@@ -349,38 +359,82 @@ __device__ __forceinline__ void v2_stage_q(const Params &p, uint8_t *sm, int Rc,
     }
 }
 
+/* A thread's share of the 64 x cpr 16-byte chunks of a K or V tile (cpr = dim / 16):
+ * chunks idx = threadIdx.x + i blockDim.x, i = 0, 1, ..., as row j = idx / cpr, chunk
+ * c = idx % cpr, stepped without a division (idx + NT = (j + dj) cpr + c + dc, c + dc <
+ * 2 cpr). The divisions are made once a kernel. */
+struct Walk {
+    int j0, c0, dj, dc, cpr;
+};
+
+__device__ __forceinline__ Walk walk_of(int cpr)
+{
+    const int nt = (int)blockDim.x;
+    return Walk{(int)threadIdx.x / cpr, (int)threadIdx.x % cpr, nt / cpr, nt % cpr, cpr};
+}
+
+#define V2_WALK(w, j, c)                                                                  \
+    for (int j = (w).j0, c = (w).c0; j < KB;                                            \
+         j += (w).dj + ((c + (w).dc) >= (w).cpr), c += (w).dc - ((c + (w).dc) >= (w).cpr) * (w).cpr)
+
+/* Block kb's K and V rows into the one FP8 stage (positions >= kv_len: zeros, the source
+ * then never read); kg, vg: position 0 of the sequence's region at KV head h. */
+__device__ __forceinline__ void v2_issue(const Params &p, uint8_t *sm, int kb, int kvlen,
+                                         const uint8_t *kg, const uint8_t *vg, const Walk &wk,
+                                         const Walk &wv)
+{
+    const uint32_t sb = (uint32_t)__cvta_generic_to_shared(sm + p.off_stage);
+    const size_t kstep = (size_t)p.HK * (size_t)p.Dq, vstep = (size_t)p.HK * (size_t)p.Dv;
+    V2_WALK(wk, j, c)
+    {
+        const int pos = kb * KB + j;
+        const bool valid = pos < kvlen;
+        cp16(sb + j * p.k_rs + 16 * c, valid ? kg + (size_t)pos * kstep + 16 * c : p.k,
+             valid ? 16 : 0);
+    }
+    V2_WALK(wv, j, c)
+    {
+        const int pos = kb * KB + j;
+        const bool valid = pos < kvlen;
+        cp16(sb + p.off_v + j * p.v_rs + 16 * c, valid ? vg + (size_t)pos * vstep + 16 * c : p.v,
+             valid ? 16 : 0);
+    }
+    asm volatile("cp.async.commit_group;");
+}
+
 /* The FP8 stage to the BF16 tiles: K in the k-slot order (per 4 dims 4t..4t+3: the pair
  * 4t, 4t+1 to slot word t, the pair 4t+2, 4t+3 to slot word 4 + t), V in dim order. */
-__device__ __forceinline__ void v2_convert(const Params &p, uint8_t *sm)
+__device__ __forceinline__ void v2_convert(const Params &p, uint8_t *sm, const Walk &wk,
+                                           const Walk &wv)
 {
     const uint8_t *st = sm + p.off_stage;
-    const int kc = p.Dq / 16, vc = p.Dv / 16;
-    for (int idx = threadIdx.x; idx < KB * (kc + vc); idx += blockDim.x) {
-        const bool isk = idx < KB * kc;
-        const int id2 = isk ? idx : idx - KB * kc, cpr = isk ? kc : vc;
-        const int j = id2 / cpr, c = id2 % cpr;
-        const uint4 f = *reinterpret_cast<const uint4 *>(
-            st + (isk ? j * p.k_rs : p.off_v + j * p.v_rs) + 16 * c);
-        uint4 *dst = reinterpret_cast<uint4 *>(
-            sm + (isk ? p.off_kb + j * p.kb_rs : p.off_vb + j * p.vb_rs) + 32 * c);
-        if (isk) {
-            dst[0] = make_uint4(fp8x2_bf16(f.x, 0), fp8x2_bf16(f.y, 0), fp8x2_bf16(f.z, 0),
-                                fp8x2_bf16(f.w, 0));
-            dst[1] = make_uint4(fp8x2_bf16(f.x >> 16, 0), fp8x2_bf16(f.y >> 16, 0),
-                                fp8x2_bf16(f.z >> 16, 0), fp8x2_bf16(f.w >> 16, 0));
-        } else {
-            dst[0] = make_uint4(fp8x2_bf16(f.x, 0), fp8x2_bf16(f.x >> 16, 0),
-                                fp8x2_bf16(f.y, 0), fp8x2_bf16(f.y >> 16, 0));
-            dst[1] = make_uint4(fp8x2_bf16(f.z, 0), fp8x2_bf16(f.z >> 16, 0),
-                                fp8x2_bf16(f.w, 0), fp8x2_bf16(f.w >> 16, 0));
-        }
+    V2_WALK(wk, j, c)
+    {
+        const uint4 f = *reinterpret_cast<const uint4 *>(st + j * p.k_rs + 16 * c);
+        uint4 *dst = reinterpret_cast<uint4 *>(sm + p.off_kb + j * p.kb_rs + 32 * c);
+        dst[0] = make_uint4(fp8x2_bf16(f.x, 0), fp8x2_bf16(f.y, 0), fp8x2_bf16(f.z, 0),
+                            fp8x2_bf16(f.w, 0));
+        dst[1] = make_uint4(fp8x2_bf16(f.x >> 16, 0), fp8x2_bf16(f.y >> 16, 0),
+                            fp8x2_bf16(f.z >> 16, 0), fp8x2_bf16(f.w >> 16, 0));
+    }
+    V2_WALK(wv, j, c)
+    {
+        const uint4 f = *reinterpret_cast<const uint4 *>(st + p.off_v + j * p.v_rs + 16 * c);
+        uint4 *dst = reinterpret_cast<uint4 *>(sm + p.off_vb + j * p.vb_rs + 32 * c);
+        dst[0] = make_uint4(fp8x2_bf16(f.x, 0), fp8x2_bf16(f.x >> 16, 0), fp8x2_bf16(f.y, 0),
+                            fp8x2_bf16(f.y >> 16, 0));
+        dst[1] = make_uint4(fp8x2_bf16(f.z, 0), fp8x2_bf16(f.z >> 16, 0), fp8x2_bf16(f.w, 0),
+                            fp8x2_bf16(f.w >> 16, 0));
     }
 }
 
-/* Registers: o DV/2 floats, S 32, fragments 12; minimum CTAs an SM chosen so that ptxas
- * keeps everything in registers (the header of this section gives its numbers). */
+/* Minimum CTAs an SM (__launch_bounds__), i.e. the register cap 65536 / (32 NW min):
+ * what shared memory allows anyway at qk_dim = vo_dim = DV (smem_v2), so that the cap
+ * costs no spill it need not: 8 warps: DV 64, 128: 2 (cap 128), 192, 256: 1; 4 warps:
+ * DV 64: 4 (128), 128: 3 (170; 70,656 bytes a CTA), 192, 256: 2 (255). */
 template <int DV, int NW> struct v2_cfg {
-    static constexpr int min_ctas = NW == 8 ? (DV <= 128 ? 2 : 1) : (DV <= 128 ? 4 : 2);
+    static constexpr int min_ctas =
+        NW == 8 ? (DV <= 128 ? 2 : 1) : (DV == 64 ? 4 : DV == 128 ? 3 : 2);
 };
 
 template <int DV, int NW>
@@ -403,7 +457,10 @@ __global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
     const int Ra = R0 + g, Rb = R0 + g + 8;
     const int seeA = Ra < nrows ? P + Ra / p.G : -1, seeB = Rb < nrows ? P + Rb / p.G : -1;
 
-    issue_block(p, sm, 0, 0, row0, kvlen, h);
+    const Walk wk = walk_of(p.Dq / 16), wv = walk_of(p.Dv / 16);
+    const uint8_t *kg = p.k + (row0 * (size_t)p.HK + (size_t)h) * (size_t)p.Dq;
+    const uint8_t *vg = p.v + (row0 * (size_t)p.HK + (size_t)h) * (size_t)p.Dv;
+    v2_issue(p, sm, 0, kvlen, kg, vg, wk, wv);
     v2_stage_q<NW>(p, sm, Rc, nrows, q0, h);
 
     float o[DV / 8][4];
@@ -425,10 +482,10 @@ __global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
     for (int kb = 0; kb < nb_cta; kb++) {
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         __syncthreads(); /* B1 */
-        v2_convert(p, sm);
+        v2_convert(p, sm, wk, wv);
         __syncthreads(); /* B2 */
         if (kb + 1 < nb_cta)
-            issue_block(p, sm, 0, kb + 1, row0, kvlen, h);
+            v2_issue(p, sm, kb + 1, kvlen, kg, vg, wk, wv);
         if (kb >= nb_w)
             continue;
         /* step 4 */
@@ -459,7 +516,7 @@ __global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
                 sB[n][e] = pos <= seeB ? S[n][2 + e] * p.qks : -INFINITY;
             }
         /* step 5 */
-        const float alA = softmax_row(sA, mA, lA), alB = softmax_row(sB, mB, lB);
+        const float alA = softmax_row<true>(sA, mA, lA), alB = softmax_row<true>(sB, mB, lB);
 #pragma unroll
         for (int n = 0; n < DV / 8; n++) {
             o[n][0] = o[n][0] * alA;
