@@ -3,7 +3,11 @@
  * name the step each piece is. Compiled with --fmad=false (gpu/extend.cmake): every a*b+c
  * here is two roundings, as in the emulator; only exp2_sw's explicit fmaf calls are fused.
  *
- * One CTA of 4 warps per (sequence b, KV head h, 64 packed query rows); warp w owns rows
+ * Two kernels compute the same bits. extend_kernel_v2 (the default; its own comment, below
+ * extend_kernel_v1, gives the layout and the argument that each output is v1's operation
+ * sequence) converts each K/V tile to BF16 once a CTA and loads fragments by ldmatrix;
+ * extend_kernel_v1, described here, is kept for A/B timing (LOWP_GPU_EXTEND_KERNEL=v1).
+ * v1: one CTA of 4 warps per (sequence b, KV head h, 64 packed query rows); warp w owns rows
  * 16w .. 16w + 15 of the CTA (step 2). Lane = 4g + t.
  *   QK^T  mma.m16n8k16, A = Q (rows g, g+8 of the warp), B = K^T of 8 positions (n-tile
  *         nt: positions 8nt .. 8nt + 7 of the block). In k-step ks lane t feeds dims
@@ -27,11 +31,13 @@
  * FP8 -> BF16 conversions of K and V, which each of the 4 warps repeats; byte permutes of
  * V; the rescales). Issue, not the tensor cores, bounds it: at 4 instructions a clock an
  * SM, about 525 clocks a warp-block, i.e. at most ~260 TFLOP/s on 132 SMs at 1.98 GHz,
- * realistically 150-250 (causal imbalance, latency at 12 warps an SM). That would meet
- * the issue's 0.5x of SDPA on extends (cuDNN ~300 TFLOP/s there) and likely not on 4K-8K
- * prefills (cuDNN 521-617). The next steps, if measured so: K/V converted once a CTA into
- * BF16 shared memory (ldmatrix), the hardware ex2 modelled (issue item 3).
- * Measured by lowp_gpu_extend_bench (tools/gpu_run.sh step extend).
+ * realistically 150-250 (causal imbalance, latency at 12 warps an SM). Measured on the
+ * H200: 76-105 TFLOP/s; the SASS (cuobjdump -sass, d = 128) has ~3,500 instructions a warp
+ * and block, 26 non-MMA instructions per mma.sync.
+ * v2 (d = 128, 8 warps): ~1,720 a warp and block, 12.5 per mma.sync (128 HMMA, 72 LDSM,
+ * ~610 of exp2_sw's 34 calls a lane, ~360 of conversion and cp.async issue a warp), 4
+ * warps: ~2,075 (15.2). The exp2_sw is now the largest part; the hardware ex2 (issue item
+ * 3) is the next step. Measured by lowp_gpu_extend_bench (tools/gpu_run.sh step extend).
  */
 #include <math.h>
 #include <stdint.h>
@@ -139,25 +145,110 @@ __device__ __forceinline__ float softmax_row(float (&s)[8][2], float &m, float &
     return alpha;
 }
 
+/* What a thread of a CTA of CR packed rows works on (steps 2, 3): sequence b, KV head h,
+ * the CTA's first row Rc (the last query tiles, the most key blocks, first, so that the
+ * short ones fill the tail of the grid; the CTA grouping changes no bit, step 2), the
+ * blocks the CTA streams (nb_cta: those its last row needs) and those of the thread's warp
+ * (nb_w), the warp's rows Ra = R0 + g, Rb = Ra + 8 and the last positions they see. */
+struct Tile {
+    int b, h, q0, P, kvlen, nrows, Rc, warp, lane, g, t, nb_cta, R0, nb_w, Ra, Rb, seeA, seeB;
+    size_t row0;
+};
+
+__device__ __forceinline__ Tile tile_of(const Params &p, int CR)
+{
+    Tile T;
+    T.b = blockIdx.z;
+    T.h = blockIdx.y;
+    T.q0 = p.qo[T.b];
+    const int ql = p.qo[T.b + 1] - T.q0;
+    T.P = p.pre ? p.pre[T.b] : 0;
+    T.kvlen = T.P + ql;
+    T.nrows = ql * p.G;
+    T.Rc = (gridDim.x - 1 - blockIdx.x) * CR;
+    T.row0 = (size_t)p.kv[T.b];
+    T.warp = threadIdx.x >> 5;
+    T.lane = threadIdx.x & 31;
+    T.g = T.lane >> 2;
+    T.t = T.lane & 3;
+    T.nb_cta = (T.P + min(T.Rc + CR - 1, T.nrows - 1) / p.G) / KB + 1;
+    T.R0 = T.Rc + T.warp * 16;
+    T.nb_w = T.R0 < T.nrows ? (T.P + min(T.R0 + 15, T.nrows - 1) / p.G) / KB + 1 : 0;
+    T.Ra = T.R0 + T.g;
+    T.Rb = T.Ra + 8;
+    T.seeA = T.Ra < T.nrows ? T.P + T.Ra / p.G : -1;
+    T.seeB = T.Rb < T.nrows ? T.P + T.Rb / p.G : -1;
+    return T;
+}
+
+/* Step 4's scale and step 3's mask of block kb: the lane's scores of rows g (sA) and
+ * g + 8 (sB), positions 8n + 2t + e of the block. */
+__device__ __forceinline__ void mask_scores(const float (&S)[8][4], float (&sA)[8][2],
+                                            float (&sB)[8][2], const Tile &T, int kb, float qks)
+{
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int pos = kb * KB + 8 * n + 2 * T.t + e;
+            sA[n][e] = pos <= T.seeA ? S[n][e] * qks : -INFINITY;
+            sB[n][e] = pos <= T.seeB ? S[n][2 + e] * qks : -INFINITY;
+        }
+}
+
+/* Step 5's o = o * alpha of the lane's accumulators (rows g: elements 0, 1; g + 8: 2, 3). */
+template <int DV>
+__device__ __forceinline__ void rescale_o(float (&o)[DV / 8][4], float alA, float alB)
+{
+#pragma unroll
+    for (int n = 0; n < DV / 8; n++) {
+        o[n][0] = o[n][0] * alA;
+        o[n][1] = o[n][1] * alA;
+        o[n][2] = o[n][2] * alB;
+        o[n][3] = o[n][3] * alB;
+    }
+}
+
+/* P of sub-block j (positions 16j .. 16j + 15) as the A fragment of P.V: the scores' C
+ * layout is A's (FlashAttention-2's register reuse), n-tiles 2j, 2j + 1 = k 0-7, 8-15. */
+__device__ __forceinline__ uint4 p_frag(const float (&sA)[8][2], const float (&sB)[8][2], int j)
+{
+    return make_uint4(pack_bf16(sA[2 * j][0], sA[2 * j][1]), pack_bf16(sB[2 * j][0], sB[2 * j][1]),
+                      pack_bf16(sA[2 * j + 1][0], sA[2 * j + 1][1]),
+                      pack_bf16(sB[2 * j + 1][0], sB[2 * j + 1][1]));
+}
+
+/* Step 6's output row of packed row R, and out_d = bf16(o_d / l) (one division, RN). */
+__device__ __forceinline__ uint16_t *out_row(const Params &p, const Tile &T, int R)
+{
+    return p.out + ((size_t)(T.q0 + R / p.G) * p.NQ + (size_t)(T.h * p.G + R % p.G)) *
+                       (size_t)p.Dv;
+}
+
+__device__ __forceinline__ uint16_t out_bf16(float o, float l)
+{
+    return (uint16_t)(pack_bf16(o / l, 0.0f) & 0xFFFFu);
+}
+
+/* Step 6's l = (l_0 + l_1) + (l_2 + l_3) over the quad, for both rows. */
+__device__ __forceinline__ void quad_sums(float &lA, float &lB)
+{
+    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 1);
+    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 2);
+    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 1);
+    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 2);
+}
+
 template <int DV>
 __global__ void __launch_bounds__(128) extend_kernel_v1(Params p)
 {
     extern __shared__ __align__(16) uint8_t sm[];
-    const int b = blockIdx.z, h = blockIdx.y;
-    const int q0 = p.qo[b], ql = p.qo[b + 1] - q0, P = p.pre ? p.pre[b] : 0;
-    /* the last query tiles (the most key blocks) first, so that the short ones fill the
-     * tail of the grid; the CTA grouping changes no bit (step 2) */
-    const int kvlen = P + ql, nrows = ql * p.G, Rc = (gridDim.x - 1 - blockIdx.x) * CROWS;
-    const size_t row0 = (size_t)p.kv[b];
-    if (Rc >= nrows)
+    const Tile T = tile_of(p, CROWS);
+    if (T.Rc >= T.nrows)
         return;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    /* step 3: the CTA streams the blocks its last row needs, each warp those of its own */
-    const int nb_cta = (P + min(Rc + CROWS - 1, nrows - 1) / p.G) / KB + 1;
-    const int R0 = Rc + warp * 16;
-    const int nb_w = R0 < nrows ? (P + min(R0 + 15, nrows - 1) / p.G) / KB + 1 : 0;
-    const int Ra = R0 + g, Rb = R0 + g + 8;
-    const int seeA = Ra < nrows ? P + Ra / p.G : -1, seeB = Rb < nrows ? P + Rb / p.G : -1;
+    const int h = T.h, q0 = T.q0, kvlen = T.kvlen, nrows = T.nrows, Rc = T.Rc, warp = T.warp;
+    const int g = T.g, t = T.t, nb_cta = T.nb_cta, nb_w = T.nb_w, Ra = T.Ra, Rb = T.Rb;
+    const size_t row0 = T.row0;
 
     issue_block(p, sm, 0, 0, row0, kvlen, h);
     /* step 2: the CTA's 64 packed rows of Q, zeros past the chunk */
@@ -210,29 +301,13 @@ __global__ void __launch_bounds__(128) extend_kernel_v1(Params p)
                 }
             }
             float sA[8][2], sB[8][2];
-#pragma unroll
-            for (int n = 0; n < 8; n++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int pos = kb * KB + 8 * n + 2 * t + e;
-                    sA[n][e] = pos <= seeA ? S[n][e] * p.qks : -INFINITY;
-                    sB[n][e] = pos <= seeB ? S[n][2 + e] * p.qks : -INFINITY;
-                }
+            mask_scores(S, sA, sB, T, kb, p.qks);
             /* step 5 */
             const float alA = softmax_row(sA, mA, lA), alB = softmax_row(sB, mB, lB);
-#pragma unroll
-            for (int n = 0; n < DV / 8; n++) {
-                o[n][0] = o[n][0] * alA;
-                o[n][1] = o[n][1] * alA;
-                o[n][2] = o[n][2] * alB;
-                o[n][3] = o[n][3] * alB;
-            }
+            rescale_o<DV>(o, alA, alB);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const uint4 pa = make_uint4(pack_bf16(sA[2 * j][0], sA[2 * j][1]),
-                                            pack_bf16(sB[2 * j][0], sB[2 * j][1]),
-                                            pack_bf16(sA[2 * j + 1][0], sA[2 * j + 1][1]),
-                                            pack_bf16(sB[2 * j + 1][0], sB[2 * j + 1][1]));
+                const uint4 pa = p_frag(sA, sB, j);
                 const uint8_t *v0 = vs + (16 * j + 2 * t) * p.v_rs + 8 * g;
 #pragma unroll
                 for (int c = 0; c < DV / 64; c++) {
@@ -261,24 +336,19 @@ __global__ void __launch_bounds__(128) extend_kernel_v1(Params p)
         __syncthreads(); /* the stage is refilled by the next iteration's issue */
     }
     /* step 6 */
-    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 1);
-    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 2);
-    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 1);
-    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 2);
+    quad_sums(lA, lB);
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         const int R = e < 2 ? Ra : Rb;
         if (R >= nrows)
             continue;
         const float l = e < 2 ? lA : lB;
-        uint16_t *dst = p.out + ((size_t)(q0 + R / p.G) * p.NQ + (size_t)(h * p.G + R % p.G)) *
-                                    (size_t)p.Dv;
+        uint16_t *dst = out_row(p, T, R);
 #pragma unroll
         for (int c = 0; c < DV / 64; c++)
 #pragma unroll
             for (int i = 0; i < 8; i++)
-                dst[64 * c + 8 * (2 * t + (e & 1)) + i] =
-                    (uint16_t)(pack_bf16(o[8 * c + i][e] / l, 0.0f) & 0xFFFFu);
+                dst[64 * c + 8 * (2 * t + (e & 1)) + i] = out_bf16(o[8 * c + i][e], l);
     }
 }
 
@@ -441,27 +511,19 @@ template <int DV, int NW>
 __global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
     extend_kernel_v2(Params p)
 {
-    constexpr int CR = 16 * NW;
     extern __shared__ __align__(16) uint8_t sm[];
-    const int b = blockIdx.z, h = blockIdx.y;
-    const int q0 = p.qo[b], ql = p.qo[b + 1] - q0, P = p.pre ? p.pre[b] : 0;
-    /* the last query tiles (the most key blocks) first, as v1 */
-    const int kvlen = P + ql, nrows = ql * p.G, Rc = (gridDim.x - 1 - blockIdx.x) * CR;
-    const size_t row0 = (size_t)p.kv[b];
-    if (Rc >= nrows)
+    const Tile T = tile_of(p, 16 * NW);
+    if (T.Rc >= T.nrows)
         return;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int nb_cta = (P + min(Rc + CR - 1, nrows - 1) / p.G) / KB + 1;
-    const int R0 = Rc + warp * 16;
-    const int nb_w = R0 < nrows ? (P + min(R0 + 15, nrows - 1) / p.G) / KB + 1 : 0;
-    const int Ra = R0 + g, Rb = R0 + g + 8;
-    const int seeA = Ra < nrows ? P + Ra / p.G : -1, seeB = Rb < nrows ? P + Rb / p.G : -1;
+    const int h = T.h, q0 = T.q0, kvlen = T.kvlen, nrows = T.nrows, warp = T.warp;
+    const int lane = T.lane, t = T.t, nb_cta = T.nb_cta, nb_w = T.nb_w;
+    const size_t row0 = T.row0;
 
     const Walk wk = walk_of(p.Dq / 16), wv = walk_of(p.Dv / 16);
     const uint8_t *kg = p.k + (row0 * (size_t)p.HK + (size_t)h) * (size_t)p.Dq;
     const uint8_t *vg = p.v + (row0 * (size_t)p.HK + (size_t)h) * (size_t)p.Dv;
     v2_issue(p, sm, 0, kvlen, kg, vg, wk, wv);
-    v2_stage_q<NW>(p, sm, Rc, nrows, q0, h);
+    v2_stage_q<NW>(p, sm, T.Rc, nrows, q0, h);
 
     float o[DV / 8][4];
 #pragma unroll
@@ -507,29 +569,13 @@ __global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
             }
         }
         float sA[8][2], sB[8][2];
-#pragma unroll
-        for (int n = 0; n < 8; n++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int pos = kb * KB + 8 * n + 2 * t + e;
-                sA[n][e] = pos <= seeA ? S[n][e] * p.qks : -INFINITY;
-                sB[n][e] = pos <= seeB ? S[n][2 + e] * p.qks : -INFINITY;
-            }
+        mask_scores(S, sA, sB, T, kb, p.qks);
         /* step 5 */
         const float alA = softmax_row<true>(sA, mA, lA), alB = softmax_row<true>(sB, mB, lB);
-#pragma unroll
-        for (int n = 0; n < DV / 8; n++) {
-            o[n][0] = o[n][0] * alA;
-            o[n][1] = o[n][1] * alA;
-            o[n][2] = o[n][2] * alB;
-            o[n][3] = o[n][3] * alB;
-        }
+        rescale_o<DV>(o, alA, alB);
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            const uint4 pa = make_uint4(pack_bf16(sA[2 * j][0], sA[2 * j][1]),
-                                        pack_bf16(sB[2 * j][0], sB[2 * j][1]),
-                                        pack_bf16(sA[2 * j + 1][0], sA[2 * j + 1][1]),
-                                        pack_bf16(sB[2 * j + 1][0], sB[2 * j + 1][1]));
+            const uint4 pa = p_frag(sA, sB, j);
 #pragma unroll
             for (int np = 0; np < DV / 16; np++) {
                 uint32_t vf[4];
@@ -540,24 +586,19 @@ __global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
         }
     }
     /* step 6 */
-    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 1);
-    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 2);
-    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 1);
-    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 2);
+    quad_sums(lA, lB);
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        const int R = r ? Rb : Ra;
+        const int R = r ? T.Rb : T.Ra;
         if (R >= nrows)
             continue;
         const float l = r ? lB : lA;
-        uint16_t *dst = p.out + ((size_t)(q0 + R / p.G) * p.NQ + (size_t)(h * p.G + R % p.G)) *
-                                    (size_t)p.Dv;
+        uint16_t *dst = out_row(p, T, R);
 #pragma unroll
         for (int n = 0; n < DV / 8; n++)
 #pragma unroll
             for (int e = 0; e < 2; e++)
-                dst[8 * n + 2 * t + e] =
-                    (uint16_t)(pack_bf16(o[n][2 * r + e] / l, 0.0f) & 0xFFFFu);
+                dst[8 * n + 2 * t + e] = out_bf16(o[n][2 * r + e], l);
     }
 }
 
