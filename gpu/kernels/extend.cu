@@ -841,15 +841,21 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
     } else {
         if (nw == 0) {
             /* 8 warps (128 rows share each converted tile) unless the grid of 128-row
-             * tiles would give fewer than 2 CTAs an SM: then 4 (short chunks) */
-            int dev = 0, nsm = 0;
+             * tiles would give fewer than 2 CTAs an SM (short chunks), or the device's
+             * shared memory a CTA cannot hold them (sm_120: 99 KiB): then 4 */
+            int dev = 0, nsm = 0, smax = 0;
             e = cudaGetDevice(&dev);
             if (e == cudaSuccess)
                 e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
+            if (e == cudaSuccess)
+                e = cudaDeviceGetAttribute(&smax, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
             if (e != cudaSuccess)
-                return lowp_why_set(why, why_len, "extend: SM count: %s", cudaGetErrorString(e));
+                return lowp_why_set(why, why_len, "extend: device attributes: %s",
+                                    cudaGetErrorString(e));
             const size_t ctas8 = (qmax * G + 127) / 128 * a->num_kv_heads * a->batch;
-            nw = ctas8 >= 2 * (size_t)nsm ? 8 : 4;
+            nw = ctas8 >= 2 * (size_t)nsm && smem_v2(a->qk_dim, a->vo_dim, 8) <= (size_t)smax
+                     ? 8
+                     : 4;
         }
         smem = smem_v2(a->qk_dim, a->vo_dim, nw);
         p.q2_rs = 2 * p.Dq + 16;
