@@ -3,7 +3,11 @@
  * name the step each piece is. Compiled with --fmad=false (gpu/extend.cmake): every a*b+c
  * here is two roundings, as in the emulator; only exp2_sw's explicit fmaf calls are fused.
  *
- * One CTA of 4 warps per (sequence b, KV head h, 64 packed query rows); warp w owns rows
+ * Two kernels compute the same bits. extend_kernel_v2 (the default; its own comment, below
+ * extend_kernel_v1, gives the layout and the argument that each output is v1's operation
+ * sequence) converts each K/V tile to BF16 once a CTA and loads fragments by ldmatrix;
+ * extend_kernel_v1, described here, is kept for A/B timing (LOWP_GPU_EXTEND_KERNEL=v1).
+ * v1: one CTA of 4 warps per (sequence b, KV head h, 64 packed query rows); warp w owns rows
  * 16w .. 16w + 15 of the CTA (step 2). Lane = 4g + t.
  *   QK^T  mma.m16n8k16, A = Q (rows g, g+8 of the warp), B = K^T of 8 positions (n-tile
  *         nt: positions 8nt .. 8nt + 7 of the block). In k-step ks lane t feeds dims
@@ -27,15 +31,19 @@
  * FP8 -> BF16 conversions of K and V, which each of the 4 warps repeats; byte permutes of
  * V; the rescales). Issue, not the tensor cores, bounds it: at 4 instructions a clock an
  * SM, about 525 clocks a warp-block, i.e. at most ~260 TFLOP/s on 132 SMs at 1.98 GHz,
- * realistically 150-250 (causal imbalance, latency at 12 warps an SM). That would meet
- * the issue's 0.5x of SDPA on extends (cuDNN ~300 TFLOP/s there) and likely not on 4K-8K
- * prefills (cuDNN 521-617). The next steps, if measured so: K/V converted once a CTA into
- * BF16 shared memory (ldmatrix), the hardware ex2 modelled (issue item 3).
- * Measured by lowp_gpu_extend_bench (tools/gpu_run.sh step extend).
+ * realistically 150-250 (causal imbalance, latency at 12 warps an SM). Measured on the
+ * H200: 76-105 TFLOP/s; the SASS (cuobjdump -sass, d = 128) has ~3,500 instructions a warp
+ * and block, 26 non-MMA instructions per mma.sync.
+ * v2 (d = 128, 8 warps): ~1,720 a warp and block, 12.5 per mma.sync (128 HMMA, 72 LDSM,
+ * ~610 of exp2_sw's 34 calls a lane, ~360 of conversion and cp.async issue a warp), 4
+ * warps: ~2,075 (15.2). The exp2_sw is now the largest part; the hardware ex2 (issue item
+ * 3) is the next step. Measured by lowp_gpu_extend_bench (tools/gpu_run.sh step extend).
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -66,6 +74,7 @@ struct Params {
     int HK, G, NQ, Dq, Dv;
     float qks;
     int q_rs, k_rs, v_rs, stage_bytes, off_stage, off_v;
+    int q2_rs, kb_rs, vb_rs, off_kb, off_vb; /* v2 only: BF16 row strides and tile offsets */
 };
 
 __host__ __device__ constexpr int q_row_stride(int dq) { return 2 * dq + 32; }
@@ -102,6 +111,7 @@ __device__ __forceinline__ void issue_block(const Params &p, uint8_t *sm, int st
 
 /* Step 5's per-row block update for one of the lane's two rows: s[8][2] the row's 16
  * scores (already masked), m and l its running max and lane sum; returns alpha. */
+template <bool SEL = false>
 __device__ __forceinline__ float softmax_row(float (&s)[8][2], float &m, float &l)
 {
     float mb = -INFINITY;
@@ -112,12 +122,21 @@ __device__ __forceinline__ float softmax_row(float (&s)[8][2], float &m, float &
     mb = fmaxf(mb, __shfl_xor_sync(0xffffffffu, mb, 2));
     const float mn = fmaxf(m, mb);
     const bool none = mn == -INFINITY;
-    const float alpha = none ? 1.0f : lowp_exp2_sw(m - mn);
+    /* SEL (v2): the argument is selected instead of the result, so that no branch is
+     * made: exp2_sw(+0) = 1 and exp2_sw(-Inf) = +0 exactly (2^-151 rounds to +0), the
+     * values the branch form gives when none; otherwise the same call. */
+    const float alpha = SEL ? lowp_exp2_sw(none ? 0.0f : m - mn)
+                            : (none ? 1.0f : lowp_exp2_sw(m - mn));
     float L = 0.0f;
 #pragma unroll
     for (int n = 0; n < 8; n++) {
-        s[n][0] = none ? 0.0f : lowp_exp2_sw(s[n][0] - mn);
-        s[n][1] = none ? 0.0f : lowp_exp2_sw(s[n][1] - mn);
+        if (SEL) {
+            s[n][0] = lowp_exp2_sw(none ? -INFINITY : s[n][0] - mn);
+            s[n][1] = lowp_exp2_sw(none ? -INFINITY : s[n][1] - mn);
+        } else {
+            s[n][0] = none ? 0.0f : lowp_exp2_sw(s[n][0] - mn);
+            s[n][1] = none ? 0.0f : lowp_exp2_sw(s[n][1] - mn);
+        }
         L = L + s[n][0];
         L = L + s[n][1];
     }
@@ -126,25 +145,110 @@ __device__ __forceinline__ float softmax_row(float (&s)[8][2], float &m, float &
     return alpha;
 }
 
+/* What a thread of a CTA of CR packed rows works on (steps 2, 3): sequence b, KV head h,
+ * the CTA's first row Rc (the last query tiles, the most key blocks, first, so that the
+ * short ones fill the tail of the grid; the CTA grouping changes no bit, step 2), the
+ * blocks the CTA streams (nb_cta: those its last row needs) and those of the thread's warp
+ * (nb_w), the warp's rows Ra = R0 + g, Rb = Ra + 8 and the last positions they see. */
+struct Tile {
+    int b, h, q0, P, kvlen, nrows, Rc, warp, lane, g, t, nb_cta, R0, nb_w, Ra, Rb, seeA, seeB;
+    size_t row0;
+};
+
+__device__ __forceinline__ Tile tile_of(const Params &p, int CR)
+{
+    Tile T;
+    T.b = blockIdx.z;
+    T.h = blockIdx.y;
+    T.q0 = p.qo[T.b];
+    const int ql = p.qo[T.b + 1] - T.q0;
+    T.P = p.pre ? p.pre[T.b] : 0;
+    T.kvlen = T.P + ql;
+    T.nrows = ql * p.G;
+    T.Rc = (gridDim.x - 1 - blockIdx.x) * CR;
+    T.row0 = (size_t)p.kv[T.b];
+    T.warp = threadIdx.x >> 5;
+    T.lane = threadIdx.x & 31;
+    T.g = T.lane >> 2;
+    T.t = T.lane & 3;
+    T.nb_cta = (T.P + min(T.Rc + CR - 1, T.nrows - 1) / p.G) / KB + 1;
+    T.R0 = T.Rc + T.warp * 16;
+    T.nb_w = T.R0 < T.nrows ? (T.P + min(T.R0 + 15, T.nrows - 1) / p.G) / KB + 1 : 0;
+    T.Ra = T.R0 + T.g;
+    T.Rb = T.Ra + 8;
+    T.seeA = T.Ra < T.nrows ? T.P + T.Ra / p.G : -1;
+    T.seeB = T.Rb < T.nrows ? T.P + T.Rb / p.G : -1;
+    return T;
+}
+
+/* Step 4's scale and step 3's mask of block kb: the lane's scores of rows g (sA) and
+ * g + 8 (sB), positions 8n + 2t + e of the block. */
+__device__ __forceinline__ void mask_scores(const float (&S)[8][4], float (&sA)[8][2],
+                                            float (&sB)[8][2], const Tile &T, int kb, float qks)
+{
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int pos = kb * KB + 8 * n + 2 * T.t + e;
+            sA[n][e] = pos <= T.seeA ? S[n][e] * qks : -INFINITY;
+            sB[n][e] = pos <= T.seeB ? S[n][2 + e] * qks : -INFINITY;
+        }
+}
+
+/* Step 5's o = o * alpha of the lane's accumulators (rows g: elements 0, 1; g + 8: 2, 3). */
 template <int DV>
-__global__ void __launch_bounds__(128) extend_kernel(Params p)
+__device__ __forceinline__ void rescale_o(float (&o)[DV / 8][4], float alA, float alB)
+{
+#pragma unroll
+    for (int n = 0; n < DV / 8; n++) {
+        o[n][0] = o[n][0] * alA;
+        o[n][1] = o[n][1] * alA;
+        o[n][2] = o[n][2] * alB;
+        o[n][3] = o[n][3] * alB;
+    }
+}
+
+/* P of sub-block j (positions 16j .. 16j + 15) as the A fragment of P.V: the scores' C
+ * layout is A's (FlashAttention-2's register reuse), n-tiles 2j, 2j + 1 = k 0-7, 8-15. */
+__device__ __forceinline__ uint4 p_frag(const float (&sA)[8][2], const float (&sB)[8][2], int j)
+{
+    return make_uint4(pack_bf16(sA[2 * j][0], sA[2 * j][1]), pack_bf16(sB[2 * j][0], sB[2 * j][1]),
+                      pack_bf16(sA[2 * j + 1][0], sA[2 * j + 1][1]),
+                      pack_bf16(sB[2 * j + 1][0], sB[2 * j + 1][1]));
+}
+
+/* Step 6's output row of packed row R, and out_d = bf16(o_d / l) (one division, RN). */
+__device__ __forceinline__ uint16_t *out_row(const Params &p, const Tile &T, int R)
+{
+    return p.out + ((size_t)(T.q0 + R / p.G) * p.NQ + (size_t)(T.h * p.G + R % p.G)) *
+                       (size_t)p.Dv;
+}
+
+__device__ __forceinline__ uint16_t out_bf16(float o, float l)
+{
+    return (uint16_t)(pack_bf16(o / l, 0.0f) & 0xFFFFu);
+}
+
+/* Step 6's l = (l_0 + l_1) + (l_2 + l_3) over the quad, for both rows. */
+__device__ __forceinline__ void quad_sums(float &lA, float &lB)
+{
+    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 1);
+    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 2);
+    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 1);
+    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 2);
+}
+
+template <int DV>
+__global__ void __launch_bounds__(128) extend_kernel_v1(Params p)
 {
     extern __shared__ __align__(16) uint8_t sm[];
-    const int b = blockIdx.z, h = blockIdx.y;
-    const int q0 = p.qo[b], ql = p.qo[b + 1] - q0, P = p.pre ? p.pre[b] : 0;
-    /* the last query tiles (the most key blocks) first, so that the short ones fill the
-     * tail of the grid; the CTA grouping changes no bit (step 2) */
-    const int kvlen = P + ql, nrows = ql * p.G, Rc = (gridDim.x - 1 - blockIdx.x) * CROWS;
-    const size_t row0 = (size_t)p.kv[b];
-    if (Rc >= nrows)
+    const Tile T = tile_of(p, CROWS);
+    if (T.Rc >= T.nrows)
         return;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    /* step 3: the CTA streams the blocks its last row needs, each warp those of its own */
-    const int nb_cta = (P + min(Rc + CROWS - 1, nrows - 1) / p.G) / KB + 1;
-    const int R0 = Rc + warp * 16;
-    const int nb_w = R0 < nrows ? (P + min(R0 + 15, nrows - 1) / p.G) / KB + 1 : 0;
-    const int Ra = R0 + g, Rb = R0 + g + 8;
-    const int seeA = Ra < nrows ? P + Ra / p.G : -1, seeB = Rb < nrows ? P + Rb / p.G : -1;
+    const int h = T.h, q0 = T.q0, kvlen = T.kvlen, nrows = T.nrows, Rc = T.Rc, warp = T.warp;
+    const int g = T.g, t = T.t, nb_cta = T.nb_cta, nb_w = T.nb_w, Ra = T.Ra, Rb = T.Rb;
+    const size_t row0 = T.row0;
 
     issue_block(p, sm, 0, 0, row0, kvlen, h);
     /* step 2: the CTA's 64 packed rows of Q, zeros past the chunk */
@@ -197,29 +301,13 @@ __global__ void __launch_bounds__(128) extend_kernel(Params p)
                 }
             }
             float sA[8][2], sB[8][2];
-#pragma unroll
-            for (int n = 0; n < 8; n++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int pos = kb * KB + 8 * n + 2 * t + e;
-                    sA[n][e] = pos <= seeA ? S[n][e] * p.qks : -INFINITY;
-                    sB[n][e] = pos <= seeB ? S[n][2 + e] * p.qks : -INFINITY;
-                }
+            mask_scores(S, sA, sB, T, kb, p.qks);
             /* step 5 */
             const float alA = softmax_row(sA, mA, lA), alB = softmax_row(sB, mB, lB);
-#pragma unroll
-            for (int n = 0; n < DV / 8; n++) {
-                o[n][0] = o[n][0] * alA;
-                o[n][1] = o[n][1] * alA;
-                o[n][2] = o[n][2] * alB;
-                o[n][3] = o[n][3] * alB;
-            }
+            rescale_o<DV>(o, alA, alB);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const uint4 pa = make_uint4(pack_bf16(sA[2 * j][0], sA[2 * j][1]),
-                                            pack_bf16(sB[2 * j][0], sB[2 * j][1]),
-                                            pack_bf16(sA[2 * j + 1][0], sA[2 * j + 1][1]),
-                                            pack_bf16(sB[2 * j + 1][0], sB[2 * j + 1][1]));
+                const uint4 pa = p_frag(sA, sB, j);
                 const uint8_t *v0 = vs + (16 * j + 2 * t) * p.v_rs + 8 * g;
 #pragma unroll
                 for (int c = 0; c < DV / 64; c++) {
@@ -248,24 +336,269 @@ __global__ void __launch_bounds__(128) extend_kernel(Params p)
         __syncthreads(); /* the stage is refilled by the next iteration's issue */
     }
     /* step 6 */
-    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 1);
-    lA = lA + __shfl_xor_sync(0xffffffffu, lA, 2);
-    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 1);
-    lB = lB + __shfl_xor_sync(0xffffffffu, lB, 2);
+    quad_sums(lA, lB);
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         const int R = e < 2 ? Ra : Rb;
         if (R >= nrows)
             continue;
         const float l = e < 2 ? lA : lB;
-        uint16_t *dst = p.out + ((size_t)(q0 + R / p.G) * p.NQ + (size_t)(h * p.G + R % p.G)) *
-                                    (size_t)p.Dv;
+        uint16_t *dst = out_row(p, T, R);
 #pragma unroll
         for (int c = 0; c < DV / 64; c++)
 #pragma unroll
             for (int i = 0; i < 8; i++)
-                dst[64 * c + 8 * (2 * t + (e & 1)) + i] =
-                    (uint16_t)(pack_bf16(o[8 * c + i][e] / l, 0.0f) & 0xFFFFu);
+                dst[64 * c + 8 * (2 * t + (e & 1)) + i] = out_bf16(o[8 * c + i][e], l);
+    }
+}
+
+/* ---- v2: K/V converted to BF16 once a CTA, fragments by ldmatrix ---------------------
+ * The same definition (lowp/attn_gpu_extend.h), the same per-output operation sequence as
+ * extend_kernel_v1 above (kept, selected by LOWP_GPU_EXTEND_KERNEL=v1), computed with
+ * fewer instructions. A CTA of NW warps owns packed rows Rc .. Rc + 16 NW - 1; warp w owns
+ * rows Rc + 16w .. + 15, exactly a work item of the definition's step 2 (16 rows, its own
+ * block count nb_w, in order): the CTA grouping, 4 or 8 warps, enters no bit.
+ * Per 64-position block kb (one cp.async FP8 stage, one BF16 tile):
+ *   B1  every thread's cp.async of block kb landed (wait_group 0 + __syncthreads); every
+ *       warp finished block kb - 1, so the BF16 tile is free;
+ *   all threads convert the stage to BF16 (fp8x2_bf16, the conversion v1 runs per warp:
+ *       the same bits, once a CTA instead of once a warp and fragment);
+ *   B2  the BF16 tile is visible and the FP8 stage free: block kb + 1 is issued into it,
+ *       landing during the compute of block kb;
+ *   warps with kb < nb_w compute (warps past their last block only convert).
+ * Shared memory: Q BF16 [16 NW][2 qk_dim + 16 bytes], K BF16 [64][2 qk_dim + 16], V BF16
+ * [64][2 vo_dim + 16], the FP8 stage K [64][qk_dim + 16], V [64][vo_dim + 16]. A BF16 row
+ * stride is 16 bytes past a multiple of 128, so the 8 row addresses of an ldmatrix phase
+ * fall in 8 distinct 16-byte bank groups: conflict-free.
+ * Why each output is the same operation sequence as v1's (and so the emulator's):
+ *   Q.K  The BF16 Q and K tiles hold, in each 16-dim k-step ks, slot 2t, 2t+1 = dims
+ *        16ks + 4t, 4t+1 and slot 8 + 2t, 9 + 2t = dims 16ks + 4t + 2, 4t + 3 (t = 0..3):
+ *        the permutation v1 feeds (its LDS.64 of Q and LDS.32 of K at dims 4t..4t+3). The
+ *        standard ldmatrix.x4 layouts then put in every lane the very registers v1 builds:
+ *        A (Q) rows g / g+8, slots 2t..2t+1 / 2t+8..2t+9; B (K, non-transposed, K rows =
+ *        positions) position 8n + g, the same slots. So each mma.sync has v1's operands,
+ *        k-steps ks = 0 .. qk_dim/16 - 1 ascending into the same S[n] accumulators.
+ *   Mask, softmax, P   The scores' C layout is v1's (row g / g+8, positions 8n + 2t, +1),
+ *        and the code after the MMAs is v1's, call for call: the same masks, softmax_row
+ *        (exp2_sw, max/sum order, shuffles), the same BF16 packing of P into A.
+ *   P.V  B = V of sub-block j by ldmatrix.x4.trans from V rows = positions: lane (g, t)
+ *        gets positions 16j + 2t, +1 (b0) and 16j + 8 + 2t, +9 (b1) of dim 8n + g, which
+ *        are the positions of v1's B registers (rows 16j + 2t, +1, +8, +9); only the dim
+ *        a column stands for differs (v1: column g of n-tile 8c + i is dim 64c + 8g + i;
+ *        here dim 8n + g), a relabelling of outputs: each output dim gets the same A, the
+ *        same B column values, the same o * alpha then j = 0..3 ascending.
+ *   Out  o / l (the same l, the same four shuffles), rounded as v1 (pack_bf16(x, 0)'s low
+ *        half): the same bits at dim 8n + 2t + e.
+ *   Positions >= kv_len are zero-filled by cp.async (src-size 0) and converted to +0, as in
+ *   v1; NaN rows of the workspace past kv_len are never read. */
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+/* Q: the CTA's packed rows to BF16 shared memory in the k-slot order above (zeros past
+ * the chunk). Words of 16 dims: w_i = dims 2i, 2i+1; slot words t = w_2t, 4 + t = w_2t+1. */
+template <int NW>
+__device__ __forceinline__ void v2_stage_q(const Params &p, uint8_t *sm, int Rc, int nrows,
+                                           int q0, int h)
+{
+    const int qch = p.Dq / 16;
+    for (int idx = threadIdx.x; idx < 16 * NW * qch; idx += blockDim.x) {
+        const int r = idx / qch, c = idx % qch, R = Rc + r;
+        uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = lo;
+        if (R < nrows) {
+            const uint4 *src = reinterpret_cast<const uint4 *>(
+                p.q + ((size_t)(q0 + R / p.G) * p.NQ + (size_t)(h * p.G + R % p.G)) * p.Dq +
+                16 * c);
+            const uint4 x = src[0], y = src[1];
+            lo = make_uint4(x.x, x.z, y.x, y.z);
+            hi = make_uint4(x.y, x.w, y.y, y.w);
+        }
+        uint4 *dst = reinterpret_cast<uint4 *>(sm + r * p.q2_rs + 32 * c);
+        dst[0] = lo;
+        dst[1] = hi;
+    }
+}
+
+/* A thread's share of the 64 x cpr 16-byte chunks of a K or V tile (cpr = dim / 16):
+ * chunks idx = threadIdx.x + i blockDim.x, i = 0, 1, ..., as row j = idx / cpr, chunk
+ * c = idx % cpr, stepped without a division (idx + NT = (j + dj) cpr + c + dc, c + dc <
+ * 2 cpr). The divisions are made once a kernel. */
+struct Walk {
+    int j0, c0, dj, dc, cpr;
+};
+
+__device__ __forceinline__ Walk walk_of(int cpr)
+{
+    const int nt = (int)blockDim.x;
+    return Walk{(int)threadIdx.x / cpr, (int)threadIdx.x % cpr, nt / cpr, nt % cpr, cpr};
+}
+
+#define V2_WALK(w, j, c)                                                                  \
+    for (int j = (w).j0, c = (w).c0; j < KB;                                            \
+         j += (w).dj + ((c + (w).dc) >= (w).cpr), c += (w).dc - ((c + (w).dc) >= (w).cpr) * (w).cpr)
+
+/* Block kb's K and V rows into the one FP8 stage (positions >= kv_len: zeros, the source
+ * then never read); kg, vg: position 0 of the sequence's region at KV head h. */
+__device__ __forceinline__ void v2_issue(const Params &p, uint8_t *sm, int kb, int kvlen,
+                                         const uint8_t *kg, const uint8_t *vg, const Walk &wk,
+                                         const Walk &wv)
+{
+    const uint32_t sb = (uint32_t)__cvta_generic_to_shared(sm + p.off_stage);
+    const size_t kstep = (size_t)p.HK * (size_t)p.Dq, vstep = (size_t)p.HK * (size_t)p.Dv;
+    V2_WALK(wk, j, c)
+    {
+        const int pos = kb * KB + j;
+        const bool valid = pos < kvlen;
+        cp16(sb + j * p.k_rs + 16 * c, valid ? kg + (size_t)pos * kstep + 16 * c : p.k,
+             valid ? 16 : 0);
+    }
+    V2_WALK(wv, j, c)
+    {
+        const int pos = kb * KB + j;
+        const bool valid = pos < kvlen;
+        cp16(sb + p.off_v + j * p.v_rs + 16 * c, valid ? vg + (size_t)pos * vstep + 16 * c : p.v,
+             valid ? 16 : 0);
+    }
+    asm volatile("cp.async.commit_group;");
+}
+
+/* The FP8 stage to the BF16 tiles: K in the k-slot order (per 4 dims 4t..4t+3: the pair
+ * 4t, 4t+1 to slot word t, the pair 4t+2, 4t+3 to slot word 4 + t), V in dim order. */
+__device__ __forceinline__ void v2_convert(const Params &p, uint8_t *sm, const Walk &wk,
+                                           const Walk &wv)
+{
+    const uint8_t *st = sm + p.off_stage;
+    V2_WALK(wk, j, c)
+    {
+        const uint4 f = *reinterpret_cast<const uint4 *>(st + j * p.k_rs + 16 * c);
+        uint4 *dst = reinterpret_cast<uint4 *>(sm + p.off_kb + j * p.kb_rs + 32 * c);
+        dst[0] = make_uint4(fp8x2_bf16(f.x, 0), fp8x2_bf16(f.y, 0), fp8x2_bf16(f.z, 0),
+                            fp8x2_bf16(f.w, 0));
+        dst[1] = make_uint4(fp8x2_bf16(f.x >> 16, 0), fp8x2_bf16(f.y >> 16, 0),
+                            fp8x2_bf16(f.z >> 16, 0), fp8x2_bf16(f.w >> 16, 0));
+    }
+    V2_WALK(wv, j, c)
+    {
+        const uint4 f = *reinterpret_cast<const uint4 *>(st + p.off_v + j * p.v_rs + 16 * c);
+        uint4 *dst = reinterpret_cast<uint4 *>(sm + p.off_vb + j * p.vb_rs + 32 * c);
+        dst[0] = make_uint4(fp8x2_bf16(f.x, 0), fp8x2_bf16(f.x >> 16, 0), fp8x2_bf16(f.y, 0),
+                            fp8x2_bf16(f.y >> 16, 0));
+        dst[1] = make_uint4(fp8x2_bf16(f.z, 0), fp8x2_bf16(f.z >> 16, 0), fp8x2_bf16(f.w, 0),
+                            fp8x2_bf16(f.w >> 16, 0));
+    }
+}
+
+/* Minimum CTAs an SM (__launch_bounds__), i.e. the register cap 65536 / (32 NW min):
+ * what shared memory allows anyway at qk_dim = vo_dim = DV (smem_v2), so that the cap
+ * costs no spill it need not: 8 warps: DV 64, 128: 2 (cap 128), 192, 256: 1; 4 warps:
+ * DV 64: 4 (128), 128: 3 (170; 70,656 bytes a CTA), 192, 256: 2 (255). */
+template <int DV, int NW> struct v2_cfg {
+    static constexpr int min_ctas =
+        NW == 8 ? (DV <= 128 ? 2 : 1) : (DV == 64 ? 4 : DV == 128 ? 3 : 2);
+};
+
+template <int DV, int NW>
+__global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
+    extend_kernel_v2(Params p)
+{
+    extern __shared__ __align__(16) uint8_t sm[];
+    const Tile T = tile_of(p, 16 * NW);
+    if (T.Rc >= T.nrows)
+        return;
+    const int h = T.h, q0 = T.q0, kvlen = T.kvlen, nrows = T.nrows, warp = T.warp;
+    const int lane = T.lane, t = T.t, nb_cta = T.nb_cta, nb_w = T.nb_w;
+    const size_t row0 = T.row0;
+
+    const Walk wk = walk_of(p.Dq / 16), wv = walk_of(p.Dv / 16);
+    const uint8_t *kg = p.k + (row0 * (size_t)p.HK + (size_t)h) * (size_t)p.Dq;
+    const uint8_t *vg = p.v + (row0 * (size_t)p.HK + (size_t)h) * (size_t)p.Dv;
+    v2_issue(p, sm, 0, kvlen, kg, vg, wk, wv);
+    v2_stage_q<NW>(p, sm, T.Rc, nrows, q0, h);
+
+    float o[DV / 8][4];
+#pragma unroll
+    for (int n = 0; n < DV / 8; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f;
+    /* ldmatrix row addresses: lane l feeds row l & 7 of matrix l >> 3 */
+    const int mi = lane >> 3, mr = lane & 7;
+    const uint32_t sb = (uint32_t)__cvta_generic_to_shared(sm);
+    /* Q: matrices (rows 0-7 | 8-15) x (slots 0-7 | 8-15) = a0, a1, a2, a3 */
+    const uint32_t qaddr = sb + (warp * 16 + mr + 8 * (mi & 1)) * p.q2_rs + 16 * (mi >> 1);
+    /* K: matrices (n-tile 2np, slots 0-7 | 8-15), (n-tile 2np + 1, ...) = b0, b1 of each */
+    const uint32_t kaddr = sb + p.off_kb + (mr + 8 * (mi >> 1)) * p.kb_rs + 16 * (mi & 1);
+    /* V^T: matrices (positions 0-7 | 8-15) x (dims 16np .. +7 | +8 .. +15) = b0, b1 of
+     * n-tiles 2np, 2np + 1 */
+    const uint32_t vaddr = sb + p.off_vb + (mr + 8 * (mi & 1)) * p.vb_rs + 16 * (mi >> 1);
+
+    for (int kb = 0; kb < nb_cta; kb++) {
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncthreads(); /* B1 */
+        v2_convert(p, sm, wk, wv);
+        __syncthreads(); /* B2 */
+        if (kb + 1 < nb_cta)
+            v2_issue(p, sm, kb + 1, kvlen, kg, vg, wk, wv);
+        if (kb >= nb_w)
+            continue;
+        /* step 4 */
+        float S[8][4];
+#pragma unroll
+        for (int n = 0; n < 8; n++)
+            S[n][0] = S[n][1] = S[n][2] = S[n][3] = 0.0f;
+#pragma unroll 1
+        for (int ks = 0; ks < p.Dq / 16; ks++) {
+            uint32_t qa[4];
+            ldsm_x4(qa, qaddr + 32 * ks);
+            const uint4 a = make_uint4(qa[0], qa[1], qa[2], qa[3]);
+#pragma unroll
+            for (int np = 0; np < 4; np++) {
+                uint32_t kf[4];
+                ldsm_x4(kf, kaddr + 16 * np * p.kb_rs + 32 * ks);
+                mma_bf16(S[2 * np], a, kf[0], kf[1]);
+                mma_bf16(S[2 * np + 1], a, kf[2], kf[3]);
+            }
+        }
+        float sA[8][2], sB[8][2];
+        mask_scores(S, sA, sB, T, kb, p.qks);
+        /* step 5 */
+        const float alA = softmax_row<true>(sA, mA, lA), alB = softmax_row<true>(sB, mB, lB);
+        rescale_o<DV>(o, alA, alB);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint4 pa = p_frag(sA, sB, j);
+#pragma unroll
+            for (int np = 0; np < DV / 16; np++) {
+                uint32_t vf[4];
+                ldsm_x4_t(vf, vaddr + 16 * j * p.vb_rs + 32 * np);
+                mma_bf16(o[2 * np], pa, vf[0], vf[1]);
+                mma_bf16(o[2 * np + 1], pa, vf[2], vf[3]);
+            }
+        }
+    }
+    /* step 6 */
+    quad_sums(lA, lB);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int R = r ? T.Rb : T.Ra;
+        if (R >= nrows)
+            continue;
+        const float l = r ? lB : lA;
+        uint16_t *dst = out_row(p, T, R);
+#pragma unroll
+        for (int n = 0; n < DV / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+                dst[8 * n + 2 * t + e] = out_bf16(o[n][2 * r + e], l);
     }
 }
 
@@ -552,22 +885,70 @@ __global__ void ws_cast_kernel(uint8_t *full, uint8_t *fast)
     fast[2 * i + 1] = (uint8_t)(c >> 8);
 }
 
-template <int DV> cudaError_t launch(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
+template <int DV> cudaError_t launch_v1(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
 {
-    cudaError_t e = cudaFuncSetAttribute(extend_kernel<DV>,
+    cudaError_t e = cudaFuncSetAttribute(extend_kernel_v1<DV>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess)
         return e;
-    extend_kernel<DV><<<grid, 128, smem, s>>>(p);
+    extend_kernel_v1<DV><<<grid, 128, smem, s>>>(p);
+    return cudaGetLastError();
+}
+
+/* The v2 kernel with NW warps (16 NW packed rows) a CTA. */
+template <int DV, int NW>
+cudaError_t launch_v2(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
+{
+    cudaError_t e = cudaFuncSetAttribute(extend_kernel_v2<DV, NW>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess)
+        return e;
+    extend_kernel_v2<DV, NW><<<grid, 32 * NW, smem, s>>>(p);
     return cudaGetLastError();
 }
 
 } // namespace
 
-extern "C" size_t lowp_gpu_extend_smem_bytes(size_t qk_dim, size_t vo_dim)
+static size_t smem_v1(size_t qk_dim, size_t vo_dim)
 {
     return (size_t)CROWS * q_row_stride((int)qk_dim) +
            2 * (size_t)KB * (kv_row_stride((int)qk_dim) + kv_row_stride((int)vo_dim));
+}
+
+/* v2 with nw warps: Q BF16, the K and V BF16 tiles, one FP8 stage (the layout of
+ * extend_kernel_v2's header). */
+static size_t smem_v2(size_t qk_dim, size_t vo_dim, int nw)
+{
+    return (size_t)16 * nw * (2 * qk_dim + 16) + (size_t)KB * (2 * qk_dim + 16) +
+           (size_t)KB * (2 * vo_dim + 16) + (size_t)KB * (kv_row_stride((int)qk_dim) +
+                                                          kv_row_stride((int)vo_dim));
+}
+
+/* The kernel LOWP_GPU_EXTEND_KERNEL selects: unset or "v2": v2, warps a CTA by the grid
+ * (*nw = 0); "v2w4" / "v2w8": v2 with 4 / 8 warps; "v1": the kernel before v2 (kept for
+ * A/B timing). Returns 1 or 2, or -1 for any other value. */
+static int extend_variant(int *nw)
+{
+    const char *v = getenv("LOWP_GPU_EXTEND_KERNEL");
+    *nw = 0;
+    if (v == NULL || strcmp(v, "v2") == 0)
+        return 2;
+    if (strcmp(v, "v1") == 0)
+        return 1;
+    if (strcmp(v, "v2w4") == 0 || strcmp(v, "v2w8") == 0) {
+        *nw = v[3] - '0';
+        return 2;
+    }
+    return -1;
+}
+
+/* For the bench's report: the v1 kernel's bytes when selected, else v2's with 8 warps
+ * (with 4, 16 NW (2 qk_dim + 16) bytes less). */
+extern "C" size_t lowp_gpu_extend_smem_bytes(size_t qk_dim, size_t vo_dim)
+{
+    int nw;
+    const int var = extend_variant(&nw);
+    return var == 1 ? smem_v1(qk_dim, vo_dim) : smem_v2(qk_dim, vo_dim, nw ? nw : 8);
 }
 
 extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
@@ -595,7 +976,7 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
         qmax = ql > qmax ? ql : qmax;
     }
     const size_t G = a->num_q_heads / a->num_kv_heads;
-    if (qmax * G > (size_t)INT32_MAX - CROWS)
+    if (qmax * G > (size_t)INT32_MAX - 256) /* v2: Rc + 2 x 128 rows stay in int */
         return lowp_why_set(why, why_len, "a chunk of %zu queries x %zu heads is too large",
                             qmax, G);
     const double sm = a->sm_scale != 0.0 ? a->sm_scale : 1.0 / sqrt((double)a->qk_dim);
@@ -619,15 +1000,68 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
     p.off_v = KB * p.k_rs;
     p.stage_bytes = KB * (p.k_rs + p.v_rs);
     p.off_stage = CROWS * p.q_rs;
-    const size_t smem = lowp_gpu_extend_smem_bytes(a->qk_dim, a->vo_dim);
-    const dim3 grid((unsigned)((qmax * G + CROWS - 1) / CROWS), (unsigned)a->num_kv_heads,
-                    (unsigned)a->batch);
+    int nw;
+    const int var = extend_variant(&nw);
+    if (var < 0)
+        return lowp_why_set(why, why_len,
+                            "LOWP_GPU_EXTEND_KERNEL=%s: expected v1, v2, v2w4 or v2w8",
+                            getenv("LOWP_GPU_EXTEND_KERNEL"));
     cudaError_t e;
-    switch (p.Dv) {
-    case 64: e = launch<64>(p, grid, smem, stream); break;
-    case 128: e = launch<128>(p, grid, smem, stream); break;
-    case 192: e = launch<192>(p, grid, smem, stream); break;
-    default: e = launch<256>(p, grid, smem, stream); break;
+    size_t smem;
+    if (var == 1) {
+        smem = smem_v1(a->qk_dim, a->vo_dim);
+        const dim3 grid((unsigned)((qmax * G + CROWS - 1) / CROWS), (unsigned)a->num_kv_heads,
+                        (unsigned)a->batch);
+        switch (p.Dv) {
+        case 64: e = launch_v1<64>(p, grid, smem, stream); break;
+        case 128: e = launch_v1<128>(p, grid, smem, stream); break;
+        case 192: e = launch_v1<192>(p, grid, smem, stream); break;
+        default: e = launch_v1<256>(p, grid, smem, stream); break;
+        }
+    } else {
+        if (nw == 0) {
+            /* 8 warps (128 rows share each converted tile) unless the grid of 128-row
+             * tiles would give fewer than 2 CTAs an SM (short chunks), or the device's
+             * shared memory a CTA cannot hold them (sm_120: 99 KiB): then 4 */
+            int dev = 0, nsm = 0, smax = 0;
+            e = cudaGetDevice(&dev);
+            if (e == cudaSuccess)
+                e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
+            if (e == cudaSuccess)
+                e = cudaDeviceGetAttribute(&smax, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+            if (e != cudaSuccess)
+                return lowp_why_set(why, why_len, "extend: device attributes: %s",
+                                    cudaGetErrorString(e));
+            const size_t ctas8 = (qmax * G + 127) / 128 * a->num_kv_heads * a->batch;
+            nw = ctas8 >= 2 * (size_t)nsm && smem_v2(a->qk_dim, a->vo_dim, 8) <= (size_t)smax
+                     ? 8
+                     : 4;
+        }
+        smem = smem_v2(a->qk_dim, a->vo_dim, nw);
+        p.q2_rs = 2 * p.Dq + 16;
+        p.kb_rs = 2 * p.Dq + 16;
+        p.vb_rs = 2 * p.Dv + 16;
+        p.off_kb = 16 * nw * p.q2_rs;
+        p.off_vb = p.off_kb + KB * p.kb_rs;
+        p.off_stage = p.off_vb + KB * p.vb_rs; /* the one FP8 stage: K, then V at off_v */
+        const unsigned rows = 16u * (unsigned)nw;
+        const dim3 grid((unsigned)((qmax * G + rows - 1) / rows), (unsigned)a->num_kv_heads,
+                        (unsigned)a->batch);
+        if (nw == 8) {
+            switch (p.Dv) {
+            case 64: e = launch_v2<64, 8>(p, grid, smem, stream); break;
+            case 128: e = launch_v2<128, 8>(p, grid, smem, stream); break;
+            case 192: e = launch_v2<192, 8>(p, grid, smem, stream); break;
+            default: e = launch_v2<256, 8>(p, grid, smem, stream); break;
+            }
+        } else {
+            switch (p.Dv) {
+            case 64: e = launch_v2<64, 4>(p, grid, smem, stream); break;
+            case 128: e = launch_v2<128, 4>(p, grid, smem, stream); break;
+            case 192: e = launch_v2<192, 4>(p, grid, smem, stream); break;
+            default: e = launch_v2<256, 4>(p, grid, smem, stream); break;
+            }
+        }
     }
     if (e != cudaSuccess)
         return lowp_why_set(why, why_len, "extend kernel launch (%zu bytes of shared memory): %s",

@@ -3,10 +3,14 @@
  *
  * The arithmetic is defined in lowp/attn_gpu_extend.h; lowp_gpu_extend_emulate reproduces
  * the output of lowp_gpu_extend bit for bit (gpu/check/extend_check.c proves it on the
- * H200). FlashAttention-2 style: one CTA of 4 warps per (sequence, KV head, 64 packed GQA
- * query rows); each warp owns 16 rows (the M of mma.sync.m16n8k16, BF16 in, FP32
+ * H200). FlashAttention-2 style: one CTA of 4 or 8 warps per (sequence, KV head, 64 or 128
+ * packed GQA query rows); each warp owns 16 rows (the M of mma.sync.m16n8k16, BF16 in, FP32
  * accumulate); 64-position K/V blocks of the FP8 workspace are staged through shared
- * memory by cp.async (two stages) and converted to BF16 in registers. No split-K.
+ * memory by cp.async, converted to BF16 once a CTA into shared memory and loaded by
+ * ldmatrix. No split-K. LOWP_GPU_EXTEND_KERNEL selects the kernel: unset or v2 (warps a
+ * CTA by the grid), v2w4, v2w8, or v1 (the kernel before v2: 4 warps, BF16 conversion in
+ * registers by every warp; kept for A/B timing); any other value is refused. All give the
+ * same bits.
  *
  * Built for sm_90 (run on the H200) and sm_100a / sm_120a (compiled, never run).
  */
@@ -37,7 +41,8 @@ typedef struct lowp_gpu_extend_desc {
     const uint8_t *v_dev;  /* E4M3 [kv_rows][num_kv_heads][vo_dim], 16-byte aligned */
 } lowp_gpu_extend_desc;
 
-/* Shared memory bytes a CTA uses for these head dims (for occupancy reports). */
+/* Shared memory bytes a CTA uses for these head dims (for occupancy reports): the
+ * selected kernel's (v2: with 8 warps unless LOWP_GPU_EXTEND_KERNEL=v2w4). */
 size_t lowp_gpu_extend_smem_bytes(size_t qk_dim, size_t vo_dim);
 
 /* out_dev: BF16 [qo_indptr[batch]][num_q_heads][vo_dim]. Everything checkable is checked
