@@ -112,7 +112,7 @@ def summary(rows):
             "\n".join(err) +
             f"\n\n#### Certified stable: selections / all (summed over {over})\n\n"
             "a selection counts when the score error bounds prove both the quantized keys' and the "
-            "BF16 keys' top-k equal to the exact scores' (`-`: the row has no certified count; NSA rows computed before its bound existed).\n\n" + "\n".join(cert) + "\n")
+            "BF16 keys' top-k equal to the exact scores' (`-`: no row of the cell has a certified count; a row has none where a format's keys leave the bound's premises, e.g. NVFP4 at g = 1 on `small`, the clamp case of `lowp/select.h`).\n\n" + "\n".join(cert) + "\n")
 
 
 def tables(rows):
