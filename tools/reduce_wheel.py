@@ -91,10 +91,11 @@ def reduce(wheel, keep, out):
     fd, tmp = tempfile.mkstemp(dir=out, suffix=".whl.part")
     os.close(fd)
     try:
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as w:
-            for n, data in files:
-                w.writestr(n, data)
-            w.writestr(rec, record)
+        with zipfile.ZipFile(tmp, "w") as w:
+            for n, data in files + [(rec, record.encode("utf-8"))]:
+                zi = zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0))  # the same bytes every run
+                zi.compress_type, zi.external_attr = zipfile.ZIP_DEFLATED, 0o100644 << 16  # a regular file, rw-r--r--
+                w.writestr(zi, data)
         os.chmod(tmp, 0o644)  # mkstemp's 0600 is not a wheel's mode
         os.replace(tmp, dst)
     finally:
