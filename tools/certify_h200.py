@@ -32,7 +32,9 @@ Kernels (names for --kernels; default: all but the emulator ones):
   sglang-triton-bf16, sglang-triton-fp8    SGLang's Triton decode_attention_fwd (page size 1:
                                            kv_indices are token slots), BF16 cache, or FP8 E4M3
                                            with k_scale != v_scale, imported from the sglang
-                                           wheel (never copied here; sglang_setup says how);
+                                           0.5.23 wheel or its reduced copy (tools/
+                                           reduce_wheel.py; never copied here; sglang_setup
+                                           says how, and refuses another version);
                                            GQA 32/8 and MHA 8/8, 12/12 (SG_SHAPES); the kernel's
                                            own declaration is sg_declared (source lines cited),
                                            certified one sequence at a time with its split;
@@ -205,12 +207,15 @@ def flashinfer_run(state, c):
 
 
 # ---- SGLang's Triton decode attention, imported from the sglang wheel (never copied here) ----
-# The kernel file inside the wheel (0.5.10.post1 and older; the later path is tried first).
-SG_FILES = ("sglang/kernels/ops/attention/decode_attention.py",
-            "sglang/srt/layers/attention/triton_ops/decode_attention.py")
+# The one sglang version the declarations (sg_declared) are derived for, and its files: the
+# kernel and score_mod.py, the one sglang module it imports that we carry rather than stand
+# in for (56 lines of plain Python and Triton; tools/reduce_wheel.py keeps both).
+SG_VERSION = "0.5.23"
+SG_FILE = "sglang/kernels/ops/attention/decode_attention.py"
+SG_SCORE_MOD = "sglang/kernels/ops/attention/score_mod.py"
 SG_MAX_SPLITS = 8  # SGLang's default --triton-attention-num-kv-splits (server_args.py)
-SG_MIN_BLOCK_KV = 32  # decode_attention.py:35 _MIN_BLOCK_KV: split lengths are multiples of it
-# SHAPES (GQA 32/8) and MHA ones (kv_group_num 1 takes _fwd_kernel_stage1, decode_attention.py:750),
+SG_MIN_BLOCK_KV = 32  # decode_attention.py:46 _MIN_BLOCK_KV: split lengths are multiples of it
+# SHAPES (GQA 32/8) and MHA ones (kv_group_num 1 takes _fwd_kernel_stage1, decode_attention.py:1269),
 # interleaved and the largest last, so that a time budget that runs out still leaves both paths run
 SG_SHAPES = [SHAPES[0], (4, 4096, 8, 8, 128), SHAPES[1], (16, 2048, 8, 8, 64), SHAPES[2], (2, 8192, 8, 8, 256),
              SHAPES[5], SHAPES[6], SHAPES[3], (2, 32768, 12, 12, 128), SHAPES[4]]
@@ -220,43 +225,110 @@ SG_SHAPES = [SHAPES[0], (4, 4096, 8, 8, 128), SHAPES[1], (16, 2048, 8, 8, 64), S
 # on it (triton/runtime/interpreter.py binary_op), so BF16 values travel as f32; and its
 # f32 -> FP8 cast (_convert_float) adds the cut-off bit (round half up, not to even) and ORs
 # a mantissa carry into the exponent, so the FP8 path's P = p.to(fp8) is rounded worse than
-# the GPU's cvt.rn.satfinite.e4m3x2.f32.
-INTERP_NOTE = " interpreter (CPU: BF16 as f32, P's f32 -> E4M3 cast not RNE)"
+# the GPU's cvt.rn.satfinite.e4m3x2.f32 (the FP8 GQA path's Q is therefore given already
+# E4M3 there, sglang_run).
+INTERP_NOTE = " interpreter (CPU: BF16 as f32, f32 -> E4M3 casts not RNE: FP8 GQA given E4M3 Q)"
+
+
+def sg_stand_ins():
+    """Ours, for what decode_attention.py (0.5.23) imports from sglang besides score_mod,
+    all of it read only on ROCm or MLA paths this harness does not take:
+      31 from sglang.kernels.ops.attention.score_mod import unpack_aux_tensors: the real
+         file (carried), loaded by path; with score_mod None it returns (None, 0, 0, 0);
+      32 from sglang.srt.environ import envs: read by _keep_scheduler_splits (116),
+         _mla_tuning_applies (177) and the Lean grid (1968), each behind `_is_hip and`:
+         a stand-in whose every attribute raises, so a path that does read it fails loudly;
+      33-38 from sglang.srt.utils import get_device_core_count, is_gfx95_supported,
+         is_gfx1250_supported, is_hip: is_hip() False (line 40: _is_hip, the CUDA block
+         sizes and paths, which the interpreter must take too); _is_gfx1250 = _is_hip and
+         ... (41) never calls is_gfx1250_supported; the other two are read only under
+         _is_hip (145, 176): stand-ins that raise.
+    The packages above them (sglang, sglang.srt, sglang.kernels, ...) are empty modules:
+    sglang/__init__.py and sglang.srt.utils pull in SGLang's dependency tree, which the
+    device lacks. Returns {module name: module}."""
+    import types
+
+    def refuse(what):
+        def f(*a, **k):
+            raise RuntimeError("sglang stand-in: %s is read on a path this harness does not declare" % what)
+        return f
+
+    class Envs:
+        def __getattr__(self, name):
+            return refuse("envs." + name)()
+
+    mods = {}
+    for n in ("sglang", "sglang.srt", "sglang.kernels", "sglang.kernels.ops", "sglang.kernels.ops.attention"):
+        mods[n] = types.ModuleType(n)
+        mods[n].__path__ = []  # a package with nothing in it
+    mods["sglang.srt.environ"] = types.ModuleType("sglang.srt.environ")
+    mods["sglang.srt.environ"].envs = Envs()
+    u = mods["sglang.srt.utils"] = types.ModuleType("sglang.srt.utils")
+    u.is_hip = lambda: False
+    for n in ("get_device_core_count", "is_gfx95_supported", "is_gfx1250_supported"):
+        setattr(u, n, refuse(n))
+    return mods
+
+
+def sg_version(site):
+    """The sglang dist-info in site whose RECORD lists the kernel file with the sha256 of
+    the file there: (version, RECORD path). Raises when none does: a kernel file that is not
+    the one its version shipped is not the kernel the declarations are derived for."""
+    import csv
+    from reduce_wheel import record_hash  # tools/reduce_wheel.py: the one RECORD hash
+    with open(os.path.join(site, SG_FILE), "rb") as f:
+        h = record_hash(f.read())
+    seen = []
+    for d in sorted(os.listdir(site)):
+        if not (d.startswith("sglang-") and d.endswith(".dist-info")):
+            continue
+        rec = os.path.join(site, d, "RECORD")
+        rows = {r[0]: r[1] for r in csv.reader(open(rec, encoding="utf-8")) if len(r) == 3} \
+            if os.path.isfile(rec) else {}
+        seen.append(d)
+        if rows.get(SG_FILE) == h:
+            return d[len("sglang-"):-len(".dist-info")], rec
+    raise RuntimeError("%s: no sglang dist-info in %s lists it with its sha256 (%s; found %s)" %
+                       (SG_FILE, site, h, ", ".join(seen) or "none"))
 
 
 def sglang_setup(device):
-    """Load decode_attention.py from the installed sglang wheel (on sys.path: PYTHONPATH or
-    site-packages) by file, without importing the sglang package: sglang/__init__.py and
-    sglang.srt.utils pull in SGLang's dependency tree, which the device lacks. The file's
-    only sglang import is `from sglang.srt.utils import is_hip` (decode_attention.py:28),
-    used at import time for `_is_hip` (line 30: the ROCm block sizes); the stand-ins below
-    (ours, sys.modules entries for the duration of the load) give is_hip() False, the CUDA
-    path, which is also what the interpreter must take (its block sizes are CUDA's)."""
+    """Load decode_attention.py (and score_mod.py) from the installed sglang wheel (on
+    sys.path: PYTHONPATH or site-packages; the reduced wheel of tools/reduce_wheel.py will
+    do) by file, without importing the sglang package (sg_stand_ins says what stands in
+    for the rest, sys.modules entries for the duration of the load). Refuses a version other
+    than SG_VERSION: the declarations are that version's."""
     def setup():
         if device == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"  # read when triton.jit wraps the kernels
         import importlib.util
         import inspect
-        import types
         import torch
         if device == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("torch %s sees no CUDA device" % torch.__version__)
-        found = [(d, f) for f in SG_FILES for d in sys.path if os.path.isfile(os.path.join(d or ".", f))]
+        found = [d for d in sys.path if os.path.isfile(os.path.join(d or ".", SG_FILE))]
         if not found:
-            raise RuntimeError("no %s on sys.path (install the sglang wheel: pip install --no-deps --target DIR "
-                               "sglang-*.whl, then PYTHONPATH=DIR)" % " or ".join(SG_FILES))
-        site, rel = found[0]
-        names = ("sglang", "sglang.srt", "sglang.srt.utils")
-        saved = {n: sys.modules.get(n) for n in names}
-        for n in names[:2]:
-            sys.modules[n] = types.ModuleType(n)
-            sys.modules[n].__path__ = []  # a package with nothing in it
-        sys.modules[names[2]] = types.ModuleType(names[2])
-        sys.modules[names[2]].is_hip = lambda: False
-        try:
-            spec = importlib.util.spec_from_file_location("lowp_sglang_decode_attention", os.path.join(site, rel))
+            raise RuntimeError("no %s on sys.path (install the sglang %s wheel, or its reduced copy: pip install "
+                               "--no-deps --target DIR, or tools/reduce_wheel.py unpack; then PYTHONPATH=DIR)" %
+                               (SG_FILE, SG_VERSION))
+        site = found[0] or "."
+        ver, rec = sg_version(site)
+        if ver != SG_VERSION:
+            raise RuntimeError("sglang %s (%s): the declarations here are derived for %s" % (ver, rec, SG_VERSION))
+
+        def load(name, rel):
+            spec = importlib.util.spec_from_file_location(name, os.path.join(site, rel))
             mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod
             spec.loader.exec_module(mod)
+            return mod
+        mods = sg_stand_ins()
+        names = list(mods) + ["sglang.kernels.ops.attention.score_mod", "lowp_sglang_decode_attention"]
+        saved = {n: sys.modules.get(n) for n in names}
+        sys.modules.update(mods)
+        try:
+            load(names[-2], SG_SCORE_MOD)
+            mod = load(names[-1], SG_FILE)
         finally:  # the kernels hold their globals; nothing imports sglang after the load
             for n, m in saved.items():
                 if m is None:
@@ -264,27 +336,32 @@ def sglang_setup(device):
                 else:
                     sys.modules[n] = m
         fwd = mod.decode_attention_fwd
+        # decode_attention.py:1191-1219: the 13 this harness passes, then keywords it leaves
+        # at their defaults (logit_cap 0, sinks None, xai_temperature_len -1, has_mla False,
+        # use_pdl False, page_size 1, score_mod / aux_tensors None, the Lean ones None: Lean
+        # is ROCm only (1236), uneven_batch None: no batch rotation)
         want = ["q", "k_buffer", "v_buffer", "o", "kv_indptr", "kv_indices", "attn_logits", "attn_lse",
                 "num_kv_splits", "max_kv_splits", "sm_scale", "k_scale", "v_scale"]
-        got = list(inspect.signature(fwd).parameters)
-        if got[:len(want)] != want:
-            raise RuntimeError("%s: decode_attention_fwd%s is not the signature this harness declares (%s)" %
-                               (rel, tuple(got), ", ".join(want)))
-        ver = [m[len("sglang-"):-len(".dist-info")] for m in os.listdir(site)
-               if m.startswith("sglang-") and m.endswith(".dist-info")]
+        defaults = dict(logit_cap=0.0, sinks=None, xai_temperature_len=-1, has_mla=False, use_pdl=False,
+                        page_size=1, score_mod=None, aux_tensors=None, uneven_batch=None)
+        sig = inspect.signature(fwd).parameters
+        got = list(sig)
+        if got[:len(want)] != want or any(k not in sig or sig[k].default != v for k, v in defaults.items()):
+            raise RuntimeError("%s: decode_attention_fwd%s is not the signature this harness declares (%s, "
+                               "then %s)" % (SG_FILE, tuple(got), ", ".join(want), defaults))
         import triton
-        about = "sglang %s (%s), triton %s%s, torch %s" % (ver[0] if ver else "?", rel, triton.__version__,
-                                                           INTERP_NOTE if device == "cpu" else "",
-                                                           torch.__version__)
-        return {"torch": torch, "fwd": fwd, "device": device, "about": about}
+        about = "sglang %s (%s, sha256 as in %s), triton %s%s, torch %s" % (
+            ver, SG_FILE, os.path.relpath(rec, site), triton.__version__, INTERP_NOTE if device == "cpu" else "",
+            torch.__version__)
+        return {"torch": torch, "fwd": fwd, "device": device, "about": about, "version": ver}
     return setup
 
 
 def sg_splits(lens, B):
     """num_kv_splits per sequence: SGLang's static fill (max_kv_splits, triton_backend.py
     get_num_kv_splits) for even b, fewer (1 + b % 8) for odd b, as its dynamic policy gives
-    short sequences; and the split length the kernel derives (decode_attention.py:97-99:
-    cdiv(cdiv(len, splits), 32) * 32), the split_tokens each sequence is certified with."""
+    short sequences; and the split length the kernel derives (decode_attention.py:308-310,
+    632-634: cdiv(cdiv(len, splits), 32) * 32), the split_tokens each sequence is certified with."""
     s = np.array([SG_MAX_SPLITS if b % 2 == 0 else 1 + b % SG_MAX_SPLITS for b in range(B)], np.int32)
     cdiv = lambda a, b: -(-a // b)  # noqa: E731
     per = np.array([cdiv(cdiv(int(L), int(k)), SG_MIN_BLOCK_KV) * SG_MIN_BLOCK_KV for L, k in zip(lens, s)])
@@ -314,7 +391,15 @@ def sglang_run(fp8, k_scale_factor=1.0, p_declared=None):
             # on uint16 data): on the CPU the BF16 values travel as f32, exactly.
             return (t.float() if cpu and not fp8 else t).to(dev)
         qdt = torch.float32 if cpu else torch.bfloat16
-        q = torch.from_numpy(c.q).to(qdt).to(dev)
+        mha = c.Hq == c.Hkv
+        qv = c.q
+        if fp8 and cpu and not mha:
+            # GQA rounds Q to E4M3 (q.to(K_Buffer.dtype.element_ty), decode_attention.py:661),
+            # which the interpreter does not do RN (INTERP_NOTE): there Q is given already
+            # E4M3 (lowp's RN of the BF16 Q), so that cast is exact and the declared one the
+            # identity; on the GPU the kernel casts the BF16 Q itself
+            qv = torch.from_numpy(lowp.quantize(c.q, "fp8_e4m3", 1.0)[0]).view(torch.float8_e4m3fn).float().numpy()
+        q = torch.from_numpy(qv).to(qdt).to(dev)
         nsplit, per = sg_splits(c.lens, c.B)
         o = torch.empty((c.B, c.Hq, D), dtype=qdt, device=dev)
         logits = torch.empty((c.B, c.Hq, SG_MAX_SPLITS, D), dtype=torch.float32, device=dev)
@@ -323,14 +408,14 @@ def sglang_run(fp8, k_scale_factor=1.0, p_declared=None):
         st["fwd"](q, buf(kp), buf(vp), o, ti(indptr), ti(slots), logits, lse, ti(nsplit), SG_MAX_SPLITS,
                   1.0 / np.sqrt(D), (KS if fp8 else 1.0) * k_scale_factor, VS if fp8 else 1.0)
         out = o.float().cpu().numpy()
-        decl = sg_declared(fp8, c.Hq == c.Hkv, cpu)
+        decl = sg_declared(fp8, mha, cpu)
         if p_declared:
             decl["p_dtype"] = p_declared
         certs, na = [], []
         for b in range(c.B):
             try:
                 certs.append(lowp.certify("flashinfer", kp.reshape(-1, 1, H, D), vp.reshape(-1, 1, H, D),
-                                          k_scale=KS if fp8 else 1.0, v_scale=VS if fp8 else 1.0, query=c.q,
+                                          k_scale=KS if fp8 else 1.0, v_scale=VS if fp8 else 1.0, query=qv,
                                           output=out, kv_indptr=indptr, kv_indices=slots,
                                           kv_last_page_len=np.ones(c.B, np.int32), kv_layout="NHD",
                                           split_tokens=int(per[b]), seq=b, **decl))
@@ -347,45 +432,70 @@ def sglang_run(fp8, k_scale_factor=1.0, p_declared=None):
         m.declared = "%s; split_tokens per sequence %d..%d (num_kv_splits %s)%s" % (
             ", ".join("%s %s" % kv for kv in decl.items()), per.min(), per.max(),
             ",".join(str(x) for x in nsplit[:8]) + (",..." if c.B > 8 else ""),
-            "; the kernel's scores are BF16 sums of BF16 products (decode_attention.py:126), which "
-            "this declaration cannot state: outside is expected" if c.Hq == c.Hkv and not fp8 and not cpu else "")
+            sg_undeclared(fp8, mha, cpu))
         return m
     return run
 
 
 def sg_declared(fp8, mha, cpu):
-    """The arithmetic decode_attention.py (0.5.10.post1) does, in lowp certify terms (lines of
-    that file; Triton's promotion rules: language/semantic.py computation_type_impl).
-    Q: loaded as given (BF16; the CPU run's f32 holds the same values): q_dtype bf16.
-    GQA, _fwd_grouped_kernel_stage1: qk = tl.dot(q, k.to(q.dtype)) (355; FP8 K -> BF16 is
-      exact), fp32 accumulation; qk *= sm_scale * k_scale (368, folded in decode_attention_fwd
-      782); p = tl.exp(qk - max) f32 (393), e_sum sums the unrounded p (397); P.V is
-      tl.dot(p.to(v.dtype), v) (395): P rounded to the cache dtype (BF16, or E4M3 for FP8:
-      p_dtype e4m3), the MMA k width 16 (BF16) / 32 (FP8), Triton folding `acc +=` into the
-      MMA accumulator (its dot + add combine; unfolded, each 32-position tile adds one step);
-      on the CPU the interpreter's dot is one f32 matmul per 32-position tile (BLOCK_N, 440):
-      mma_k 32, and a f32 V gives f32 P.
-    MHA, _fwd_kernel_stage1: qk = tl.sum(q[None, :] * k, 1) (126): for a BF16 cache
-      bf16 * bf16 stays BF16 (promotion rule 5), so products and sums are BF16 roundings,
-      which lowp's arithmetic cannot declare (it sums D products in f32): declared as the f32
-      sum it is nearest to, and an outside verdict is the kernel's BF16 score, reported; for
-      FP8 bf16 * fp8 is f32 (exact products). qk *= scale (127) is f32 (the scale is an f32
-      argument, no scalar: rule 3); p = tl.exp (150) f32, never rounded: p_dtype f32;
-      acc += tl.sum(p[:, None] * v, 0) (152): f32 products, a tree over BLOCK_N 64 (196):
-      mma_k 64.
-    Split-K: splits of cdiv(cdiv(len, num_kv_splits), 32) * 32 positions (97-101 / 322-326);
-      partials acc / e_sum and lse = e_max + log(e_sum) stored f32 (164-179); stage 2 merges
-      them with exp(lse - max) (567-572): partial_dtype f32 (tl.log's error is inside the
-      merge-weight term of the bound's factor 2, not a term of its own).
-    Output: acc / e_sum * v_scale in f32 (581), stored to o's dtype (BF16): out bf16, v_scale
-      before the output rounding. logit_cap 0, no sinks, no xai temperature (the defaults)."""
+    """The arithmetic decode_attention.py (sglang 0.5.23) does, in lowp certify terms (lines
+    of that file; Triton's promotion rules: language/semantic.py computation_type_impl). The
+    entry point (1191) folds k_scale into the score scale, sm_scale * k_scale (1282 MHA, 1305
+    GQA), and takes neither the Lean kernel (1236-1237: _is_hip) nor the MLA tuning (_mla_launch_plan
+    191, _mla_tuning_applies 173: _is_hip first): num_kv_splits is the caller's, per sequence.
+    GQA (32/8), _fwd_grouped_kernel_stage1 (530), BLOCK_N 32 (818), BLOCK_H 16:
+      Q: q_k = q.to(K_Buffer.dtype.element_ty) (661; IS_GFX1250 is _is_hip and ..., 41):
+        for a BF16 cache the identity, q_dtype bf16; for an FP8 cache Q is rounded to E4M3
+        (new since 0.5.10, which cast K to BF16 instead): q_dtype e4m3, no q_scale;
+      qk = tl.dot(q_k, k) (692): a BF16 MMA of k width 16, or an FP8 (E4M3 x E4M3) one of
+        k width 32, fp32 accumulator; qk *= sm_scale_withk (708) f32; no logit_cap (0),
+        xai temperature (-1) or score_mod (None): 710-726 not taken;
+      p = tl.exp(qk - max) f32 (752), e_sum sums the unrounded p (764); P.V is
+        tl.dot(p.to(v.dtype), v) (762): P rounded to the cache dtype (BF16, or E4M3: p_dtype
+        e4m3), the MMA k width 16 (BF16) / 32 (FP8), Triton folding `acc +=` into the MMA
+        accumulator (unfolded, each 32-position tile adds one step: the same bound);
+      on the CPU the interpreter's dot is one f32 matmul per 32-position tile: mma_k 32,
+        and a f32 V (BF16 values) gives p.to(f32), P unrounded: p_dtype f32.
+    MHA (kv_group_num 1, 1269), _fwd_kernel_stage1 (235), BLOCK_N 64 (448):
+      qk = tl.sum((q[None, :] * k).to(tl.float32), 1) (352): for a BF16 cache bf16 * bf16
+        is BF16 (rule 5), so each product is rounded to BF16 before the f32 sum (new since
+        0.5.10, whose sum was BF16 too), which lowp's arithmetic cannot declare (it sums the
+        exact products): declared as the f32 sum of exact products, and an outside verdict
+        on the GPU is the kernel's BF16 products (sg_undeclared); on the CPU the operands
+        are f32 and the products exact. For FP8, bf16 * fp8 is f32 (rule 5's second line):
+        exact products, Q as given (q_dtype bf16). qk *= sm_scale_withk (353) f32;
+      p = tl.exp (398) f32, never rounded: p_dtype f32; acc += tl.sum(p[:, None] * v, 0)
+        (400): f32 products, a tree over BLOCK_N 64: mma_k 64.
+    Split-K: splits of cdiv(cdiv(len, num_kv_splits), 32) * 32 positions (308-310 /
+      632-634); partials acc / e_sum (414 / 776) and lse = e_max + log(e_sum) (426 / 788)
+      stored f32; stage 2 (_fwd_kernel_stage2, 935) merges them with exp(lse - max)
+      (1004-1007): partial_dtype f32 (tl.log's error is inside the merge-weight term of the
+      bound's factor 2, not a term of its own).
+    Output: acc / e_sum * v_scale in f32 (1016; no sinks: HAS_SINK False), stored to o's
+      dtype (BF16; f32 on the CPU): out bf16, v_scale before the output rounding."""
     if mha:
         p, k = "f32", 64
-    elif cpu and not fp8:
-        p, k = "f32", 32
+    elif fp8:
+        p, k = "e4m3", 32
     else:
-        p, k = ("e4m3", 32) if fp8 else ("bf16", 32 if cpu else 16)
-    return dict(q_dtype="bf16", p_dtype=p, out_dtype="f32" if cpu else "bf16", mma_k=k, partial_dtype="f32")
+        p, k = ("f32", 32) if cpu else ("bf16", 16)
+    return dict(q_dtype="e4m3" if fp8 and not mha else "bf16", p_dtype=p, out_dtype="f32" if cpu else "bf16",
+                mma_k=k, partial_dtype="f32")
+
+
+def sg_undeclared(fp8, mha, cpu):
+    """What the GPU kernel does that sg_declared cannot state, appended to the case's
+    declaration: an outside verdict there is this, reported as the kernel's arithmetic."""
+    if cpu:
+        return ""
+    if mha and not fp8:
+        return ("; the kernel rounds each q.k product to BF16 before its f32 sum (decode_attention.py:352), "
+                "which this declaration cannot state: outside is possible")
+    if fp8 and not mha:
+        return ("; Triton on sm_90 leaves FP8 dots' accumulation to the tensor core, unpromoted "
+                "(nvidia/compiler.py max_num_imprecise_acc_default 2**30 at capability 90; the kernel passes no "
+                "max_num_imprecise_acc, 692 / 762), which this declaration (fp32 accumulation) cannot state")
+    return ""
 
 
 class NotCertifiable(ValueError):
