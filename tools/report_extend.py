@@ -32,6 +32,8 @@ def main():
     ap.add_argument("--call", required=True, help="the device command, shown in the report")
     ap.add_argument("--commit", required=True)
     ap.add_argument("--date", default="2026-12-02")
+    ap.add_argument("--ab", nargs="*", default=[], metavar="NAME=CSV",
+                    help="other kernel variants' bench CSVs (LOWP_GPU_EXTEND_KERNEL=NAME), same call")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
@@ -87,6 +89,24 @@ def main():
     L += ["", "Targets met: attention >= 0.5x the fastest SDPA at %d of %d shapes; workspace fill >= 0.80 "
           "of the copy at %d of %d; quantize-on-write <= 1%% of the attention at %d of %d." % (
               met["attn"][1], sum(met["attn"]), met["ws"][1], sum(met["ws"]), met["kvw"][1], sum(met["kvw"])), ""]
+    if a.ab:
+        var = []
+        for spec in a.ab:
+            name, path = spec.split("=", 1)
+            var.append((name, {(r["kernel"], int(r["chunk"]), int(r["prefix"])): float(r["us_median"])
+                               for r in rows(path)}))
+        L += ["## Kernel variants (the same call)", "",
+              "`LOWP_GPU_EXTEND_KERNEL=NAME lowp gpu bench --kernel extend,prefill`: time in us and its ratio to the "
+              "default kernel's (the table above); every variant computes the same bits (the conformance above "
+              "covers the default; `v1` is the first kernel).", "",
+              "| kernel | chunk | prefix | default us | " + " | ".join("%s us (ratio)" % n for n, _ in var) + " |",
+              "|---|---:|---:|---:|" + "---:|" * len(var)]
+        for r in bench:
+            k = (r["kernel"], int(r["chunk"]), int(r["prefix"]))
+            us = float(r["us_median"])
+            cells = ["%.1f (%.2f)" % (v[k], v[k] / us) if k in v else "-" for _, v in var]
+            L.append("| %s | %d | %d | %.1f | %s |" % (k[0], k[1], k[2], us, " | ".join(cells)))
+        L.append("")
     with open(a.out, "w") as f:
         f.write("\n".join(L) + "\n")
     return 0
