@@ -3,7 +3,7 @@
  *
  *   lowp certify --layout L --k-cache K --v-cache V [--k-sf KS --v-sf VS] --k-scale S
  *                --v-scale S (--block-table BT --seq-lens SL | --indptr I --indices X
- *                --last-page-len LP) --q Q --out O [declared arithmetic] [--seq B]
+ *                --last-page-len LP) --q Q --out O [--qo-indptr QI] [declared arithmetic] [--seq B]
  *
  * The cache tensors are the framework's own, as they sit in memory (.npy, or .safetensors
  * holding one tensor); their shapes give the sizes:
@@ -15,7 +15,9 @@
  *   trtllm        K, V uint8 [pages, H, page_size, D/2]; KS, VS [pages, H, page_size, D/16]
  * Page tables are int32 .npy (FlashInfer requires int32; so do vLLM's block tables). Q is
  * [batch, num_q_heads, qk_dim] and O [batch, num_q_heads, vo_dim], any float dtype (O may
- * hold NaN: that is a verdict, not bad input).
+ * hold NaN: that is a verdict, not bad input). Extend / prefill: --qo-indptr QI, int32
+ * [batch + 1], makes Q [total_q, num_q_heads, qk_dim] and O [total_q, ...], total_q =
+ * QI[batch]: sequence b's queries are its last QI[b+1] - QI[b] tokens, causal (lowp/certify.h).
  *
  * Exit status: 0 when every output is exact or within bound, 1 when any is outside or a
  * NaN mismatch, 2 on bad input (one line on stderr, nothing on stdout). */
@@ -44,6 +46,8 @@ static void certify_usage(FILE *f)
           "  --k-sf-order, --v-sf-order  linear interleave4 (default: the layout's own)\n"
           "  --q Q, --out O      [batch, num_q_heads, qk_dim] queries (before the kernel's cast) and\n"
           "                      [batch, num_q_heads, vo_dim] the kernel's output\n"
+          "  --qo-indptr QI      extend / prefill: int32 [batch + 1]; Q and O are [QI[batch], ...], sequence b's\n"
+          "                      queries its last QI[b+1] - QI[b] tokens, causal (query i sees 0 .. prefix + i)\n"
           "declared arithmetic:\n"
           "  --q-dtype T         f32 (default) bf16 f16 e4m3: Q rounded (RN) to T before Q.K\n"
           "  --q-scale S         e4m3 Q: q8 = e4m3(q / S), scores use q8 x S (default 1)\n"
@@ -103,7 +107,7 @@ static int byte_codes(lowp_dtype d)
 }
 
 typedef struct {
-    const char *layout, *k, *v, *ksf, *vsf, *bt, *sl, *indptr, *indices, *lpl, *q, *out;
+    const char *layout, *k, *v, *ksf, *vsf, *bt, *sl, *indptr, *indices, *lpl, *q, *out, *qo;
     const char *page_order, *k_sf_order, *v_sf_order, *q_dtype, *p_dtype, *out_dtype, *partial_dtype;
     double k_scale, v_scale, q_scale, sm_scale;
     int k_scale_set, v_scale_set, v_after, no_diag;
@@ -131,6 +135,7 @@ static void parse(int argc, char **argv, certify_opts *o)
         else if (strcmp(s, "--last-page-len") == 0) str = &o->lpl;
         else if (strcmp(s, "--q") == 0) str = &o->q;
         else if (strcmp(s, "--out") == 0) str = &o->out;
+        else if (strcmp(s, "--qo-indptr") == 0) str = &o->qo;
         else if (strcmp(s, "--page-order") == 0) str = &o->page_order;
         else if (strcmp(s, "--k-sf-order") == 0) str = &o->k_sf_order;
         else if (strcmp(s, "--v-sf-order") == 0) str = &o->v_sf_order;
@@ -185,6 +190,25 @@ static void parse(int argc, char **argv, certify_opts *o)
     if ((bt && (o->bt == NULL || o->sl == NULL)) || (csr && (o->indptr == NULL || o->indices == NULL || o->lpl == NULL)))
         lowp_cli_fail("certify: the page table is incomplete (--block-table needs --seq-lens; --indptr needs --indices "
                       "and --last-page-len)");
+}
+
+/* --qo-indptr: int32 [batch + 1] (NULL without the option), and the query rows it gives in
+ * *rows (batch without it). Monotonicity and chunk lengths are lowp_certify_run's checks;
+ * the last entry is checked here because it sizes --q and --out. */
+static const int32_t *load_qo_indptr(const char *path, lowp_tensor_file *f, size_t batch, size_t *rows)
+{
+    lowp_tensor_file_init(f);
+    *rows = batch;
+    if (path == NULL)
+        return NULL;
+    size_t sh[1];
+    const int32_t *qo = load_i32("--qo-indptr", path, f, 1, sh);
+    if (sh[0] != batch + 1)
+        lowp_cli_fail("--qo-indptr: %zu entries, expected batch + 1 = %zu", sh[0], batch + 1);
+    if (qo[batch] <= 0)
+        lowp_cli_fail("--qo-indptr: ends at %d, expected the number of queries (> 0)", (int)qo[batch]);
+    *rows = (size_t)qo[batch];
+    return qo;
 }
 
 static lowp_certify_dtype dtype_opt(const char *opt, const char *name, lowp_certify_dtype dflt)
@@ -278,20 +302,24 @@ int lowp_cmd_certify(int argc, char **argv)
     }
 
     /* queries and the kernel's output */
+    lowp_tensor_file fqo;
+    size_t rows;
+    const int32_t *qo = load_qo_indptr(o.qo, &fqo, c.batch, &rows);
+    const char *rn = qo != NULL ? "total_q" : "batch";
     lowp_tensor tq, to;
     if (lowp_tensor_load_float(o.q, NULL, &tq, NULL, NULL, why, sizeof why))
         lowp_cli_fail("--q %s: %s", o.q, why);
     if (lowp_tensor_load_float(o.out, NULL, &to, NULL, NULL, why, sizeof why))
         lowp_cli_fail("--out %s: %s", o.out, why);
-    expect_rank("--q", &tq, 3, "[batch, num_q_heads, qk_dim]");
-    expect_rank("--out", &to, 3, "[batch, num_q_heads, vo_dim]");
+    expect_rank("--q", &tq, 3, qo ? "[total_q, num_q_heads, qk_dim]" : "[batch, num_q_heads, qk_dim]");
+    expect_rank("--out", &to, 3, qo ? "[total_q, num_q_heads, vo_dim]" : "[batch, num_q_heads, vo_dim]");
     size_t Hq = tq.shape[1];
-    if (tq.shape[0] != c.batch || tq.shape[2] != Dk)
-        lowp_cli_fail("--q: shape [%zu, %zu, %zu], expected [batch %zu, num_q_heads, qk_dim %zu]", tq.shape[0],
-                      tq.shape[1], tq.shape[2], c.batch, Dk);
-    if (to.shape[0] != c.batch || to.shape[1] != Hq || to.shape[2] != Dv)
+    if (tq.shape[0] != rows || tq.shape[2] != Dk)
+        lowp_cli_fail("--q: shape [%zu, %zu, %zu], expected [%s %zu, num_q_heads, qk_dim %zu]", tq.shape[0],
+                      tq.shape[1], tq.shape[2], rn, rows, Dk);
+    if (to.shape[0] != rows || to.shape[1] != Hq || to.shape[2] != Dv)
         lowp_cli_fail("--out: shape [%zu, %zu, %zu], expected [%zu, %zu, %zu]", to.shape[0], to.shape[1], to.shape[2],
-                      c.batch, Hq, Dv);
+                      rows, Hq, Dv);
     const float *qf = (const float *)(const void *)tq.data;
     for (size_t i = 0; i < tq.count; i++)
         if (!isfinite(qf[i]))
@@ -302,6 +330,7 @@ int lowp_cmd_certify(int argc, char **argv)
     args.diagnose = !o.no_diag;
     args.threads = (int)o.threads;
     args.n_worst = o.worst;
+    args.qo_indptr = qo;
     lowp_certify_result r;
     if (lowp_certify_run(&args, &r, why, sizeof why))
         lowp_cli_fail("certify: %s", why);
@@ -326,18 +355,26 @@ int lowp_cmd_certify(int argc, char **argv)
            ar.sm_scale != 0 ? ar.sm_scale : 1.0 / sqrt((double)Dk));
     printf("# exact: softmax(sm_scale q^ K^T) V of the declared Q and the cache's values, binary64 reference with its "
            "bound; %zu query rows by the MPFR oracle\n", r.oracle_rows);
+    if (qo != NULL)
+        printf("# extend: %zu causal queries over %zu sequences (--qo-indptr), each certified over its visible "
+               "prefix\n", rows, c.batch);
     if (o.seq >= 0)
         printf("# sequence %ld only\n", o.seq);
     printf("# verdicts of %zu outputs: exact %zu, within bound %zu, outside bound %zu, nan mismatch %zu; worst "
            "|got - exact| / bound %.4g\n",
            r.outputs, r.counts[0], r.counts[1], r.counts[2], r.counts[3], r.worst_ratio);
     if (r.n_worst > 0) {
-        printf("%-6s %5s %5s %8s %16s %24s %11s %9s  %s\n", "batch", "head", "dim", "seq_len", "got", "exact", "bound",
-               "ratio", "verdict");
+        printf("%-6s %5s %5s %8s", "batch", "head", "dim", "seq_len");
+        if (qo != NULL)
+            printf(" %8s %6s", "q_pos", "q_row");
+        printf(" %16s %24s %11s %9s  %s\n", "got", "exact", "bound", "ratio", "verdict");
         for (size_t i = 0; i < r.n_worst; i++) {
             const lowp_certify_worst *w = &r.worst[i];
-            printf("%-6zu %5zu %5zu %8zu %16.9g %24.17g %11.4g %9.4g  %s\n", w->batch, w->head, w->dim, w->seq_len,
-                   w->got, w->exact, w->bound, w->ratio, lowp_certify_verdict_name((lowp_certify_verdict)w->verdict));
+            printf("%-6zu %5zu %5zu %8zu", w->batch, w->head, w->dim, w->seq_len);
+            if (qo != NULL)
+                printf(" %8zu %6zu", w->q_pos, w->row);
+            printf(" %16.9g %24.17g %11.4g %9.4g  %s\n", w->got, w->exact, w->bound, w->ratio,
+                   lowp_certify_verdict_name((lowp_certify_verdict)w->verdict));
         }
         if (r.counts[2] + r.counts[3] > 0 && o.seq < 0) {
             printf("# reproduce the first: lowp");
@@ -362,5 +399,6 @@ int lowp_cmd_certify(int argc, char **argv)
     lowp_tensor_file_free(&f1);
     lowp_tensor_file_free(&f2);
     lowp_tensor_file_free(&f3);
+    lowp_tensor_file_free(&fqo);
     return bad ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
 }

@@ -89,6 +89,32 @@
  * declared arithmetic (random and adversarial cases) to B and checks that a kernel doing
  * one more rounding than it declares is caught.
  *
+ * ---- Extend / prefill: the same bound per query row ------------------------------------
+ * With qo_indptr, query i of sequence b (position P_b + i, P_b = n_b - q_len_b) is certified
+ * as a decode over its visible prefix of n = P_b + i + 1 keys: exact value, bound and
+ * verdict of that row alone. lowp_certify_row_bound needs nothing else, because every term
+ * above is a property of one row: a row's scores, max, weights, sums and division involve
+ * only its own query and its visible keys, whatever the kernel packs into one MMA tile
+ * (other rows of the tile are other rows of the M dimension: their products never enter
+ * this row's sums). What a causal kernel adds, per row, is
+ *   - masked positions (past P_b + i) in a partially visible key tile: their score is -Inf
+ *     and their weight exp(-Inf - m) = +0 exactly, so they add exact zeros to l and o (x + 0
+ *     = x in binary32) and leave the running max, hence alpha, unchanged: no error term, and
+ *     no extra step in the chain c (b positions per step over positions 0 .. n - 1 from 0
+ *     is still ceil(n / b) steps however the tile boundaries fall, each tile aligned at 0);
+ *   - key tiles processed entirely past the row (a warp streaming to its last row's
+ *     prefix): m' = m, p = +0 and alpha = exp(0). A value of alpha other than 1 would be a
+ *     factor common to o and l (it cancels in o / l) plus one rounding of each rescale per
+ *     such tile, which the chain does not charge; the bound takes alpha(0) = 1 exactly as
+ *     part of the declaration (exp, exp2, ex2.approx.f32 and lowp's exp2_sw give 1 at 0;
+ *     lowp/attn_gpu_extend.h's kernel streams such tiles and is certified in
+ *     tests/test_certify.c);
+ *   - a split of a row's key range across CTAs (split-KV prefill): that is split-K, and
+ *     the kernel declares it with split_tokens (each split's length at most split_tokens,
+ *     C = ceil(n / split_tokens) splits, counted per row).
+ * A kernel that lets a row see a key past P_b + i is not covered by any bound: its exact
+ * attention is another function, and the certificate reports the row outside.
+ *
  * ---- Verdicts ---------------------------------------------------------------------------
  * The exact output lies within r of the binary64 reference ref (r = lowp_attn_ref_bounds,
  * widened by two binary64 ulps). EXACT when every value of [ref - r, ref + r] rounds (RN,
@@ -627,6 +653,52 @@ static int build_cache(const lowp_certify_cache *c, const lowp_kv_page_table *pt
     return 0;
 }
 
+/* ---- the query layout ---------------------------------------------------------------------- */
+/* The rows of q / out per sequence: a's qo_indptr, checked against the sequences' lengths,
+ * or (decode) the identity 0, 1, .., batch in *own. */
+static int query_rows(const lowp_certify_args *a, const lowp_kv_page_table *pt, size_t P, const int32_t **qo,
+                      int32_t **own, char *why, size_t why_len)
+{
+    const size_t B = pt->batch;
+    *own = NULL;
+    *qo = a->qo_indptr;
+    if (a->qo_indptr == NULL) {
+        if (B > (size_t)INT32_MAX || (*own = malloc((B + 1) * sizeof **own)) == NULL)
+            return lowp_why_set(why, why_len, "out of memory for the query rows");
+        for (size_t b = 0; b <= B; b++)
+            (*own)[b] = (int32_t)b;
+        *qo = *own;
+        return 0;
+    }
+    const int32_t *q = a->qo_indptr;
+    if (q[0] != 0)
+        return lowp_why_set(why, why_len, "qo_indptr[0] is %d, expected 0", (int)q[0]);
+    for (size_t b = 0; b < B; b++) {
+        if (q[b + 1] < q[b])
+            return lowp_why_set(why, why_len, "qo_indptr decreases at %zu (%d after %d)", b + 1, (int)q[b + 1],
+                                (int)q[b]);
+        size_t ql = (size_t)(q[b + 1] - q[b]), n = lowp_kv_seq_len(pt, P, b);
+        if (ql > n)
+            return lowp_why_set(why, why_len, "qo_indptr: sequence %zu has %zu queries but holds %zu tokens (a chunk "
+                                "is the sequence's last tokens)", b, ql, n);
+    }
+    return 0;
+}
+
+/* The sequence whose queries hold row t (qo non-decreasing, qo[0] <= t < qo[B]). */
+static size_t seq_of_row(const int32_t *qo, size_t B, size_t t)
+{
+    size_t lo = 0, hi = B; /* qo[lo] <= t < qo[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((size_t)qo[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* ---- verdicts ---------------------------------------------------------------------------- */
 #define OPEN (-1)
 
@@ -695,13 +767,20 @@ static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, ch
         free_pt(&own);
         return -1;
     }
+    const int32_t *qo;
+    int32_t *own_qo;
+    if (query_rows(a, &pt, c->page_size, &qo, &own_qo, why, why_len)) {
+        free_pt(&own);
+        return -1;
+    }
     lowp_kvcache *kc;
     if (build_cache(c, &pt, &kc, why, why_len)) {
+        free(own_qo);
         free_pt(&own);
         return -1;
     }
     lowp_kv_view view = lowp_kvcache_view(kc);
-    const size_t nout = B * Hq * Dv, nq = B * Hq * D;
+    const size_t rows = (size_t)qo[B], nout = rows * Hq * Dv, nq = rows * Hq * D;
     double *qh = malloc(nq * sizeof *qh), *ex = malloc(nout * sizeof *ex), *rerr = malloc(nout * sizeof *rerr);
     double *bnd = malloc(nout * sizeof *bnd), *ratio = malloc(nout * sizeof *ratio);
     signed char *verd = malloc(nout);
@@ -738,35 +817,42 @@ static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, ch
             snprintf(w, sizeof w, "out of memory for sequence %zu (%zu tokens)", b, n);
         else if (lowp_kvcache_gather_range(kc, &view, &pt, b, 0, n, g, 1, kb, vb, w, sizeof w))
             bad = 1;
-        lowp_attn_shape sub = {1, G, 1, D, Dv, n, n - 1, sm};
-        const double *qg = qh + (b * Hq + g * G) * D;
-        size_t base = (b * Hq + g * G) * Dv;
-        /* the a-posteriori bound (about 10^3 times tighter than lowp_attn_ref_bounds at 32K
-         * tokens) decides nearly every output without the MPFR oracle */
-        if (!bad && lowp_attn_ref_f64_bounded(&sub, qg, kb, vb, ex + base, rerr + base, w, sizeof w))
-            bad = 1;
-        for (size_t r = 0; r < G && !bad; r++)
-            if (lowp_certify_row_bound(ar, n, D, Dv, sm, (double)c->v_scale, qg + r * D, kb, vb, bnd + base + r * Dv)) {
-                snprintf(w, sizeof w, "the declared arithmetic is too coarse for a first-order bound at sequence %zu, "
-                         "head %zu (its relative error terms exceed 1/8)", b, g * G + r);
+        /* one decode per query row over its visible prefix (the bound's basis: the header) */
+        const size_t ql = (size_t)(qo[b + 1] - qo[b]);
+        for (size_t i = 0; i < ql && !bad; i++) {
+            const size_t t = (size_t)qo[b] + i, vis = n - ql + i + 1;
+            lowp_attn_shape sub = {1, G, 1, D, Dv, vis, vis - 1, sm};
+            const double *qg = qh + (t * Hq + g * G) * D;
+            size_t base = (t * Hq + g * G) * Dv;
+            /* the a-posteriori bound (about 10^3 times tighter than lowp_attn_ref_bounds at 32K
+             * tokens) decides nearly every output without the MPFR oracle */
+            if (lowp_attn_ref_f64_bounded(&sub, qg, kb, vb, ex + base, rerr + base, w, sizeof w))
                 bad = 1;
-            }
-        int open = 0;
-        for (size_t x = 0; x < G * Dv && !bad; x++) {
-            size_t i = base + x;
-            verd[i] = (signed char)classify(&ro, (double)a->out[i], ex[i], rerr[i], bnd[i], 0, &ratio[i]);
-            open |= verd[i] == OPEN;
-        }
-        if (open && !bad) {
-            if (lowp_attn_oracle_mpfr(&sub, qg, kb, vb, 0, NULL, o64, w, sizeof w))
-                bad = 1;
+            for (size_t r = 0; r < G && !bad; r++)
+                if (lowp_certify_row_bound(ar, vis, D, Dv, sm, (double)c->v_scale, qg + r * D, kb, vb,
+                                           bnd + base + r * Dv)) {
+                    snprintf(w, sizeof w, "the declared arithmetic is too coarse for a first-order bound at "
+                             "sequence %zu, position %zu, head %zu (its relative error terms exceed 1/8)", b,
+                             vis - 1, g * G + r);
+                    bad = 1;
+                }
+            int open = 0;
             for (size_t x = 0; x < G * Dv && !bad; x++) {
-                size_t i = base + x;
-                ex[i] = o64[x];
-                rerr[i] = isfinite(o64[x]) ? 0.5 * (nextafter(fabs(o64[x]), INFINITY) - fabs(o64[x])) : 0.0;
-                verd[i] = (signed char)classify(&ro, (double)a->out[i], ex[i], rerr[i], bnd[i], 1, &ratio[i]);
+                size_t k = base + x;
+                verd[k] = (signed char)classify(&ro, (double)a->out[k], ex[k], rerr[k], bnd[k], 0, &ratio[k]);
+                open |= verd[k] == OPEN;
             }
-            oracle_rows += G;
+            if (open && !bad) {
+                if (lowp_attn_oracle_mpfr(&sub, qg, kb, vb, 0, NULL, o64, w, sizeof w))
+                    bad = 1;
+                for (size_t x = 0; x < G * Dv && !bad; x++) {
+                    size_t k = base + x;
+                    ex[k] = o64[x];
+                    rerr[k] = isfinite(o64[x]) ? 0.5 * (nextafter(fabs(o64[x]), INFINITY) - fabs(o64[x])) : 0.0;
+                    verd[k] = (signed char)classify(&ro, (double)a->out[k], ex[k], rerr[k], bnd[k], 1, &ratio[k]);
+                }
+                oracle_rows += G;
+            }
         }
         if (bad) {
 #pragma omp critical(lowp_certify_err)
@@ -809,8 +895,9 @@ static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, ch
         size_t last = res->n_worst < want ? res->n_worst : want - 1;
         memmove(&res->worst[pos + 1], &res->worst[pos], (last - pos) * sizeof res->worst[0]);
         lowp_certify_worst *w = &res->worst[pos];
-        size_t bq = i / (Hq * Dv);
-        *w = (lowp_certify_worst){bq, (i / Dv) % Hq, i % Dv, lowp_kv_seq_len(&pt, c->page_size, bq),
+        size_t row = i / (Hq * Dv), bq = seq_of_row(qo, B, row);
+        size_t n = lowp_kv_seq_len(&pt, c->page_size, bq), ql = (size_t)(qo[bq + 1] - qo[bq]);
+        *w = (lowp_certify_worst){bq, (i / Dv) % Hq, i % Dv, n, n - ql + (row - (size_t)qo[bq]), row,
                                   (double)a->out[i], ex[i], rerr[i], bnd[i], ratio[i], verd[i]};
         if (res->n_worst < want)
             res->n_worst++;
@@ -833,6 +920,7 @@ done:
     free(ratio);
     free(verd);
     lowp_kvcache_destroy(kc);
+    free(own_qo);
     free_pt(&own);
     return rc;
 }

@@ -1,7 +1,8 @@
-/* lowp/certify.h: certify someone else's paged-decode attention kernel.
+/* lowp/certify.h: certify someone else's paged-decode or extend / prefill attention kernel.
  *
  * Input: a paged KV cache exactly as a production framework holds it in memory (a named
- * layout, below), the decode queries, the kernel's output, and the arithmetic the kernel
+ * layout, below), the decode queries (or a ragged batch of causal extend chunks,
+ * lowp_certify_args.qo_indptr), the kernel's output, and the arithmetic the kernel
  * declares (lowp_certify_arith). Output: for every output element a verdict
  *
  *   EXACT         the kernel's value is a correct rounding, in the declared output dtype,
@@ -154,6 +155,9 @@ lowp_certify_arith lowp_certify_arith_default(void);
  * sequence `batch` of the cache: its pages, its query, head `head`). */
 typedef struct lowp_certify_worst {
     size_t batch, head, dim, seq_len;
+    size_t q_pos;  /* the query's position in its sequence (decode: seq_len - 1); it saw
+                      positions 0 .. q_pos */
+    size_t row;    /* the query's row of q / out (decode: batch) */
     double got, exact, ref_err, bound, ratio;
     int verdict; /* lowp_certify_verdict */
 } lowp_certify_worst;
@@ -184,6 +188,14 @@ typedef struct lowp_certify_args {
     double *exact;       /* the exact value (binary64, within ref_err) */
     double *bound;       /* B */
     uint8_t *verdict;    /* lowp_certify_verdict */
+    /* Extend / prefill (NULL: decode, one query per sequence, q and out [batch][..]):
+     * qo_indptr [batch + 1], int32, qo_indptr[0] = 0, non-decreasing; sequence b has q_len_b
+     * = qo_indptr[b+1] - qo_indptr[b] <= its cache length n_b queries, rows qo_indptr[b] ..
+     * qo_indptr[b+1] - 1 of q and out (then [qo_indptr[batch]][num_q_heads][..], and so are
+     * the per-output arrays above). Query i sits at position n_b - q_len_b + i (the chunk is
+     * the sequence's last q_len_b tokens, after a prefix of n_b - q_len_b; prefill: prefix
+     * 0) and sees positions 0 .. n_b - q_len_b + i (causal). */
+    const int32_t *qo_indptr;
 } lowp_certify_args;
 
 /* Args with the cache and arith given, only_seq -1, diagnose 1, n_worst 8, rest zero. */
@@ -192,7 +204,8 @@ lowp_certify_args lowp_certify_args_init(const lowp_certify_cache *c, const lowp
 
 /* Run the certificate. -1 with a reason for bad input: a size or order the layout cannot
  * have, a scale not finite and > 0, a page table that does not fit the pool, an empty
- * sequence, a declared arithmetic whose first-order bound does not apply (its relative
+ * sequence, a qo_indptr that does not start at 0, decreases, or gives a sequence more
+ * queries than it holds tokens, a declared arithmetic whose first-order bound does not apply (its relative
  * terms exceed 1/8 at some output: the arithmetic is too coarse for the case). */
 int lowp_certify_run(const lowp_certify_args *a, lowp_certify_result *res, char *why, size_t why_len);
 
