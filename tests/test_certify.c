@@ -18,6 +18,11 @@
  *    of each query is right); the same kernel run with every query seeing one key more
  *    (a causal off-by-one) is flagged outside on rows of every sequence; bad query
  *    layouts are refused with the reason.
+ * 4. Quantize-on-write (lowp_certify_kv_write): tokens written by lowp's cache model into a
+ *    TRT-LLM-ordered cache (HND, V scales interleaved: lowp/kvcache.h's own addressing) are
+ *    exact under certify's TRT-LLM formulas; one flipped code bit is named (token, K/V,
+ *    head, byte, both values); the V scales read linearly are named by the diagnosis; a
+ *    padding slot is skipped; a repeated or out-of-pool slot is refused.
  * LOWP_SEED reproduces a run. */
 #include <math.h>
 #include <stdio.h>
@@ -796,6 +801,78 @@ START_TEST(test_extend_layout_refusals_and_decode_identity)
 }
 END_TEST
 
+/* ---- quantize-on-write -------------------------------------------------------------------- */
+START_TEST(test_kv_write_exact_flipped_bit_and_scale_order)
+{
+    const size_t P = 16, H = 2, D = 64, pages = 4, T = 40;
+    lowp_kv_config cfg = lowp_kv_config_default(LOWP_NVFP4, pages, P, H, D, D);
+    cfg.layout = LOWP_KV_HND;
+    cfg.v_sf_order = LOWP_KV_SF_INTERLEAVE4;
+    lowp_kvcache *kc;
+    char why[256];
+    ck_assert_msg(lowp_kvcache_create(&cfg, &kc, why, sizeof why) == 0, "%s", why);
+    const float ks = 0.02f, vs = 0.03f;
+    ck_assert(lowp_kvcache_set_global_scales(kc, &ks, &vs, 1, why, sizeof why) == 0);
+    uint64_t r = lowp_test_stream(g_seed, 5, 1, 0);
+    float *k = lowp_test_xmalloc(T * H * D * sizeof *k), *v = lowp_test_xmalloc(T * H * D * sizeof *v);
+    int64_t slots[40];
+    for (size_t i = 0; i < T; i++) {
+        slots[i] = (int64_t)((i * 7 + 3) % (pages * P)); /* 7 is prime to 64: 40 distinct slots */
+        for (size_t x = 0; x < H * D; x++) {
+            k[i * H * D + x] = lowp_f32_from_bf16(lowp_bf16_from_f32((float)(2.0 * lowp_test_gauss(&r))));
+            v[i * H * D + x] = lowp_f32_from_bf16(lowp_bf16_from_f32((float)(3.0 * lowp_test_gauss(&r))));
+        }
+        ck_assert(lowp_kvcache_write(kc, (size_t)slots[i] / P, (size_t)slots[i] % P, k + i * H * D, v + i * H * D,
+                                     NULL, NULL, why, sizeof why) == 0);
+    }
+    slots[5] = -1; /* a padding token: not written, not compared */
+    lowp_certify_cache c = lowp_certify_cache_init(LOWP_CERTIFY_TRTLLM, pages, P, H, D, D);
+    c.k = lowp_kvcache_cbuffer(kc, LOWP_KV_K, LOWP_KV_CODES, NULL);
+    c.v = lowp_kvcache_cbuffer(kc, LOWP_KV_V, LOWP_KV_CODES, NULL);
+    c.k_sf = lowp_kvcache_cbuffer(kc, LOWP_KV_K, LOWP_KV_SCALES, NULL);
+    c.v_sf = lowp_kvcache_cbuffer(kc, LOWP_KV_V, LOWP_KV_SCALES, NULL);
+    c.k_scale = ks;
+    c.v_scale = vs;
+    uint8_t verdict[40];
+    lowp_certify_kv_write_args a = {c, cfg.recipe, T, slots, k, v, verdict};
+    lowp_certify_kv_write_result res;
+    ck_assert_msg(lowp_certify_kv_write(&a, &res, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(res.exact, T - 1);
+    ck_assert_uint_eq(res.padding, 1);
+    ck_assert_uint_eq(verdict[5], LOWP_CERTIFY_KV_PADDING);
+    /* one code bit of token 9's V, head 1, byte 7 */
+    size_t p9 = (size_t)slots[9] / P, t9 = (size_t)slots[9] % P;
+    uint8_t *vb = lowp_kvcache_buffer(kc, LOWP_KV_V, LOWP_KV_CODES, NULL);
+    vb[lowp_kvcache_code_offset(kc, LOWP_KV_V, p9, t9, 1) + 7] ^= 0x10;
+    ck_assert(lowp_certify_kv_write(&a, &res, why, sizeof why) == 0);
+    ck_assert_uint_eq(res.differs, 1);
+    ck_assert_uint_eq(verdict[9], LOWP_CERTIFY_KV_DIFFERS);
+    ck_assert(res.token == 9 && res.which == 1 && res.scales == 0 && res.head == 1 && res.index == 7);
+    ck_assert_uint_eq(res.got ^ res.want, 0x10);
+    ck_assert_str_eq(res.diagnosis, "");
+    vb[lowp_kvcache_code_offset(kc, LOWP_KV_V, p9, t9, 1) + 7] ^= 0x10;
+    /* the interleaved V scales declared linear: differs, and named */
+    a.cache.v_sf_order = LOWP_KV_SF_LINEAR;
+    ck_assert(lowp_certify_kv_write(&a, &res, why, sizeof why) == 0);
+    ck_assert_uint_gt(res.differs, 0);
+    ck_assert_int_eq(res.which, 1);
+    ck_assert_int_eq(res.scales, 1);
+    ck_assert_msg(strstr(res.diagnosis, "V scales look 4-token interleaved, layout says linear") != NULL, "'%s'",
+                  res.diagnosis);
+    a.cache.v_sf_order = LOWP_KV_SF_INTERLEAVE4;
+    /* refusals */
+    slots[6] = slots[7];
+    ck_assert_int_eq(lowp_certify_kv_write(&a, &res, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "slot_mapping[7] = ") != NULL && strstr(why, "written twice") != NULL, "%s", why);
+    slots[6] = 64;
+    ck_assert_int_eq(lowp_certify_kv_write(&a, &res, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "slot_mapping[6] = 64 is past the pool") != NULL, "%s", why);
+    free(k);
+    free(v);
+    lowp_kvcache_destroy(kc);
+}
+END_TEST
+
 static Suite *certify_suite(void)
 {
     Suite *s = suite_create("certify");
@@ -808,6 +885,7 @@ static Suite *certify_suite(void)
     lowp_test_tcase(s, "extend", 60,
                     LOWP_TESTS(test_extend_causal_within_and_off_by_one_flagged,
                                test_extend_layout_refusals_and_decode_identity));
+    lowp_test_tcase(s, "kv_write", 60, LOWP_TESTS(test_kv_write_exact_flipped_bit_and_scale_order));
     return s;
 }
 

@@ -20,7 +20,14 @@
  * QI[batch]: sequence b's queries are its last QI[b+1] - QI[b] tokens, causal (lowp/certify.h).
  *
  * Exit status: 0 when every output is exact or within bound, 1 when any is outside or a
- * NaN mismatch, 2 on bad input (one line on stderr, nothing on stdout). */
+ * NaN mismatch, 2 on bad input (one line on stderr, nothing on stdout).
+ *
+ *   lowp certify --kv-write --layout L --k-cache K --v-cache V [--k-sf KS --v-sf VS]
+ *                --k-scale S --v-scale S --slot-mapping SM --k-in KI --v-in VI [--recipe R]
+ * checks a quantize-on-write instead (lowp_certify_kv_write): the pools K, V (KS, VS) as the
+ * user's writer left them, SM int64 or int32 [num_tokens] (page * page_size + slot, < 0:
+ * padding), KI / VI the values written, float [num_tokens, H, D]; exit 0 when every
+ * written token's bytes are lowp's, 1 when one differs. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -62,7 +69,12 @@ static void certify_usage(FILE *f)
           "  --worst N           worst elements printed (default 8, at most 16)\n"
           "  --no-diagnose       do not re-read the cache under other layouts when it fails\n"
           "  --threads N         OpenMP threads over (sequence, KV head) (default: all)\n"
-          "exit 0: every output exact or within bound; 1: any outside or NaN mismatch; 2: bad input\n",
+          "quantize-on-write (--kv-write, no --q/--out/page table): the cache bytes a writer left for tokens\n"
+          "  --slot-mapping SM   int64 / int32 [num_tokens]: page x page_size + slot (< 0: padding, skipped)\n"
+          "  --k-in, --v-in      the values written, float [num_tokens, H, D] (bf16 / f16 / f32)\n"
+          "  --recipe R          the writer's rounding recipe (default: sglang-kv for nvfp4, else the format's)\n"
+          "exit 0: every output exact or within bound (every token's bytes lowp's); 1: any outside or NaN\n"
+          "mismatch (a token's bytes differ); 2: bad input\n",
           f);
 }
 
@@ -108,12 +120,30 @@ static int byte_codes(lowp_dtype d)
 
 typedef struct {
     const char *layout, *k, *v, *ksf, *vsf, *bt, *sl, *indptr, *indices, *lpl, *q, *out, *qo;
+    const char *slots, *k_in, *v_in, *recipe; /* --kv-write */
+    int kv_write;
     const char *page_order, *k_sf_order, *v_sf_order, *q_dtype, *p_dtype, *out_dtype, *partial_dtype;
     double k_scale, v_scale, q_scale, sm_scale;
     int k_scale_set, v_scale_set, v_after, no_diag;
     size_t split, mma_k, worst, threads;
     long seq;
 } certify_opts;
+
+/* --kv-write: its own options, and none of the attention check's. */
+static void kv_write_opts(const certify_opts *o)
+{
+    if (!o->kv_write)
+        lowp_cli_fail("certify: --slot-mapping, --k-in, --v-in and --recipe belong to --kv-write");
+    if (o->layout == NULL || o->k == NULL || o->v == NULL || o->slots == NULL || o->k_in == NULL || o->v_in == NULL)
+        lowp_cli_fail("certify --kv-write: --layout, --k-cache, --v-cache, --slot-mapping, --k-in and --v-in are "
+                      "required (see lowp certify --help)");
+    if (!o->k_scale_set || !o->v_scale_set)
+        lowp_cli_fail("certify --kv-write: --k-scale and --v-scale are required (the writer's decode-side scales; 1 "
+                      "for an unscaled cache)");
+    if (o->q || o->out || o->qo || o->bt || o->sl || o->indptr || o->indices || o->lpl || o->seq >= 0)
+        lowp_cli_fail("certify --kv-write: --q, --out, --qo-indptr, --seq and page tables belong to the attention "
+                      "check, not to a cache write");
+}
 
 static void parse(int argc, char **argv, certify_opts *o)
 {
@@ -136,6 +166,10 @@ static void parse(int argc, char **argv, certify_opts *o)
         else if (strcmp(s, "--q") == 0) str = &o->q;
         else if (strcmp(s, "--out") == 0) str = &o->out;
         else if (strcmp(s, "--qo-indptr") == 0) str = &o->qo;
+        else if (strcmp(s, "--slot-mapping") == 0) str = &o->slots;
+        else if (strcmp(s, "--k-in") == 0) str = &o->k_in;
+        else if (strcmp(s, "--v-in") == 0) str = &o->v_in;
+        else if (strcmp(s, "--recipe") == 0) str = &o->recipe;
         else if (strcmp(s, "--page-order") == 0) str = &o->page_order;
         else if (strcmp(s, "--k-sf-order") == 0) str = &o->k_sf_order;
         else if (strcmp(s, "--v-sf-order") == 0) str = &o->v_sf_order;
@@ -172,11 +206,17 @@ static void parse(int argc, char **argv, certify_opts *o)
             o->v_after = 1;
         else if (strcmp(s, "--no-diagnose") == 0)
             o->no_diag = 1;
+        else if (strcmp(s, "--kv-write") == 0)
+            o->kv_write = 1;
         else if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
             certify_usage(stdout);
             exit(LOWP_EXIT_OK);
         } else
             lowp_cli_fail("certify: unknown argument '%s' (see lowp certify --help)", s);
+    }
+    if (o->kv_write || o->slots != NULL || o->k_in != NULL || o->v_in != NULL || o->recipe != NULL) {
+        kv_write_opts(o);
+        return;
     }
     if (o->layout == NULL || o->k == NULL || o->v == NULL || o->q == NULL || o->out == NULL)
         lowp_cli_fail("certify: --layout, --k-cache, --v-cache, --q and --out are required (see lowp certify --help)");
@@ -217,6 +257,78 @@ static lowp_certify_dtype dtype_opt(const char *opt, const char *name, lowp_cert
     if (name != NULL && lowp_certify_dtype_parse(name, &d))
         lowp_cli_fail("%s: unknown dtype '%s' (f32 bf16 f16 e4m3)", opt, name);
     return d;
+}
+
+/* One float input of --kv-write: [num_tokens, H, dim], binary32 values exactly. */
+static void load_written(const char *opt, const char *path, lowp_tensor *t, size_t n, size_t H, size_t dim)
+{
+    char why[512];
+    size_t rounded = 0;
+    if (lowp_tensor_load_float(path, NULL, t, NULL, &rounded, why, sizeof why))
+        lowp_cli_fail("%s %s: %s", opt, path, why);
+    if (rounded > 0)
+        lowp_cli_fail("%s %s: %zu values are not binary32 (give the writer's bf16 / f16 / f32 values)", opt, path,
+                      rounded);
+    if (t->ndim != 3 || t->shape[0] != n || t->shape[1] != H || t->shape[2] != dim)
+        lowp_cli_fail("%s: shape [%zu, %zu, %zu] (rank %d), expected [num_tokens %zu, H %zu, dim %zu]", opt,
+                      t->shape[0], t->ndim > 1 ? t->shape[1] : 0, t->ndim > 2 ? t->shape[2] : 0, t->ndim, n, H, dim);
+}
+
+/* lowp certify --kv-write, once the pools are in c: the report and the exit status. */
+static int certify_kv_write(const certify_opts *o, const lowp_certify_cache *c)
+{
+    lowp_tensor_file fs;
+    const lowp_tensor *ts = load_one("--slot-mapping", o->slots, &fs);
+    if (ts->ndim != 1 || ts->shape[0] == 0 || (ts->dtype != LOWP_DT_I64 && ts->dtype != LOWP_DT_I32))
+        lowp_cli_fail("--slot-mapping %s: expected int64 or int32 [num_tokens] (dtype %s, rank %d)", o->slots,
+                      lowp_dtype_name(ts->dtype), ts->ndim);
+    const size_t n = ts->shape[0];
+    int64_t *slots = malloc(n * sizeof *slots);
+    if (slots == NULL)
+        lowp_cli_fail("--slot-mapping: out of memory for %zu slots", n);
+    for (size_t i = 0; i < n; i++) {
+        if (ts->dtype == LOWP_DT_I64)
+            memcpy(&slots[i], ts->data + 8 * i, 8);
+        else {
+            int32_t v;
+            memcpy(&v, ts->data + 4 * i, 4);
+            slots[i] = v;
+        }
+    }
+    lowp_tensor tk, tv;
+    load_written("--k-in", o->k_in, &tk, n, c->num_kv_heads, c->qk_dim);
+    load_written("--v-in", o->v_in, &tv, n, c->num_kv_heads, c->vo_dim);
+    lowp_certify_kv_write_args a = {*c, lowp_recipe_default(c->format), n, slots,
+                                    (const float *)(const void *)tk.data, (const float *)(const void *)tv.data, NULL};
+    if (c->format == LOWP_NVFP4)
+        a.recipe = lowp_kv_config_default(c->format, 1, 1, 1, 16, 16).recipe;
+    if (o->recipe != NULL && lowp_recipe_parse(o->recipe, &a.recipe))
+        lowp_cli_fail("--recipe: unknown recipe '%s' (%s)", o->recipe, lowp_recipe_names());
+    lowp_certify_kv_write_result r;
+    char why[512];
+    if (lowp_certify_kv_write(&a, &r, why, sizeof why))
+        lowp_cli_fail("certify --kv-write: %s", why);
+    printf("# lowp certify --kv-write: layout %s (%s", o->layout, lowp_block_format_name(c->format));
+    if (c->format == LOWP_NVFP4)
+        printf(", K scales %s, V scales %s", lowp_kv_sf_order_name(c->k_sf_order), lowp_kv_sf_order_name(c->v_sf_order));
+    printf("), %zu pages of %zu, %zu KV heads, dims %zu / %zu; recipe %s, k_scale %.9g v_scale %.9g\n", c->num_pages,
+           c->page_size, c->num_kv_heads, c->qk_dim, c->vo_dim, lowp_recipe_name(a.recipe), (double)c->k_scale,
+           (double)c->v_scale);
+    printf("# tokens %zu: exact %zu, differs %zu, padding %zu (slot < 0, not written)\n", r.tokens, r.exact, r.differs,
+           r.padding);
+    if (r.differs > 0)
+        printf("# first difference: token %zu (slot %zu), %s %s, head %zu, %s %zu: got 0x%02x, lowp wrote 0x%02x\n",
+               r.token, r.slot, r.which ? "V" : "K", r.scales ? "block scales" : "codes", r.head,
+               r.scales ? "scale" : "byte", r.index, r.got, r.want);
+    if (r.diagnosis[0] != '\0')
+        printf("# diagnosis: %s\n", r.diagnosis);
+    if (fflush(stdout) != 0)
+        lowp_cli_fail("cannot write to standard output");
+    free(slots);
+    lowp_tensor_free(&tk);
+    lowp_tensor_free(&tv);
+    lowp_tensor_file_free(&fs);
+    return r.differs > 0 ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
 }
 
 int lowp_cmd_certify(int argc, char **argv)
@@ -279,6 +391,16 @@ int lowp_cmd_certify(int argc, char **argv)
     c.v_sf = tvs ? tvs->data : NULL;
     c.k_scale = (float)o.k_scale;
     c.v_scale = (float)o.v_scale;
+    if (o.kv_write) {
+        int rc = certify_kv_write(&o, &c);
+        lowp_tensor_file_free(&fk);
+        lowp_tensor_file_free(&fv);
+        if (nvfp4) {
+            lowp_tensor_file_free(&fks);
+            lowp_tensor_file_free(&fvs);
+        }
+        return rc;
+    }
 
     /* page table */
     size_t sh[2], sh2[2], sh3[2];

@@ -601,6 +601,19 @@ static size_t pool_off(lowp_kv_layout o, size_t P, size_t H, size_t page, size_t
     return (o == LOWP_KV_NHD ? (page * P + slot) * H + head : (page * H + head) * P + slot) * unit;
 }
 
+/* The owner's byte offsets of row (page, slot t, head h) of side w of c: its codes, and its
+ * block scale s (0 .. S-1) of that row. */
+static size_t user_code_off(const lowp_certify_cache *c, size_t rb, size_t p, size_t t, size_t h)
+{
+    return pool_off(c->code_order, c->page_size, c->num_kv_heads, p, t, h, rb);
+}
+static size_t user_scale_off(const lowp_certify_cache *c, int w, size_t S, size_t p, size_t t, size_t h, size_t s)
+{
+    size_t tt, ss;
+    tile_pos(w ? c->v_sf_order : c->k_sf_order, t, s, S, &tt, &ss);
+    return pool_off(c->sf_order, c->page_size, c->num_kv_heads, p, tt, h, S) + ss;
+}
+
 static int build_cache(const lowp_certify_cache *c, const lowp_kv_page_table *pt, lowp_kvcache **out, char *why,
                        size_t why_len)
 {
@@ -629,7 +642,6 @@ static int build_cache(const lowp_certify_cache *c, const lowp_kv_page_table *pt
         lowp_kv_which which = w ? LOWP_KV_V : LOWP_KV_K;
         size_t rb = lowp_kv_row_code_bytes(&cfg, which), S = lowp_kv_row_scales(&cfg, which);
         const uint8_t *src = w ? c->v : c->k, *ssrc = w ? c->v_sf : c->k_sf;
-        lowp_kv_sf_order so = w ? c->v_sf_order : c->k_sf_order;
         uint8_t *codes = lowp_kvcache_buffer(kc, which, LOWP_KV_CODES, NULL);
         uint8_t *scales = S ? lowp_kvcache_buffer(kc, which, LOWP_KV_SCALES, NULL) : NULL;
         for (size_t p = 0; p < c->num_pages; p++) {
@@ -637,14 +649,11 @@ static int build_cache(const lowp_certify_cache *c, const lowp_kv_page_table *pt
                 continue;
             for (size_t t = 0; t < P; t++)
                 for (size_t h = 0; h < H; h++) {
-                    memcpy(codes + lowp_kvcache_code_offset(kc, which, p, t, h),
-                           src + pool_off(c->code_order, P, H, p, t, h, rb), rb);
-                    for (size_t s = 0; s < S; s++) {
-                        size_t tt, ss;
-                        tile_pos(so, t, s, S, &tt, &ss);
+                    memcpy(codes + lowp_kvcache_code_offset(kc, which, p, t, h), src + user_code_off(c, rb, p, t, h),
+                           rb);
+                    for (size_t s = 0; s < S; s++)
                         scales[lowp_kvcache_scale_offset(kc, which, p, t, h, s)] =
-                            ssrc[pool_off(c->sf_order, P, H, p, tt, h, S) + ss];
-                    }
+                            ssrc[user_scale_off(c, w, S, p, t, h, s)];
                 }
         }
     }
@@ -738,8 +747,11 @@ static int classify(const rounder *ro, double got, double ex, double r, double B
     return final ? LOWP_CERTIFY_WITHIN : OPEN;
 }
 
-/* One run without the diagnosis. Per-output arrays ex/rerr/bnd/ratio/verd are owned here. */
-static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, char *why, size_t why_len)
+/* One run without the diagnosis. Per-output arrays ex/rerr/bnd/ratio/verd are owned here.
+ * shift: each query row sees that many positions more than causal (clipped at its
+ * sequence's end): 0 as declared, 1 for the diagnosis of a causal off-by-one. */
+static int certify_once(const lowp_certify_args *a, size_t shift, lowp_certify_result *res, char *why,
+                        size_t why_len)
 {
     const lowp_certify_cache *c = &a->cache;
     const lowp_certify_arith *ar = &a->arith;
@@ -820,7 +832,7 @@ static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, ch
         /* one decode per query row over its visible prefix (the bound's basis: the header) */
         const size_t ql = (size_t)(qo[b + 1] - qo[b]);
         for (size_t i = 0; i < ql && !bad; i++) {
-            const size_t t = (size_t)qo[b] + i, vis = n - ql + i + 1;
+            const size_t t = (size_t)qo[b] + i, vis = n - ql + i + 1 + shift < n ? n - ql + i + 1 + shift : n;
             lowp_attn_shape sub = {1, G, 1, D, Dv, vis, vis - 1, sm};
             const double *qg = qh + (t * Hq + g * G) * D;
             size_t base = (t * Hq + g * G) * Dv;
@@ -942,7 +954,7 @@ static const char *sf_words(lowp_kv_sf_order o)
 static void diagnose(const lowp_certify_args *a, lowp_certify_result *res)
 {
     const lowp_certify_cache *c = &a->cache;
-    enum { ALT_V_SF, ALT_K_SF, ALT_KV_SF, ALT_PAGES, ALT_V_SCALE, ALT_K_SCALE, ALT_KV_SCALE, ALT_COUNT };
+    enum { ALT_V_SF, ALT_K_SF, ALT_KV_SF, ALT_PAGES, ALT_V_SCALE, ALT_K_SCALE, ALT_KV_SCALE, ALT_CAUSAL, ALT_COUNT };
     for (int alt = 0; alt < ALT_COUNT; alt++) {
         lowp_certify_args b = *a;
         b.diagnose = 0;
@@ -952,7 +964,15 @@ static void diagnose(const lowp_certify_args *a, lowp_certify_result *res)
         lowp_certify_cache *d = &b.cache;
         char what[200];
         int nvfp4 = c->format == LOWP_NVFP4;
+        size_t shift = 0;
         switch (alt) {
+        case ALT_CAUSAL:
+            if (a->qo_indptr == NULL)
+                continue;
+            shift = 1;
+            snprintf(what, sizeof what, "causal mask off by one: query i of a chunk looks to see position prefix + "
+                     "i + 1, one past its own");
+            break;
         case ALT_V_SF:
         case ALT_K_SF:
         case ALT_KV_SF:
@@ -1001,7 +1021,7 @@ static void diagnose(const lowp_certify_args *a, lowp_certify_result *res)
         }
         lowp_certify_result r;
         char w[256];
-        if (certify_once(&b, &r, w, sizeof w))
+        if (certify_once(&b, shift, &r, w, sizeof w))
             continue; /* the other reading is not even a valid cache: not this one */
         if (r.outputs > 0 && r.counts[LOWP_CERTIFY_OUTSIDE] == 0 && r.counts[LOWP_CERTIFY_NAN_MISMATCH] == 0) {
             snprintf(res->diagnosis, sizeof res->diagnosis,
@@ -1018,9 +1038,146 @@ int lowp_certify_run(const lowp_certify_args *a, lowp_certify_result *res, char 
 {
     if (a == NULL || res == NULL)
         return lowp_why_set(why, why_len, "args and result must not be NULL");
-    if (certify_once(a, res, why, why_len))
+    if (certify_once(a, 0, res, why, why_len))
         return -1;
     if (a->diagnose && res->counts[LOWP_CERTIFY_OUTSIDE] + res->counts[LOWP_CERTIFY_NAN_MISMATCH] > 0)
         diagnose(a, res);
+    return 0;
+}
+
+/* ---- quantize-on-write ------------------------------------------------------------------- */
+/* The cache's sizes and buffers without its page table (check_cache's rules otherwise). */
+static int check_written(const lowp_certify_cache *c, char *why, size_t why_len)
+{
+    lowp_certify_cache d = *c;
+    static const int32_t one = 1;
+    d.batch = 1;
+    d.block_table = &one;
+    d.max_blocks = 1;
+    d.seq_lens = &one;
+    return check_cache(&d, why, why_len);
+}
+
+/* Compare the tokens' rows of c with lowp's writes in kc; fills r's counts and first
+ * difference, verdict (may be NULL). */
+static void compare_written(const lowp_certify_kv_write_args *a, const lowp_certify_cache *c, const lowp_kvcache *kc,
+                            const lowp_kv_config *cfg, lowp_certify_kv_write_result *r, uint8_t *verdict)
+{
+    const size_t P = c->page_size, H = c->num_kv_heads;
+    r->exact = r->differs = r->padding = 0;
+    r->token = SIZE_MAX;
+    for (size_t i = 0; i < a->num_tokens; i++) {
+        if (a->slot_mapping[i] < 0) {
+            r->padding++;
+            if (verdict != NULL)
+                verdict[i] = LOWP_CERTIFY_KV_PADDING;
+            continue;
+        }
+        size_t p = (size_t)a->slot_mapping[i] / P, t = (size_t)a->slot_mapping[i] % P;
+        int same = 1;
+        for (int w = 0; w < 2 && same; w++) {
+            lowp_kv_which which = w ? LOWP_KV_V : LOWP_KV_K;
+            size_t rb = lowp_kv_row_code_bytes(cfg, which), S = lowp_kv_row_scales(cfg, which);
+            const uint8_t *src = w ? c->v : c->k, *ssrc = w ? c->v_sf : c->k_sf;
+            const uint8_t *codes = lowp_kvcache_cbuffer(kc, which, LOWP_KV_CODES, NULL);
+            const uint8_t *scales = S ? lowp_kvcache_cbuffer(kc, which, LOWP_KV_SCALES, NULL) : NULL;
+            for (size_t h = 0; h < H && same; h++) {
+                const uint8_t *got = src + user_code_off(c, rb, p, t, h);
+                const uint8_t *want = codes + lowp_kvcache_code_offset(kc, which, p, t, h);
+                for (size_t x = 0; x < rb + S && same; x++) {
+                    uint8_t g = x < rb ? got[x] : ssrc[user_scale_off(c, w, S, p, t, h, x - rb)];
+                    uint8_t e = x < rb ? want[x] : scales[lowp_kvcache_scale_offset(kc, which, p, t, h, x - rb)];
+                    if (g == e)
+                        continue;
+                    same = 0;
+                    if (r->token == SIZE_MAX)
+                        *r = (lowp_certify_kv_write_result){r->tokens, r->padding, r->exact, r->differs, i,
+                                                            (size_t)a->slot_mapping[i], w, x >= rb, h,
+                                                            x < rb ? x : x - rb, g, e, ""};
+                }
+            }
+        }
+        r->exact += same;
+        r->differs += !same;
+        if (verdict != NULL)
+            verdict[i] = same ? LOWP_CERTIFY_KV_EXACT : LOWP_CERTIFY_KV_DIFFERS;
+    }
+}
+
+int lowp_certify_kv_write(const lowp_certify_kv_write_args *a, lowp_certify_kv_write_result *r, char *why,
+                          size_t why_len)
+{
+    if (a == NULL || r == NULL)
+        return lowp_why_set(why, why_len, "args and result must not be NULL");
+    memset(r, 0, sizeof *r);
+    const lowp_certify_cache *c = &a->cache;
+    if (check_written(c, why, why_len))
+        return -1;
+    if (a->slot_mapping == NULL || a->k == NULL || a->v == NULL || a->num_tokens == 0)
+        return lowp_why_set(why, why_len, "kv write: slot_mapping, k and v must not be NULL, num_tokens > 0");
+    lowp_kv_config cfg = lowp_kv_config_default(c->format, c->num_pages, c->page_size, c->num_kv_heads, c->qk_dim,
+                                                c->vo_dim);
+    cfg.recipe = a->recipe;
+    if (lowp_kv_config_check(&cfg, why, why_len))
+        return -1;
+    const size_t slots = c->num_pages * c->page_size;
+    unsigned char *seen = calloc(slots, 1);
+    if (seen == NULL)
+        return lowp_why_set(why, why_len, "out of memory for the slot map");
+    for (size_t i = 0; i < a->num_tokens; i++) {
+        int64_t sl = a->slot_mapping[i];
+        if (sl < 0)
+            continue; /* vLLM's padding token (slot -1): the writer skips it */
+        const char *bad = (uint64_t)sl >= slots ? "past the pool" : seen[sl] ? "written twice" : NULL;
+        if (bad != NULL) {
+            free(seen);
+            return lowp_why_set(why, why_len, "slot_mapping[%zu] = %lld is %s (%zu pages of %zu slots)", i,
+                                (long long)sl, bad, c->num_pages, c->page_size);
+        }
+        seen[sl] = 1;
+    }
+    free(seen);
+    lowp_kvcache *kc;
+    if (lowp_kvcache_create(&cfg, &kc, why, why_len))
+        return -1;
+    if (lowp_block_has_global_scale(c->format) &&
+        lowp_kvcache_set_global_scales(kc, &c->k_scale, &c->v_scale, 1, why, why_len)) {
+        lowp_kvcache_destroy(kc);
+        return -1;
+    }
+    const size_t nk = c->num_kv_heads * c->qk_dim, nv = c->num_kv_heads * c->vo_dim;
+    for (size_t i = 0; i < a->num_tokens; i++) {
+        if (a->slot_mapping[i] < 0)
+            continue;
+        size_t sl = (size_t)a->slot_mapping[i];
+        if (lowp_kvcache_write(kc, sl / c->page_size, sl % c->page_size, a->k + i * nk, a->v + i * nv, NULL, NULL,
+                               why, why_len)) {
+            lowp_kvcache_destroy(kc);
+            return -1;
+        }
+    }
+    r->tokens = a->num_tokens;
+    compare_written(a, c, kc, &cfg, r, a->verdict);
+    /* a wrong scale order is named: the same bytes compared under the flipped order(s) */
+    for (int alt = 0; alt < 3 && r->differs > 0 && c->format == LOWP_NVFP4; alt++) {
+        lowp_certify_cache d = *c;
+        if (alt != 1)
+            d.v_sf_order = flip_sf(c->v_sf_order);
+        if (alt != 0)
+            d.k_sf_order = flip_sf(c->k_sf_order);
+        if (check_written(&d, NULL, 0))
+            continue;
+        lowp_certify_kv_write_result q = *r;
+        compare_written(a, &d, kc, &cfg, &q, NULL);
+        if (q.differs == 0) {
+            snprintf(r->diagnosis, sizeof r->diagnosis,
+                     "%s scales look %s, layout says %s (under that reading all %zu written tokens are exact)",
+                     alt == 0 ? "V" : alt == 1 ? "K" : "K and V",
+                     sf_words(alt == 1 ? d.k_sf_order : d.v_sf_order), sf_words(alt == 1 ? c->k_sf_order : c->v_sf_order),
+                     q.exact);
+            break;
+        }
+    }
+    lowp_kvcache_destroy(kc);
     return 0;
 }

@@ -222,6 +222,51 @@ int lowp_certify_row_bound(const lowp_certify_arith *a, size_t n, size_t qk_dim,
 /* The declared rounding of one query element (q_dtype, q_scale), exact in binary64. */
 double lowp_certify_round_q(const lowp_certify_arith *a, float q);
 
+/* ---- Quantize-on-write -----------------------------------------------------------------
+ * A third party's cache writer (vLLM reshape_and_cache_flash, SGLang's set_kv_buffer with
+ * NVFP4 quantization, ...) against lowp's cache model (lowp_kvcache_write with the declared
+ * recipe and decode-side global scales): the tokens k, v (binary32 values, e.g. the BF16
+ * the model produced) are written by lowp into a cache of the same sizes, and every
+ * written row of the user's pools (codes, and NVFP4 block scales, in the layout's memory
+ * order) is compared byte for byte. Verdict per token: exact, or differs (the first
+ * differing byte of the batch is named: token, K/V, codes/scales, head, byte, both values).
+ * Bytes of slots no token was written to are not read. With NVFP4, a failure is re-compared
+ * under the flipped K / V scale orders and a reading under which every token is exact is
+ * named in diagnosis. */
+typedef enum lowp_certify_kv_verdict {
+    LOWP_CERTIFY_KV_EXACT = 0,
+    LOWP_CERTIFY_KV_DIFFERS = 1,
+    LOWP_CERTIFY_KV_PADDING = 2 /* slot < 0: not written (vLLM's padding tokens) */
+} lowp_certify_kv_verdict;
+
+typedef struct lowp_certify_kv_write_args {
+    lowp_certify_cache cache;    /* the written pools, sizes, orders and global scales (the
+                                    page table fields are not used) */
+    lowp_recipe recipe;          /* the writer's declared recipe (lowp/block.h; SGLang's NVFP4:
+                                    LOWP_RECIPE_SGLANG_KV, vLLM's FP8: the format's default) */
+    size_t num_tokens;
+    const int64_t *slot_mapping; /* [num_tokens]: page * page_size + slot; < 0: padding */
+    const float *k, *v;          /* [num_tokens][num_kv_heads][qk_dim], [..][vo_dim] */
+    uint8_t *verdict;            /* optional [num_tokens], lowp_certify_kv_verdict */
+} lowp_certify_kv_write_args;
+
+typedef struct lowp_certify_kv_write_result {
+    size_t tokens, padding, exact, differs;
+    /* the first differing byte (lowest token; K before V, codes before scales): */
+    size_t token, slot;
+    int which;                   /* 0 K, 1 V */
+    int scales;                  /* 0 element codes, 1 block scales */
+    size_t head, index;          /* head, and byte (codes) or scale (scales) of the row */
+    uint8_t got, want;           /* the user's byte and lowp's */
+    char diagnosis[256];         /* a scale-order finding, "" when none */
+} lowp_certify_kv_write_result;
+
+/* 0 (the result says exact or not), or -1 with a reason: the cache's checks of
+ * lowp_certify_run (page table excepted), a recipe the format lacks, a slot past the pool
+ * or written twice, NULL inputs. */
+int lowp_certify_kv_write(const lowp_certify_kv_write_args *a, lowp_certify_kv_write_result *r, char *why,
+                          size_t why_len);
+
 /* sizeof of the argument structs, for bindings that mirror them (python/lowp): which = 0
  * lowp_certify_cache, 1 lowp_certify_arith, 2 lowp_certify_args, 3 lowp_certify_result,
  * 4 lowp_certify_worst; 0 for anything else. */
