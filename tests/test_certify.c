@@ -427,10 +427,11 @@ static lowp_certify_arith lowp_kernel_arith(void)
     return a;
 }
 
-static lowp_certify_cache cache_of(const paged *p, lowp_certify_layout l, const lowp_kvcache *src, float ks,
-                                   float vs, int use_block_table)
+/* The pools of src (2 KV heads, dims 64, page 16) handed over as layout l's buffers. */
+static lowp_certify_cache pools_of(lowp_certify_layout l, size_t num_pages, const lowp_kvcache *src, float ks,
+                                   float vs)
 {
-    lowp_certify_cache c = lowp_certify_cache_init(l, p->num_pages, 16, 2, 64, 64);
+    lowp_certify_cache c = lowp_certify_cache_init(l, num_pages, 16, 2, 64, 64);
     c.format = lowp_kvcache_config(src)->format;
     c.k = lowp_kvcache_cbuffer(src, LOWP_KV_K, LOWP_KV_CODES, NULL);
     c.v = lowp_kvcache_cbuffer(src, LOWP_KV_V, LOWP_KV_CODES, NULL);
@@ -438,6 +439,13 @@ static lowp_certify_cache cache_of(const paged *p, lowp_certify_layout l, const 
     c.v_sf = lowp_kvcache_cbuffer(src, LOWP_KV_V, LOWP_KV_SCALES, NULL);
     c.k_scale = ks;
     c.v_scale = vs;
+    return c;
+}
+
+static lowp_certify_cache cache_of(const paged *p, lowp_certify_layout l, const lowp_kvcache *src, float ks,
+                                   float vs, int use_block_table)
+{
+    lowp_certify_cache c = pools_of(l, p->num_pages, src, ks, vs);
     c.batch = p->batch;
     if (use_block_table) {
         c.block_table = p->bt;
@@ -826,13 +834,7 @@ START_TEST(test_kv_write_exact_flipped_bit_and_scale_order)
                                      NULL, NULL, why, sizeof why) == 0);
     }
     slots[5] = -1; /* a padding token: not written, not compared */
-    lowp_certify_cache c = lowp_certify_cache_init(LOWP_CERTIFY_TRTLLM, pages, P, H, D, D);
-    c.k = lowp_kvcache_cbuffer(kc, LOWP_KV_K, LOWP_KV_CODES, NULL);
-    c.v = lowp_kvcache_cbuffer(kc, LOWP_KV_V, LOWP_KV_CODES, NULL);
-    c.k_sf = lowp_kvcache_cbuffer(kc, LOWP_KV_K, LOWP_KV_SCALES, NULL);
-    c.v_sf = lowp_kvcache_cbuffer(kc, LOWP_KV_V, LOWP_KV_SCALES, NULL);
-    c.k_scale = ks;
-    c.v_scale = vs;
+    lowp_certify_cache c = pools_of(LOWP_CERTIFY_TRTLLM, pages, kc, ks, vs);
     uint8_t verdict[40];
     lowp_certify_kv_write_args a = {c, cfg.recipe, T, slots, k, v, verdict};
     lowp_certify_kv_write_result res;

@@ -614,22 +614,33 @@ static size_t user_scale_off(const lowp_certify_cache *c, int w, size_t S, size_
     return pool_off(c->sf_order, c->page_size, c->num_kv_heads, p, tt, h, S) + ss;
 }
 
+/* A lowp cache (NHD, linear scales) of c's sizes, format and global scales, recipe given
+ * (the cache's default when NULL); its config in *cfg. */
+static int model_cache(const lowp_certify_cache *c, const lowp_recipe *recipe, lowp_kv_config *cfg,
+                       lowp_kvcache **out, char *why, size_t why_len)
+{
+    *out = NULL;
+    *cfg = lowp_kv_config_default(c->format, c->num_pages, c->page_size, c->num_kv_heads, c->qk_dim, c->vo_dim);
+    if (recipe != NULL)
+        cfg->recipe = *recipe;
+    if (lowp_kv_config_check(cfg, why, why_len) || lowp_kvcache_create(cfg, out, why, why_len))
+        return -1;
+    if (lowp_block_has_global_scale(c->format) &&
+        lowp_kvcache_set_global_scales(*out, &c->k_scale, &c->v_scale, 1, why, why_len)) {
+        lowp_kvcache_destroy(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static int build_cache(const lowp_certify_cache *c, const lowp_kv_page_table *pt, lowp_kvcache **out, char *why,
                        size_t why_len)
 {
-    *out = NULL;
-    lowp_kv_config cfg = lowp_kv_config_default(c->format, c->num_pages, c->page_size, c->num_kv_heads, c->qk_dim,
-                                                c->vo_dim);
-    if (lowp_kv_config_check(&cfg, why, why_len))
-        return -1;
+    lowp_kv_config cfg;
     lowp_kvcache *kc;
-    if (lowp_kvcache_create(&cfg, &kc, why, why_len))
+    if (model_cache(c, NULL, &cfg, &kc, why, why_len))
         return -1;
-    if (lowp_block_has_global_scale(c->format) &&
-        lowp_kvcache_set_global_scales(kc, &c->k_scale, &c->v_scale, 1, why, why_len)) {
-        lowp_kvcache_destroy(kc);
-        return -1;
-    }
     unsigned char *used = calloc(c->num_pages, 1);
     if (used == NULL) {
         lowp_kvcache_destroy(kc);
@@ -1115,11 +1126,6 @@ int lowp_certify_kv_write(const lowp_certify_kv_write_args *a, lowp_certify_kv_w
         return -1;
     if (a->slot_mapping == NULL || a->k == NULL || a->v == NULL || a->num_tokens == 0)
         return lowp_why_set(why, why_len, "kv write: slot_mapping, k and v must not be NULL, num_tokens > 0");
-    lowp_kv_config cfg = lowp_kv_config_default(c->format, c->num_pages, c->page_size, c->num_kv_heads, c->qk_dim,
-                                                c->vo_dim);
-    cfg.recipe = a->recipe;
-    if (lowp_kv_config_check(&cfg, why, why_len))
-        return -1;
     const size_t slots = c->num_pages * c->page_size;
     unsigned char *seen = calloc(slots, 1);
     if (seen == NULL)
@@ -1137,14 +1143,10 @@ int lowp_certify_kv_write(const lowp_certify_kv_write_args *a, lowp_certify_kv_w
         seen[sl] = 1;
     }
     free(seen);
+    lowp_kv_config cfg;
     lowp_kvcache *kc;
-    if (lowp_kvcache_create(&cfg, &kc, why, why_len))
+    if (model_cache(c, &a->recipe, &cfg, &kc, why, why_len))
         return -1;
-    if (lowp_block_has_global_scale(c->format) &&
-        lowp_kvcache_set_global_scales(kc, &c->k_scale, &c->v_scale, 1, why, why_len)) {
-        lowp_kvcache_destroy(kc);
-        return -1;
-    }
     const size_t nk = c->num_kv_heads * c->qk_dim, nv = c->num_kv_heads * c->vo_dim;
     for (size_t i = 0; i < a->num_tokens; i++) {
         if (a->slot_mapping[i] < 0)
