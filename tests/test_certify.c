@@ -796,7 +796,8 @@ START_TEST(test_extend_layout_refusals_and_decode_identity)
     } bad[] = {{{1, 2, 3, 4}, "qo_indptr[0] is 1"},
                {{0, 5, 4, 6}, "qo_indptr decreases at 2"},
                {{0, 9, 10, 50}, "sequence 2 has 40 queries but holds 38 tokens"},
-               {{0, 10, 11, 29}, "sequence 0 has 10 queries but holds 9 tokens"}};
+               {{0, 10, 11, 29}, "sequence 0 has 10 queries but holds 9 tokens"},
+               {{0, 0, 0, 0}, "qo_indptr[3] is 0: the batch has no queries"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         args = xargs(&x, x.out, &a, &c);
         args.qo_indptr = bad[i].qo;

@@ -79,6 +79,8 @@ wa="--kv-write --layout vllm-fp8 --k-scale 0.03 --v-scale 0.02 --k-cache $w/k.np
     --k-in "$tmp/k4.npy" --v-in "$tmp/k4.npy"
   expect_error_naming "bad recipe" "--recipe: unknown recipe 'vllm'" "$lowp" certify $wa --slot-mapping \
     "$w/slot_mapping.npy" --k-in "$w/k_in.npy" --v-in "$w/v_in.npy" --recipe vllm
+  expect_error_naming "kv-write + arith" "and the declared arithmetic" "$lowp" certify $wa --slot-mapping \
+    "$w/slot_mapping.npy" --k-in "$w/k_in.npy" --v-in "$w/v_in.npy" --p-dtype f32
   expect_error_naming "recipe w/o kv-write" "belong to --kv-write" "$lowp" certify --recipe exact
 }
 # --seq reproduces one sequence

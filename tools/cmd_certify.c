@@ -140,9 +140,11 @@ static void kv_write_opts(const certify_opts *o)
     if (!o->k_scale_set || !o->v_scale_set)
         lowp_cli_fail("certify --kv-write: --k-scale and --v-scale are required (the writer's decode-side scales; 1 "
                       "for an unscaled cache)");
-    if (o->q || o->out || o->qo || o->bt || o->sl || o->indptr || o->indices || o->lpl || o->seq >= 0)
-        lowp_cli_fail("certify --kv-write: --q, --out, --qo-indptr, --seq and page tables belong to the attention "
-                      "check, not to a cache write");
+    if (o->q || o->out || o->qo || o->bt || o->sl || o->indptr || o->indices || o->lpl || o->seq >= 0 ||
+        o->q_dtype || o->p_dtype || o->out_dtype || o->partial_dtype || o->split || o->mma_k || o->v_after ||
+        o->sm_scale != 0 || o->q_scale != 0)
+        lowp_cli_fail("certify --kv-write: --q, --out, --qo-indptr, --seq, page tables and the declared arithmetic "
+                      "belong to the attention check, not to a cache write");
 }
 
 static void parse(int argc, char **argv, certify_opts *o)

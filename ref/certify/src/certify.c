@@ -693,6 +693,8 @@ static int query_rows(const lowp_certify_args *a, const lowp_kv_page_table *pt, 
     const int32_t *q = a->qo_indptr;
     if (q[0] != 0)
         return lowp_why_set(why, why_len, "qo_indptr[0] is %d, expected 0", (int)q[0]);
+    if (q[B] <= 0)
+        return lowp_why_set(why, why_len, "qo_indptr[%zu] is %d: the batch has no queries", B, (int)q[B]);
     for (size_t b = 0; b < B; b++) {
         if (q[b + 1] < q[b])
             return lowp_why_set(why, why_len, "qo_indptr decreases at %zu (%d after %d)", b + 1, (int)q[b + 1],

@@ -252,7 +252,8 @@ typedef struct lowp_certify_kv_write_args {
 
 typedef struct lowp_certify_kv_write_result {
     size_t tokens, padding, exact, differs;
-    /* the first differing byte (lowest token; K before V, codes before scales): */
+    /* the first differing byte (lowest token; K before V, codes before scales), when
+     * differs > 0: */
     size_t token, slot;
     int which;                   /* 0 K, 1 V */
     int scales;                  /* 0 element codes, 1 block scales */
