@@ -1654,11 +1654,26 @@ START_TEST(test_nvfp4_torchao_scale_floor_and_e2m1_bits)
      * NaN element itself and under NAN_CANONICAL (0x7FFFFFFF has bit 21 too). */
     const float c[] = {qnan(), 1, -2};
     static const uint16_t wc[] = {0x4, 0x4, 0x4};
+    /* A block whose amax / 6 lies just below the E4M3 midpoint 1.1875 * 2^-6: amax / 6
+     * rounds below it (scale 0x09), amax * RN(1/6) rounds onto it and then to even (0x0A),
+     * which is what torchao 0.18 gives on CUDA tensors (block 1960 of tools/quantlib_check.py
+     * on the H200, 2026-12-02; torch's CUDA division by a Python number multiplies by its
+     * reciprocal). The element codes follow the scale (the library's bytes in both cases). */
+    const float d[] = {0x1.c7fffep-4f, 0x1.046290p-8f, -0x1.4d6aacp-7f, 0x1.04edbap-6f,
+                       -0x1.b18bb8p-6f, -0x1.d020fcp-5f, 0x1.492970p-4f, 0x1.5c7914p-5f,
+                       0x1.0610d0p-6f, 0x1.595834p-6f, 0x1.6feda6p-5f, 0x1.6fb772p-6f,
+                       0x1.40f59cp-7f, 0x1.15a3f0p-5f, -0x1.05c06cp-4f, -0x1.ef0fe4p-7f};
+    static const uint16_t wd_cpu[] = {0x7, 0x0, 0x9, 0x2, 0xb, 0xd, 0x6, 0x4,
+                                      0x2, 0x2, 0x5, 0x3, 0x1, 0x4, 0xe, 0xa};
+    static const uint16_t wd_cuda[] = {0x7, 0x0, 0x9, 0x2, 0xb, 0xd, 0x6, 0x4,
+                                       0x2, 0x2, 0x4, 0x2, 0x1, 0x3, 0xd, 0xa};
     qcase k[] = {
         {"scale floor 2^-6", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), 0, NX(a), wa, 0x0, 0x08, -1, KANY(16)},
         {"scale 2^-6, e2m1 bits", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), 0, NX(b), wb, 0x0, 0x08, -1, KANY(16)},
         {"nan block", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), 0, NX(c), wc, 0x4, 0x7F, -1, KANY(16)},
         {"nan block, cuda", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), LOWP_BLOCK_NAN_CANONICAL, NX(c), wc, 0x4, 0x7F, -1, KANY(16)},
+        {"scale midpoint, cpu", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), 0, NX(d), wd_cpu, 0x0, 0x09, -1, KANY(16)},
+        {"scale midpoint, cuda", LOWP_NVFP4, LOWP_RECIPE_TORCHAO, gs_dec(1), LOWP_BLOCK_CUDA_SCALAR_DIV, NX(d), wd_cuda, 0x0, 0x0A, -1, KANY(16)},
     };
     RUN_CASES(k);
 }

@@ -1,7 +1,9 @@
 #!/bin/sh
 # tests/test_shard_cli.sh LOWP: sharded runs and their merge (tools/shard.h), on the CPU
 # parts of `lowp conform`, `lowp attn-sweep` and `lowp gpu conform` (its emulator, where
-# lowp was built with the GPU code).
+# lowp was built with the GPU code), on `lowp select-sweep` and on `lowp certify` (the
+# golden vectors of vectors/certify, and a batch of two equal sequences whose worst
+# elements tie across shards).
 #
 # For each command: one unsharded run with --result, the same run as 2 and 3 shards
 # (--shard K/N, and --shard auto from an MPI rank in the environment), merged in a
@@ -118,6 +120,96 @@ else
   grep -q '^| nvfp4 | 40 |' "$tmp/gm3.md" && ok || bad "gpu conform: merged report lacks the nvfp4 row of 40 cases"
 fi
 
+# ---- select-sweep: qsa and dsa (16 heads) on the needle at 1024 tokens (dense: skipped)
+# and 2560 (4 cases); its table has no times, so a merge prints what the run printed
+W="select-sweep --quick --contexts 1024,2560 --selectors qsa,dsa --workloads needle --q-len 1"
+run_rc w_one 0 "$lowp" $W --result "$tmp/w.json" --csv "$tmp/w_run.csv"
+for n in 2 3; do
+  k=0
+  while [ $k -lt $n ]; do
+    run_rc "w_${k}_$n" 0 "$lowp" $W --shard "$k/$n" --result "$tmp/w$k-$n.json"
+    k=$((k + 1))
+  done
+done
+SLURM_PROCID=1 SLURM_NTASKS=2 run_rc w_auto 0 env -u OMPI_COMM_WORLD_RANK -u PMI_RANK "$lowp" $W --shard auto \
+  --result "$tmp/wauto.json"
+same "select-sweep: --shard auto (Slurm task 1 of 2) is --shard 1/2" "$tmp/wauto.json" "$tmp/w1-2.json"
+run_rc w_m2 0 "$lowp" select-sweep --merge "$tmp/w1-2.json" "$tmp/w0-2.json" --result "$tmp/wm2.json" --csv "$tmp/wm2.csv"
+run_rc w_m3 0 "$lowp" select-sweep --merge "$tmp/w2-3.json" "$tmp/w0-3.json" "$tmp/w1-3.json" --result "$tmp/wm3.json" \
+  --csv "$tmp/wm3.csv"
+run_rc w_m1 0 "$lowp" select-sweep --merge "$tmp/w.json" --csv "$tmp/wm1.csv"
+same "select-sweep: 2 shards merged = one run's result" "$tmp/w.json" "$tmp/wm2.json"
+same "select-sweep: 3 shards merged = one run's result" "$tmp/w.json" "$tmp/wm3.json"
+same "select-sweep: merged CSV of 2 shards = of one run" "$tmp/wm1.csv" "$tmp/wm2.csv"
+same "select-sweep: merged CSV of 3 shards = of one run" "$tmp/wm1.csv" "$tmp/wm3.csv"
+same "select-sweep: the table merged from 2 shards = the run's" "$tmp/w_one.out" "$tmp/w_m2.out"
+same "select-sweep: the table merged from 3 shards = the run's" "$tmp/w_one.out" "$tmp/w_m3.out"
+# every CSV column of the run but the seconds (the 17th) survives the merge
+cut -d, -f1-16,18- "$tmp/w_run.csv" > "$tmp/w_run.cut"
+cut -d, -f1-16,18- "$tmp/wm1.csv" > "$tmp/wm1.cut"
+same "select-sweep: the run's CSV but its times = the merged CSV" "$tmp/w_run.cut" "$tmp/wm1.cut"
+[ "$(wc -l < "$tmp/wm3.csv")" -eq 8 ] && grep -q '^# dsa at 1024 tokens: .*(dense); skipped' "$tmp/w_m3.out" && ok ||
+  bad "select-sweep: the merge lacks rows or the dense line: $(wc -l < "$tmp/wm3.csv") CSV lines"
+
+# ---- certify: per vector, one run; its sequences as 2 and 3 shards (3 > the batch of 2:
+# one shard holds none); the merges must print the run's certificate and exit as it does -------
+vec=$(cd "$(dirname "$0")/../vectors/certify" && pwd)
+# npy_twin IN OUT: IN's array of leading dimension 2 with its second half a copy of the first
+npy_twin() {
+  h=$(od -An -tu1 -j8 -N2 "$1" | awk '{print 10 + $1 + 256 * $2}')
+  half=$((($(wc -c < "$1") - h) / 2))
+  { head -c "$h" "$1"; tail -c +"$((h + 1))" "$1" | head -c "$half"; tail -c +"$((h + 1))" "$1" | head -c "$half"; } > "$2"
+}
+# twin: vllm-fp8.ignored-v-scale with sequence 1 = sequence 0 (pages, length, queries,
+# output): every worst element ties with its twin, which one run lists after it
+mkdir "$tmp/twin"
+for f in k v; do cp "$vec/vllm-fp8.ignored-v-scale/$f.npy" "$tmp/twin/"; done
+for f in q out block_table seq_lens; do npy_twin "$vec/vllm-fp8.ignored-v-scale/$f.npy" "$tmp/twin/$f.npy"; done
+{ cat "$vec/vllm-fp8.ignored-v-scale/args"; printf -- '--worst\n5\n'; } > "$tmp/twin/args"
+# sglang-nvfp4-extend.causal-off-by-one: an extend batch (--qo-indptr; a unit is a sequence
+# with its query rows), its worst elements' q_pos / q_row and the causal diagnosis
+for v in vllm-fp8.ignored-v-scale trtllm.nan-output sglang-nvfp4.v-scales-linear flashinfer-fp8-hnd.valid \
+  sglang-nvfp4-extend.causal-off-by-one twin; do
+  d=$vec/$v
+  [ "$v" = twin ] && d=$tmp/twin
+  # shellcheck disable=SC2046 # args holds one argument per line, none with spaces
+  (cd "$d" && "$lowp" certify $(cat args) > "$tmp/$v.one" 2>&1)
+  want=$?
+  [ "$want" -le 1 ] && ok || bad "certify $v: exit $want ($(tail -n 2 "$tmp/$v.one"))"
+  for n in 2 3; do
+    k=0
+    while [ $k -lt $n ]; do
+      # shellcheck disable=SC2046
+      (cd "$d" && "$lowp" certify $(cat args) --shard "$k/$n" --result "$tmp/$v.$k-$n.json" > /dev/null 2>&1)
+      [ $? -le 1 ] && [ -s "$tmp/$v.$k-$n.json" ] && ok || bad "certify $v: shard $k/$n did not run"
+      k=$((k + 1))
+    done
+  done
+  run_rc "$v.m2" "$want" "$lowp" certify --merge "$tmp/$v.1-2.json" "$tmp/$v.0-2.json" --result "$tmp/$v.m2.json"
+  run_rc "$v.m3" "$want" "$lowp" certify --merge "$tmp/$v.2-3.json" "$tmp/$v.1-3.json" "$tmp/$v.0-3.json" \
+    --result "$tmp/$v.m3.json"
+  same "certify $v: the certificate merged from 2 shards = the run's" "$tmp/$v.one" "$tmp/$v.m2.out"
+  same "certify $v: the certificate merged from 3 shards = the run's" "$tmp/$v.one" "$tmp/$v.m3.out"
+  same "certify $v: 2 and 3 shards merge to one result" "$tmp/$v.m2.json" "$tmp/$v.m3.json"
+done
+# shellcheck disable=SC2046
+(cd "$tmp/twin" && PMI_RANK=1 PMI_SIZE=2 env -u OMPI_COMM_WORLD_RANK "$lowp" certify $(cat args) --shard auto \
+  --result "$tmp/twin.auto.json" > /dev/null 2>&1)
+same "certify: --shard auto (PMI rank 1 of 2) is --shard 1/2" "$tmp/twin.auto.json" "$tmp/twin.1-2.json"
+# shellcheck disable=SC2046
+(cd "$tmp/twin" && "$lowp" certify $(cat args) --result "$tmp/twin.r1.json" > "$tmp/twin.r1.out" 2>&1)
+same "certify: a run with --result prints the run's certificate" "$tmp/twin.one" "$tmp/twin.r1.out"
+same "certify: one run's result = the merged one" "$tmp/twin.r1.json" "$tmp/twin.m2.json"
+# the ties: sequence 0's element, then its twin in sequence 1, each in its own shard of 2
+sed -n 's/^\([01]\) .* outside$/\1/p' "$tmp/twin.m2.out" | tr -d '\n' > "$tmp/twin.order"
+[ "$(cat "$tmp/twin.order")" = 01010 ] && ok || bad "certify: tied worst elements in the order '$(cat "$tmp/twin.order")'"
+grep -q '^# diagnosis: the kernel looks to ignore v_scale' "$tmp/twin.m3.out" && ok ||
+  bad "certify: the diagnosis did not survive the merge"
+x=sglang-nvfp4-extend.causal-off-by-one
+grep -q '^batch .* q_pos  q_row ' "$tmp/$x.m2.out" && grep -q '^# diagnosis: causal mask off by one' "$tmp/$x.m2.out" &&
+  [ "$(grep -c ' outside$' "$tmp/$x.m2.out")" -eq 8 ] && ok ||
+  bad "certify $x: the merge lacks the extend columns, the worst elements or the causal diagnosis"
+
 # ---- bad input ----------------------------------------------------------------------------
 cli_no_output=bad_out
 expect_error "merge with a shard missing" "$lowp" conform --merge "$tmp/c0-3.json" "$tmp/c1-3.json" --no-report \
@@ -132,6 +224,37 @@ expect_error "merge of another command's result" "$lowp" conform --merge "$tmp/s
   > /dev/null 2>&1
 expect_error "merge of shards of two runs" "$lowp" attn-sweep --merge "$tmp/s0.json" "$tmp/other1.json" \
   --result "$tmp/bad_out.json" --csv "$tmp/bad_out.csv" --md "$tmp/bad_out.md"
+"$lowp" $W --seed 7 --shard 1/2 --result "$tmp/wother1.json" > /dev/null 2>&1
+expect_error "select-sweep: merge of shards of two runs" "$lowp" select-sweep --merge "$tmp/w0-2.json" \
+  "$tmp/wother1.json" --csv "$tmp/bad_out.csv" --result "$tmp/bad_out.json"
+expect_error "select-sweep: merge with a shard missing" "$lowp" select-sweep --merge "$tmp/w0-3.json" "$tmp/w2-3.json" \
+  --csv "$tmp/bad_out.csv"
+expect_error "select-sweep: merge with a shard twice" "$lowp" select-sweep --merge "$tmp/w1-2.json" "$tmp/w1-2.json" \
+  --csv "$tmp/bad_out.csv"
+expect_error "select-sweep: merge of certify's result" "$lowp" select-sweep --merge "$tmp/twin.m2.json" \
+  --csv "$tmp/bad_out.csv"
+expect_error "select-sweep: merge with case options" "$lowp" select-sweep --merge "$tmp/w.json" --q-len 2
+expect_error "select-sweep: a shard without --result" "$lowp" $W --shard 0/2
+expect_error "select-sweep: a shard with a CSV" "$lowp" $W --shard 0/2 --result "$tmp/bad_out.json" \
+  --csv "$tmp/bad_out.csv"
+expect_error "certify: merge with a shard missing" "$lowp" certify --merge "$tmp/twin.0-3.json" "$tmp/twin.1-3.json" \
+  --result "$tmp/bad_out.json"
+expect_error "certify: merge of shards of two runs" "$lowp" certify --merge "$tmp/twin.0-2.json" \
+  "$tmp/vllm-fp8.ignored-v-scale.1-2.json" --result "$tmp/bad_out.json"
+expect_error "certify: merge of select-sweep's result" "$lowp" certify --merge "$tmp/w.json"
+expect_error "certify: merge with case options" "$lowp" certify --merge "$tmp/twin.m2.json" --worst 3
+# shellcheck disable=SC2046
+{
+  expect_error "certify: a shard without --result" sh -c 'cd "$1" && shift && exec "$@"' - "$tmp/twin" "$lowp" certify \
+    $(cat "$tmp/twin/args") --shard 0/2
+  expect_error "certify: --result naming an input" sh -c 'cd "$1" && shift && exec "$@"' - "$tmp/twin" "$lowp" certify \
+    $(cat "$tmp/twin/args") --shard 0/2 --result "$tmp/twin/out.npy"
+  expect_error "certify: --seq with --shard" sh -c 'cd "$1" && shift && exec "$@"' - "$tmp/twin" "$lowp" certify \
+    $(cat "$tmp/twin/args") --seq 1 --shard 0/2 --result "$tmp/bad_out.json"
+  expect_error_naming "certify: --kv-write with --shard" 'kv-write: one run' sh -c 'cd "$1" && shift && exec "$@"' - \
+    "$vec/vllm-fp8-kv-write.valid" "$lowp" certify $(cat "$vec/vllm-fp8-kv-write.valid/args") --shard 0/2 \
+    --result "$tmp/bad_out.json"
+}
 expect_error "merge of a file that is not JSON" "$lowp" conform --merge "$tmp/c_run.md" --no-report
 expect_error "merge with case options" "$lowp" conform --merge "$tmp/c.json" --seed 3 --no-report
 expect_error_naming "--shard K >= N" '--shard' "$lowp" $C --shard 2/2 --result "$tmp/bad_out.json"

@@ -5,11 +5,12 @@ On the H200 (tools/gpu_run.sh step `certify`), for each kernel: build decode inp
 kernel, and certify its output through `import lowp` (lowp/certify.h) against the arithmetic
 the kernel is declared to compute. Writes OUT/certify-h200.md (one section per kernel: cases,
 worst |got - exact| / bound, verdict counts, the outside-bound cases with their reproducer) and
-OUT/certify-h200.json. Fails soft per kernel: an import or run failure is reported in its
-section and the other kernels still run.
+OUT/certify-h200.json (--report NAME: OUT/NAME.md and .json). Fails soft per kernel: an import
+or run failure is reported in its section and the other kernels still run.
 
     python3 tools/certify_h200.py --out OUT [--lowp build/tools/lowp] [--quick]
-                                  [--kernels k1,k2,...] [--budget-s S]
+                                  [--kernels k1,k2,...] [--budget-s S] [--device cuda|cpu]
+                                  [--report NAME]
 
 Kernels (names for --kernels; default: all but the emulator ones):
   sdpa-{flash,efficient,cudnn,math}-bf16   torch SDPA (one backend each) on a BF16 cache
@@ -27,7 +28,19 @@ Kernels (names for --kernels; default: all but the emulator ones):
                                            local test runs, no torch needed);
   emulator-v-scale-ignored                 the same with v_scale taken back out of the output
                                            (exact: a power of two): a broken fake kernel that must
-                                           fail its certificate.
+                                           fail its certificate;
+  sglang-triton-bf16, sglang-triton-fp8    SGLang's Triton decode_attention_fwd (page size 1:
+                                           kv_indices are token slots), BF16 cache, or FP8 E4M3
+                                           with k_scale != v_scale, imported from the sglang
+                                           wheel (never copied here; sglang_setup says how);
+                                           GQA 32/8 and MHA 8/8, 12/12 (SG_SHAPES); the kernel's
+                                           own declaration is sg_declared (source lines cited),
+                                           certified one sequence at a time with its split;
+  sglang-triton-fp8-no-k-scale,            negative controls: the kernel called with k_scale 1,
+  sglang-triton-fp8-p-bf16-declared        and P declared BF16 while the kernel rounds it to
+                                           E4M3 (both must fail; not run by default).
+  --device cpu runs the sglang kernels in Triton's interpreter on CPU tensors (a local proof
+  without a GPU, with --quick: BF16 values travel as f32 there, see sglang_run).
 Shapes: batch 1..64, contexts 512..32K, 32 query / 8 KV heads, head dim 128 (64 and 256 in the
 last cases); --quick: two small shapes. Every input is drawn from one seed per case (--seed),
 so `--kernels K --case N` regenerates case N of kernel K (the reproducer).
@@ -191,6 +204,214 @@ def flashinfer_run(state, c):
     return certify_fp8(c, o.float().cpu().numpy(), layout="flashinfer", v_scale_after_output=True)
 
 
+# ---- SGLang's Triton decode attention, imported from the sglang wheel (never copied here) ----
+# The kernel file inside the wheel (0.5.10.post1 and older; the later path is tried first).
+SG_FILES = ("sglang/kernels/ops/attention/decode_attention.py",
+            "sglang/srt/layers/attention/triton_ops/decode_attention.py")
+SG_MAX_SPLITS = 8  # SGLang's default --triton-attention-num-kv-splits (server_args.py)
+SG_MIN_BLOCK_KV = 32  # decode_attention.py:35 _MIN_BLOCK_KV: split lengths are multiples of it
+# SHAPES (GQA 32/8) and MHA ones (kv_group_num 1 takes _fwd_kernel_stage1, decode_attention.py:750),
+# interleaved and the largest last, so that a time budget that runs out still leaves both paths run
+SG_SHAPES = [SHAPES[0], (4, 4096, 8, 8, 128), SHAPES[1], (16, 2048, 8, 8, 64), SHAPES[2], (2, 8192, 8, 8, 256),
+             SHAPES[5], SHAPES[6], SHAPES[3], (2, 32768, 12, 12, 128), SHAPES[4]]
+
+
+# What the CPU run is not: the interpreter holds BF16 as uint16 and does integer arithmetic
+# on it (triton/runtime/interpreter.py binary_op), so BF16 values travel as f32; and its
+# f32 -> FP8 cast (_convert_float) adds the cut-off bit (round half up, not to even) and ORs
+# a mantissa carry into the exponent, so the FP8 path's P = p.to(fp8) is rounded worse than
+# the GPU's cvt.rn.satfinite.e4m3x2.f32.
+INTERP_NOTE = " interpreter (CPU: BF16 as f32, P's f32 -> E4M3 cast not RNE)"
+
+
+def sglang_setup(device):
+    """Load decode_attention.py from the installed sglang wheel (on sys.path: PYTHONPATH or
+    site-packages) by file, without importing the sglang package: sglang/__init__.py and
+    sglang.srt.utils pull in SGLang's dependency tree, which the device lacks. The file's
+    only sglang import is `from sglang.srt.utils import is_hip` (decode_attention.py:28),
+    used at import time for `_is_hip` (line 30: the ROCm block sizes); the stand-ins below
+    (ours, sys.modules entries for the duration of the load) give is_hip() False, the CUDA
+    path, which is also what the interpreter must take (its block sizes are CUDA's)."""
+    def setup():
+        if device == "cpu":
+            os.environ["TRITON_INTERPRET"] = "1"  # read when triton.jit wraps the kernels
+        import importlib.util
+        import inspect
+        import types
+        import torch
+        if device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("torch %s sees no CUDA device" % torch.__version__)
+        found = [(d, f) for f in SG_FILES for d in sys.path if os.path.isfile(os.path.join(d or ".", f))]
+        if not found:
+            raise RuntimeError("no %s on sys.path (install the sglang wheel: pip install --no-deps --target DIR "
+                               "sglang-*.whl, then PYTHONPATH=DIR)" % " or ".join(SG_FILES))
+        site, rel = found[0]
+        names = ("sglang", "sglang.srt", "sglang.srt.utils")
+        saved = {n: sys.modules.get(n) for n in names}
+        for n in names[:2]:
+            sys.modules[n] = types.ModuleType(n)
+            sys.modules[n].__path__ = []  # a package with nothing in it
+        sys.modules[names[2]] = types.ModuleType(names[2])
+        sys.modules[names[2]].is_hip = lambda: False
+        try:
+            spec = importlib.util.spec_from_file_location("lowp_sglang_decode_attention", os.path.join(site, rel))
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        finally:  # the kernels hold their globals; nothing imports sglang after the load
+            for n, m in saved.items():
+                if m is None:
+                    sys.modules.pop(n, None)
+                else:
+                    sys.modules[n] = m
+        fwd = mod.decode_attention_fwd
+        want = ["q", "k_buffer", "v_buffer", "o", "kv_indptr", "kv_indices", "attn_logits", "attn_lse",
+                "num_kv_splits", "max_kv_splits", "sm_scale", "k_scale", "v_scale"]
+        got = list(inspect.signature(fwd).parameters)
+        if got[:len(want)] != want:
+            raise RuntimeError("%s: decode_attention_fwd%s is not the signature this harness declares (%s)" %
+                               (rel, tuple(got), ", ".join(want)))
+        ver = [m[len("sglang-"):-len(".dist-info")] for m in os.listdir(site)
+               if m.startswith("sglang-") and m.endswith(".dist-info")]
+        import triton
+        about = "sglang %s (%s), triton %s%s, torch %s" % (ver[0] if ver else "?", rel, triton.__version__,
+                                                           INTERP_NOTE if device == "cpu" else "",
+                                                           torch.__version__)
+        return {"torch": torch, "fwd": fwd, "device": device, "about": about}
+    return setup
+
+
+def sg_splits(lens, B):
+    """num_kv_splits per sequence: SGLang's static fill (max_kv_splits, triton_backend.py
+    get_num_kv_splits) for even b, fewer (1 + b % 8) for odd b, as its dynamic policy gives
+    short sequences; and the split length the kernel derives (decode_attention.py:97-99:
+    cdiv(cdiv(len, splits), 32) * 32), the split_tokens each sequence is certified with."""
+    s = np.array([SG_MAX_SPLITS if b % 2 == 0 else 1 + b % SG_MAX_SPLITS for b in range(B)], np.int32)
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    per = np.array([cdiv(cdiv(int(L), int(k)), SG_MIN_BLOCK_KV) * SG_MIN_BLOCK_KV for L, k in zip(lens, s)])
+    return s, per
+
+
+def sglang_run(fp8, k_scale_factor=1.0, p_declared=None):
+    """The kernel on this case's cache at page size 1 (kv_indices are token slots: the slots
+    of the case's shuffled pages, slot = page * 16 + offset, so the pool is the same bytes as
+    [slots, Hkv, D]); certified as a FlashInfer cache of page size 1 over the same bytes, one
+    sequence at a time with its own split length. k_scale_factor != 1: the kernel is given a
+    wrong k_scale (a broken call, which must fail); p_declared: P declared other than the
+    kernel rounds it (a broken declaration, which must fail)."""
+    def run(st, c):
+        torch, dev = st["torch"], st["device"]
+        cpu = dev == "cpu"
+        kp, vp = c.fp8_pool() if fp8 else c.bf16_pool()
+        H, D = c.Hkv, c.D
+        slots = np.concatenate([c.bt[b, np.arange(L) // P] * P + np.arange(L) % P
+                                for b, L in enumerate(c.lens)]).astype(np.int32)
+        indptr = np.concatenate([[0], np.cumsum(c.lens)]).astype(np.int32)
+
+        def buf(pool):  # the cache as the kernel reads it: [slots, Hkv, D] in the cache dtype
+            t = torch.from_numpy(pool.reshape(-1, H, D).view(np.int16 if pool.dtype == np.uint16 else np.uint8))
+            t = t.view(torch.float8_e4m3fn if fp8 else torch.bfloat16)
+            # The interpreter does integer arithmetic on BF16 storage (interpreter.py binary_op
+            # on uint16 data): on the CPU the BF16 values travel as f32, exactly.
+            return (t.float() if cpu and not fp8 else t).to(dev)
+        qdt = torch.float32 if cpu else torch.bfloat16
+        q = torch.from_numpy(c.q).to(qdt).to(dev)
+        nsplit, per = sg_splits(c.lens, c.B)
+        o = torch.empty((c.B, c.Hq, D), dtype=qdt, device=dev)
+        logits = torch.empty((c.B, c.Hq, SG_MAX_SPLITS, D), dtype=torch.float32, device=dev)
+        lse = torch.empty((c.B, c.Hq, SG_MAX_SPLITS), dtype=torch.float32, device=dev)
+        ti = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
+        st["fwd"](q, buf(kp), buf(vp), o, ti(indptr), ti(slots), logits, lse, ti(nsplit), SG_MAX_SPLITS,
+                  1.0 / np.sqrt(D), (KS if fp8 else 1.0) * k_scale_factor, VS if fp8 else 1.0)
+        out = o.float().cpu().numpy()
+        decl = sg_declared(fp8, c.Hq == c.Hkv, cpu)
+        if p_declared:
+            decl["p_dtype"] = p_declared
+        certs, na = [], []
+        for b in range(c.B):
+            try:
+                certs.append(lowp.certify("flashinfer", kp.reshape(-1, 1, H, D), vp.reshape(-1, 1, H, D),
+                                          k_scale=KS if fp8 else 1.0, v_scale=VS if fp8 else 1.0, query=c.q,
+                                          output=out, kv_indptr=indptr, kv_indices=slots,
+                                          kv_last_page_len=np.ones(c.B, np.int32), kv_layout="NHD",
+                                          split_tokens=int(per[b]), seq=b, **decl))
+            except ValueError as e:  # lowp's bound does not apply to this sequence: said, not hidden
+                if "too coarse" not in str(e):
+                    raise
+                na.append((b, str(e)))
+        if not certs:
+            raise NotCertifiable("no sequence of %d: %s" % (c.B, na[0][1].split(": ", 1)[-1]))
+        m = Merged(certs)
+        if na:
+            m.diagnosis = "; ".join(x for x in (m.diagnosis, "not certified: sequences %s of %d (%s)" % (
+                ",".join(str(b) for b, _ in na), c.B, na[0][1].split(": ", 1)[-1])) if x)
+        m.declared = "%s; split_tokens per sequence %d..%d (num_kv_splits %s)%s" % (
+            ", ".join("%s %s" % kv for kv in decl.items()), per.min(), per.max(),
+            ",".join(str(x) for x in nsplit[:8]) + (",..." if c.B > 8 else ""),
+            "; the kernel's scores are BF16 sums of BF16 products (decode_attention.py:126), which "
+            "this declaration cannot state: outside is expected" if c.Hq == c.Hkv and not fp8 and not cpu else "")
+        return m
+    return run
+
+
+def sg_declared(fp8, mha, cpu):
+    """The arithmetic decode_attention.py (0.5.10.post1) does, in lowp certify terms (lines of
+    that file; Triton's promotion rules: language/semantic.py computation_type_impl).
+    Q: loaded as given (BF16; the CPU run's f32 holds the same values): q_dtype bf16.
+    GQA, _fwd_grouped_kernel_stage1: qk = tl.dot(q, k.to(q.dtype)) (355; FP8 K -> BF16 is
+      exact), fp32 accumulation; qk *= sm_scale * k_scale (368, folded in decode_attention_fwd
+      782); p = tl.exp(qk - max) f32 (393), e_sum sums the unrounded p (397); P.V is
+      tl.dot(p.to(v.dtype), v) (395): P rounded to the cache dtype (BF16, or E4M3 for FP8:
+      p_dtype e4m3), the MMA k width 16 (BF16) / 32 (FP8), Triton folding `acc +=` into the
+      MMA accumulator (its dot + add combine; unfolded, each 32-position tile adds one step);
+      on the CPU the interpreter's dot is one f32 matmul per 32-position tile (BLOCK_N, 440):
+      mma_k 32, and a f32 V gives f32 P.
+    MHA, _fwd_kernel_stage1: qk = tl.sum(q[None, :] * k, 1) (126): for a BF16 cache
+      bf16 * bf16 stays BF16 (promotion rule 5), so products and sums are BF16 roundings,
+      which lowp's arithmetic cannot declare (it sums D products in f32): declared as the f32
+      sum it is nearest to, and an outside verdict is the kernel's BF16 score, reported; for
+      FP8 bf16 * fp8 is f32 (exact products). qk *= scale (127) is f32 (the scale is an f32
+      argument, no scalar: rule 3); p = tl.exp (150) f32, never rounded: p_dtype f32;
+      acc += tl.sum(p[:, None] * v, 0) (152): f32 products, a tree over BLOCK_N 64 (196):
+      mma_k 64.
+    Split-K: splits of cdiv(cdiv(len, num_kv_splits), 32) * 32 positions (97-101 / 322-326);
+      partials acc / e_sum and lse = e_max + log(e_sum) stored f32 (164-179); stage 2 merges
+      them with exp(lse - max) (567-572): partial_dtype f32 (tl.log's error is inside the
+      merge-weight term of the bound's factor 2, not a term of its own).
+    Output: acc / e_sum * v_scale in f32 (581), stored to o's dtype (BF16): out bf16, v_scale
+      before the output rounding. logit_cap 0, no sinks, no xai temperature (the defaults)."""
+    if mha:
+        p, k = "f32", 64
+    elif cpu and not fp8:
+        p, k = "f32", 32
+    else:
+        p, k = ("e4m3", 32) if fp8 else ("bf16", 32 if cpu else 16)
+    return dict(q_dtype="bf16", p_dtype=p, out_dtype="f32" if cpu else "bf16", mma_k=k, partial_dtype="f32")
+
+
+class NotCertifiable(ValueError):
+    """lowp's bound does not apply to the declared arithmetic on this case (lowp_certify_run's
+    'too coarse'): a limit of the certificate, reported as such, not a kernel error."""
+
+
+class Merged:
+    """The certificates of a case's sequences as one (the fields main() reads)."""
+
+    def __init__(self, certs):
+        self.outputs = sum(x.outputs for x in certs)
+        self.counts = {k: sum(x.counts[k] for x in certs) for k in certs[0].counts}
+        self.oracle_rows = sum(x.oracle_rows for x in certs)
+        self.worst_ratio = max(x.worst_ratio for x in certs)
+        w = [e for x in certs for e in x.worst]
+        self.worst = sorted(w, key=lambda e: (e["verdict"] != "nan-mismatch", -e["ratio"]))
+        d = {}  # one diagnosis per finding (the counts after " (under" differ per sequence)
+        for x in certs:
+            if x.diagnosis:
+                d.setdefault(x.diagnosis.split(" (under")[0], []).append(x.diagnosis)
+        self.diagnosis = "; ".join("%s (%d sequences; the first: %s)" % (k, len(v), v[0][len(k) + 2:-1])
+                                   if len(v) > 1 else v[0] for k, v in d.items())
+        self.ok = all(x.ok for x in certs)
+
+
 def lowp_setup(lowp_bin):
     def setup():
         if not os.access(lowp_bin, os.X_OK):
@@ -221,7 +442,7 @@ def lowp_run(fmt, emulate, out_factor=1.0):
     return run
 
 
-def kernels(lowp_bin):
+def kernels(lowp_bin, device="cuda"):
     ks = {}
     for be in ("flash", "efficient", "cudnn", "math"):
         ks["sdpa-%s-bf16" % be] = (torch_setup, sdpa_run(be, False), "torch SDPA (%s backend), BF16 cache" % be)
@@ -235,7 +456,21 @@ def kernels(lowp_bin):
     ks["emulator-bf16"] = (lowp_setup(lowp_bin), lowp_run("bf16", True), "lowp gpu attn --emulate (CPU), BF16")
     ks["emulator-v-scale-ignored"] = (lowp_setup(lowp_bin), lowp_run("fp8_e4m3", True, 1 / VS),
                                       "lowp gpu attn --emulate, output not multiplied by v_scale (a broken fake)")
+    for fp8 in (False, True):
+        ks["sglang-triton-%s" % ("fp8" if fp8 else "bf16")] = (
+            sglang_setup(device), sglang_run(fp8), "SGLang Triton decode_attention_fwd, page size 1, %s cache" %
+            ("FP8 E4M3 (k_scale %g, v_scale %g)" % (KS, VS) if fp8 else "BF16"), SG_SHAPES)
+    ks["sglang-triton-fp8-no-k-scale"] = (sglang_setup(device), sglang_run(True, k_scale_factor=1 / KS),
+                                          "the same, called with k_scale 1 (a broken call)", SG_SHAPES)
+    ks["sglang-triton-fp8-p-bf16-declared"] = (sglang_setup(device), sglang_run(True, p_declared="bf16"),
+                                               "the same, P declared BF16 while it rounds P to E4M3 (a broken "
+                                               "declaration)", SG_SHAPES)
     return ks
+
+
+# negative controls (and the CPU fakes): run when named, never by default
+NOT_DEFAULT = ("emulator", "emulator-bf16", "emulator-v-scale-ignored", "sglang-triton-fp8-no-k-scale",
+               "sglang-triton-fp8-p-bf16-declared")
 
 
 def main():
@@ -247,9 +482,12 @@ def main():
     ap.add_argument("--case", type=int, default=-1, help="run case N only (a reproducer)")
     ap.add_argument("--seed", type=int, default=20)
     ap.add_argument("--budget-s", type=float, default=400.0, help="seconds for all kernels together")
+    ap.add_argument("--report", default="certify-h200", help="OUT/REPORT.md and .json (e.g. certify-h200-sglang)")
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                    help="sglang kernels: cpu runs them in Triton's interpreter (use --quick)")
     a = ap.parse_args()
-    table = kernels(a.lowp)
-    names = [n for n in a.kernels.split(",") if n] or [n for n in table if not n.startswith("emulator")]
+    table = kernels(a.lowp, a.device)
+    names = [n for n in a.kernels.split(",") if n] or [n for n in table if n not in NOT_DEFAULT]
     for n in names:
         if n not in table:
             print("certify_h200: unknown kernel %r (known: %s)" % (n, ", ".join(table)), file=sys.stderr)
@@ -260,7 +498,7 @@ def main():
     per_kernel = a.budget_s / len(names)
     results = []
     for name in names:
-        setup, run, what = table[name]
+        setup, run, what = table[name][:3]
         rec = {"kernel": name, "what": what, "cases": [], "status": "ok"}
         results.append(rec)
         try:
@@ -269,8 +507,10 @@ def main():
             rec["status"] = "unavailable: %s: %s" % (type(e).__name__, e)
             print("certify_h200: %s %s" % (name, rec["status"]), flush=True)
             continue
+        if isinstance(state, dict) and "about" in state:
+            rec["what"] += " [%s]" % state["about"]
         tk = time.time()
-        for i, shp in enumerate(shapes):
+        for i, shp in enumerate(shapes if a.quick or len(table[name]) < 4 else table[name][3]):
             if a.case >= 0 and i != a.case:
                 continue
             if time.time() - tk > per_kernel or time.time() - t0 > a.budget_s:
@@ -280,6 +520,10 @@ def main():
             try:
                 c = Case(a.seed * 1000 + i, *shp)
                 cert = run(state, c)
+            except NotCertifiable as e:
+                rec["cases"].append({"case": i, "shape": shp, "status": "not certifiable: %s" % e})
+                print("certify_h200: %s case %d: %s" % (name, i, rec["cases"][-1]["status"]), flush=True)
+                continue
             except Exception as e:
                 rec["cases"].append({"case": i, "shape": shp, "status": "error: %s: %s" % (type(e).__name__, e),
                                      "trace": traceback.format_exc()[-800:]})
@@ -288,13 +532,15 @@ def main():
             cr = {"case": i, "shape": shp, "status": "ok" if cert.ok else "FAIL", "outputs": cert.outputs,
                   "counts": cert.counts, "worst_ratio": cert.worst_ratio, "oracle_rows": cert.oracle_rows,
                   "diagnosis": cert.diagnosis, "worst": cert.worst[:4], "seconds": round(time.time() - ts, 1)}
+            if hasattr(cert, "declared"):
+                cr["declared"] = cert.declared
             rec["cases"].append(cr)
             print("certify_h200: %s case %d %s: %s, worst ratio %.4g (%.1f s)%s" %
                   (name, i, shp, cert.counts, cert.worst_ratio, cr["seconds"],
                    ": " + cert.diagnosis if cert.diagnosis else ""), flush=True)
-    with open(os.path.join(a.out, "certify-h200.json"), "w") as f:
+    with open(os.path.join(a.out, a.report + ".json"), "w") as f:
         json.dump(results, f, indent=1, default=str)
-    with open(os.path.join(a.out, "certify-h200.md"), "w") as f:
+    with open(os.path.join(a.out, a.report + ".md"), "w") as f:
         write_md(f, results, a)
     bad = any(c.get("status") == "FAIL" for r in results for c in r["cases"])
     return 1 if bad else 0
@@ -306,7 +552,9 @@ def write_md(f, results, a):
             "Declared arithmetic: Q BF16 as given, P BF16, fp32 accumulation in MMA steps of 16, split-K %d "
             "with fp32 partials, BF16 out (FlashInfer FP8: `out *= v_scale` after it; lowp: its own chunk %d). "
             "FP8 caches: k_scale %g, v_scale %g. Cases: batch x context (lengths n/2..n, the first n), "
-            "q heads / kv heads, head dim.\n\n" % (" --quick" if a.quick else "", a.seed, SPLIT, SPLIT, KS, VS))
+            "q heads / kv heads, head dim.\n\n" % ((" --quick" if a.quick else "") +
+                                                     (" --device cpu" if a.device == "cpu" else ""),
+                                                     a.seed, SPLIT, SPLIT, KS, VS))
     for r in results:
         f.write("## %s: %s\n\n" % (r["kernel"], r["what"]))
         if r["status"] != "ok":
@@ -331,12 +579,17 @@ def write_md(f, results, a):
                      k["nan-mismatch"], c["worst_ratio"], c["oracle_rows"], c["seconds"], c["status"]))
         f.write("\nTotals: exact %d, within %d, outside %d, nan mismatch %d; worst err/bound %.4g.\n\n" %
                 (tot["exact"], tot["within"], tot["outside"], tot["nan-mismatch"], worst))
+        decl = [c for c in r["cases"] if "declared" in c]
+        if decl:  # a kernel with its own declaration (sg_declared): stated per case
+            f.write("Declared instead of the header's (sg_declared in tools/certify_h200.py gives the kernel "
+                    "source line of each):\n\n" + "".join(
+                "- case %d: %s\n" % (c["case"], c["declared"]) for c in decl) + "\n")
         for c in r["cases"]:
             if c.get("status") == "FAIL":
                 f.write("Outside bound, case %d%s. Reproduce: `python3 tools/certify_h200.py --out OUT --kernels %s "
-                        "--case %d --seed %d%s`. Worst elements:\n\n" %
+                        "--case %d --seed %d%s%s`. Worst elements:\n\n" %
                         (c["case"], " (" + c["diagnosis"] + ")" if c["diagnosis"] else "", r["kernel"], c["case"],
-                         a.seed, " --quick" if a.quick else ""))
+                         a.seed, " --quick" if a.quick else "", " --device cpu" if a.device == "cpu" else ""))
                 for w in c["worst"]:
                     f.write("- seq %d head %d dim %d (len %d): got %.9g, exact %.17g, bound %.4g, ratio %.4g, %s\n" %
                             (w["batch"], w["head"], w["dim"], w["seq_len"], w["got"], w["exact"], w["bound"],

@@ -52,22 +52,71 @@ uint64_t lowp_cli_parse_u64(const char *opt, const char *s, uint64_t lo, uint64_
 
 #define SHARD_MAX ((uint64_t)1 << 20)
 
+/* The launcher's rank: the first of the MPI launchers' pairs that is set (both names). */
+static int launcher_rank(size_t *k, size_t *n)
+{
+    static const char *const env[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                         {"PMI_RANK", "PMI_SIZE"},
+                                         {"SLURM_PROCID", "SLURM_NTASKS"}};
+    for (size_t e = 0; e < sizeof env / sizeof env[0]; e++) {
+        const char *r = getenv(env[e][0]), *z = getenv(env[e][1]);
+        if (r == NULL || z == NULL)
+            continue;
+        *n = (size_t)lowp_cli_parse_u64(env[e][1], z, 1, SHARD_MAX);
+        *k = (size_t)lowp_cli_parse_u64(env[e][0], r, 0, *n - 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* A Slurm job array's task: index SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of
+ * SLURM_ARRAY_TASK_COUNT. Only a contiguous array of step 1 (MAX - MIN + 1 = COUNT) numbers
+ * its tasks 0..COUNT-1 that way; any other (--array=0,4,9 or 0-9:2) is refused, since
+ * guessing would run some shards twice and others never. */
+static int array_task(size_t *k, size_t *n)
+{
+    const char *id = getenv("SLURM_ARRAY_TASK_ID");
+    if (id == NULL)
+        return 0;
+    const char *cnt = getenv("SLURM_ARRAY_TASK_COUNT"), *mn = getenv("SLURM_ARRAY_TASK_MIN"),
+               *mx = getenv("SLURM_ARRAY_TASK_MAX");
+    if (cnt == NULL || mn == NULL || mx == NULL)
+        lowp_cli_fail("--shard auto: SLURM_ARRAY_TASK_ID is set without SLURM_ARRAY_TASK_COUNT, _MIN "
+                      "and _MAX (give --shard K/N)");
+    uint64_t c = lowp_cli_parse_u64("SLURM_ARRAY_TASK_COUNT", cnt, 1, SHARD_MAX);
+    uint64_t lo = lowp_cli_parse_u64("SLURM_ARRAY_TASK_MIN", mn, 0, UINT32_MAX);
+    uint64_t hi = lowp_cli_parse_u64("SLURM_ARRAY_TASK_MAX", mx, lo, UINT32_MAX);
+    if (hi - lo + 1 != c)
+        lowp_cli_fail("--shard auto: the job array %llu-%llu has %llu tasks, not one per index (a step "
+                      "or a list): give --shard K/N", (unsigned long long)lo, (unsigned long long)hi,
+                      (unsigned long long)c);
+    *k = (size_t)(lowp_cli_parse_u64("SLURM_ARRAY_TASK_ID", id, lo, hi) - lo);
+    *n = (size_t)c;
+    return 1;
+}
+
+int lowp_cli_env_shard(size_t *k, size_t *n)
+{
+    size_t rk = 0, rn = 1, ak = 0, an = 1;
+    int have_rank = launcher_rank(&rk, &rn), have_array = array_task(&ak, &an);
+    if (!have_rank && !have_array)
+        return 0;
+    if ((uint64_t)an * rn > SHARD_MAX)
+        lowp_cli_fail("--shard auto: %zu array tasks of %zu ranks are more than %llu shards", an, rn,
+                      (unsigned long long)SHARD_MAX);
+    /* array task a's ranks are shards a*rn .. a*rn + rn-1: every (task, rank) pair once */
+    *k = ak * rn + rk;
+    *n = an * rn;
+    return 1;
+}
+
 void lowp_cli_parse_shard(const char *opt, const char *s, size_t *k, size_t *n)
 {
     if (strcmp(s, "auto") == 0) {
-        static const char *const env[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                                             {"PMI_RANK", "PMI_SIZE"},
-                                             {"SLURM_PROCID", "SLURM_NTASKS"}};
-        for (size_t e = 0; e < sizeof env / sizeof env[0]; e++) {
-            const char *r = getenv(env[e][0]), *z = getenv(env[e][1]);
-            if (r == NULL || z == NULL)
-                continue;
-            *n = (size_t)lowp_cli_parse_u64(env[e][1], z, 1, SHARD_MAX);
-            *k = (size_t)lowp_cli_parse_u64(env[e][0], r, 0, *n - 1);
+        if (lowp_cli_env_shard(k, n))
             return;
-        }
         lowp_cli_fail("%s auto: no MPI rank in the environment (OMPI_COMM_WORLD_RANK/SIZE, "
-                      "PMI_RANK/SIZE or SLURM_PROCID/NTASKS)", opt);
+                      "PMI_RANK/SIZE, SLURM_PROCID/NTASKS or SLURM_ARRAY_TASK_ID)", opt);
     }
     const char *slash = strchr(s, '/');
     char kbuf[64];

@@ -32,10 +32,18 @@ size_t lowp_cli_parse_list(const char *opt, const char *s, size_t min_n, size_t 
                            uint64_t *out);
 
 /* "K/N": shard K of N, 0-based (0 <= K < N <= 2^20), both parsed by lowp_cli_parse_u64
- * (so "0x1/4" is shard 1 of 4). "auto": K and N from the MPI launcher's environment,
- * OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE (Open MPI), else PMI_RANK / PMI_SIZE (MPICH,
- * Intel MPI), else SLURM_PROCID / SLURM_NTASKS (srun), each parsed the same way; none set
- * is an error naming them. */
+ * (so "0x1/4" is shard 1 of 4). "auto": K and N from the environment (lowp_cli_env_shard);
+ * none set is an error naming the variables. */
 void lowp_cli_parse_shard(const char *opt, const char *s, size_t *k, size_t *n);
+
+/* This process's shard from the launcher's environment: the rank r of R from
+ * OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE (Open MPI), else PMI_RANK / PMI_SIZE (MPICH,
+ * Intel MPI), else SLURM_PROCID / SLURM_NTASKS (srun), r = 0 and R = 1 if none is set; and
+ * a Slurm job array's task a of A (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of
+ * SLURM_ARRAY_TASK_COUNT; a = 0, A = 1 outside an array; an array that is not contiguous
+ * of step 1 is an error). Shard K = a*R + r of N = A*R: each array task runs R ranks, and
+ * every (task, rank) pair has its own shard. Returns 0 (K, N untouched) when neither a rank
+ * nor an array task is set. Each value is parsed by lowp_cli_parse_u64. */
+int lowp_cli_env_shard(size_t *k, size_t *n);
 
 #endif

@@ -259,13 +259,9 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
     lowp_sweep_options o;
     lowp_sweep_default_options(&o);
     const char *csv = "reports/attn-sweep.csv", *md = "reports/attn-sweep.md";
-    int sizes_given = 0, contexts_given = 0, quick = 0, dim_given = 0, merge = 0, case_opts = 0, outs_given = 0;
-    const char *result = NULL;
-    lowp_shard shard = {0, 1};
-    char **files = calloc((size_t)argc + 1, sizeof *files);
-    size_t n_files = 0;
-    if (files == NULL)
-        lowp_cli_fail("out of memory");
+    int sizes_given = 0, contexts_given = 0, quick = 0, dim_given = 0, case_opts = 0, outs_given = 0;
+    lowp_shard_opts so;
+    lowp_shard_opts_init(&so, argc);
     char buf[1024];
     char *items[MAX_LIST];
     for (int i = 1; i < argc; i++) {
@@ -276,14 +272,8 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
         } else if (strcmp(a, "--md") == 0) {
             md = lowp_cli_option_value(argc, argv, &i);
             outs_given = 1;
-        } else if (strcmp(a, "--shard") == 0)
-            lowp_cli_parse_shard("--shard", lowp_cli_option_value(argc, argv, &i), &shard.k, &shard.n);
-        else if (strcmp(a, "--result") == 0)
-            result = lowp_cli_option_value(argc, argv, &i);
-        else if (strcmp(a, "--merge") == 0)
-            merge = 1;
-        else if (merge && a[0] != '-')
-            files[n_files++] = argv[i];
+        } else if (lowp_shard_option(&so, argc, argv, &i))
+            continue;
         else if (strcmp(a, "--quick") == 0)
             quick = 1;
         else if (strcmp(a, "--contexts") == 0) {
@@ -361,7 +351,7 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
         }
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             sweep_usage(stdout);
-            free(files);
+            lowp_shard_opts_free(&so);
             return LOWP_EXIT_OK;
         } else
             lowp_cli_fail("attn-sweep: unknown argument '%s' (see lowp attn-sweep --help)", a);
@@ -383,13 +373,10 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
     if (strcmp(csv, md) == 0)
         lowp_cli_fail("--csv and --md name the same file '%s'", csv);
 
-    if (merge && (n_files == 0 || case_opts || shard.n > 1))
-        lowp_cli_fail(n_files == 0 ? "attn-sweep --merge: no result files given"
-                                   : "attn-sweep --merge: the cases come from the results; case options and "
-                                     "--shard do not apply");
-    if (shard.n > 1 && result == NULL)
-        lowp_cli_fail("attn-sweep --shard %zu/%zu: a shard writes only its result: give --result FILE", shard.k,
-                      shard.n);
+    lowp_shard_opts_check(&so, "attn-sweep", case_opts);
+    const lowp_shard shard = so.shard;
+    const char *result = so.result;
+    const int merge = so.merge;
     if (shard.n > 1 && outs_given)
         lowp_cli_fail("attn-sweep --shard: a shard writes no CSV or Markdown (attn-sweep --merge writes them)");
     int tables = shard.n == 1;
@@ -418,7 +405,7 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
     json_t *res = NULL;
     memset(&r, 0, sizeof r);
     if (merge) {
-        res = lowp_result_merge("attn-sweep", files, n_files);
+        res = lowp_result_merge("attn-sweep", so.files, so.n_files);
         sweep_from_args(lowp_result_args(res), &o);
         r.opt = o;
         r.seconds = NAN; /* results record no times */
@@ -466,7 +453,7 @@ int lowp_cmd_attn_sweep(int argc, char **argv)
     if (result != NULL)
         lowp_result_write(res, result);
     json_decref(res);
-    free(files);
+    lowp_shard_opts_free(&so);
     if (!tables) {
         printf("attn-sweep: shard %zu/%zu: %zu rows in %.1f s; result %s\n", shard.k, shard.n, r.n, r.seconds,
                result);

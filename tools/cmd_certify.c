@@ -22,6 +22,9 @@
  * Exit status: 0 when every output is exact or within bound, 1 when any is outside or a
  * NaN mismatch, 2 on bad input (one line on stderr, nothing on stdout).
  *
+ * --shard K/N --result R and --merge (tools/shard.h): a unit is one sequence of the batch
+ * (with all its --qo-indptr query rows); the merged certificate is one run's.
+ *
  *   lowp certify --kv-write --layout L --k-cache K --v-cache V [--k-sf KS --v-sf VS]
  *                --k-scale S --v-scale S --slot-mapping SM --k-in KI --v-in VI [--recipe R]
  * checks a quantize-on-write instead (lowp_certify_kv_write): the pools K, V (KS, VS) as the
@@ -35,6 +38,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "shard.h"
 #include "lowp/certify.h"
 #include "lowp/tensor.h"
 
@@ -73,6 +77,17 @@ static void certify_usage(FILE *f)
           "  --slot-mapping SM   int64 / int32 [num_tokens]: page x page_size + slot (< 0: padding, skipped)\n"
           "  --k-in, --v-in      the values written, float [num_tokens, H, D] (bf16 / f16 / f32)\n"
           "  --recipe R          the writer's rounding recipe (default: sglang-kv for nvfp4, else the format's)\n"
+          "                      (one run: --kv-write takes no --shard, --result or --merge)\n"
+          "sharded runs (a unit is one sequence of the batch, with its --qo-indptr query rows):\n"
+          "  --shard K/N         certify the sequences b with b mod N = K (0-based; auto: the MPI /\n"
+          "                      Slurm rank and size); needs --result, prints one line, exits 1 when one\n"
+          "                      of its outputs is outside or a NaN mismatch; it also tries the\n"
+          "                      diagnosis's alternative readings on every sequence (--no-diagnose: not)\n"
+          "  --result FILE       the run's deterministic result (JSON: counts, worst elements, the\n"
+          "                      alternatives' verdicts per sequence)\n"
+          "  lowp certify --merge A.json B.json ... [--result FILE]: the shards' results, checked to\n"
+          "                      be shards 0..N-1 of one run (the same options in the same order), give\n"
+          "                      the certificate, exit status and --result of one unsharded run\n"
           "exit 0: every output exact or within bound (every token's bytes lowp's); 1: any outside or NaN\n"
           "mismatch (a token's bytes differ); 2: bad input\n",
           f);
@@ -127,6 +142,9 @@ typedef struct {
     int k_scale_set, v_scale_set, v_after, no_diag;
     size_t split, mma_k, worst, threads;
     long seq;
+    lowp_shard_opts so; /* --shard, --result, --merge */
+    int others;         /* an option other than those given */
+    char command[4096]; /* "lowp certify ..." without --shard and --result: the reproducer */
 } certify_opts;
 
 /* --kv-write: its own options, and none of the attention check's. */
@@ -145,6 +163,9 @@ static void kv_write_opts(const certify_opts *o)
         o->sm_scale != 0 || o->q_scale != 0)
         lowp_cli_fail("certify --kv-write: --q, --out, --qo-indptr, --seq, page tables and the declared arithmetic "
                       "belong to the attention check, not to a cache write");
+    if (o->so.shard.n > 1 || o->so.result != NULL)
+        lowp_cli_fail("certify --kv-write: one run checks the writer's tokens; --shard and --result belong to the "
+                      "attention check");
 }
 
 static void parse(int argc, char **argv, certify_opts *o)
@@ -152,9 +173,15 @@ static void parse(int argc, char **argv, certify_opts *o)
     memset(o, 0, sizeof *o);
     o->seq = -1;
     o->worst = 8;
+    lowp_shard_opts_init(&o->so, argc);
+    size_t used = (size_t)snprintf(o->command, sizeof o->command, "lowp %s", argv[0]);
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         const char **str = NULL;
+        if (lowp_shard_option(&o->so, argc, argv, &i))
+            continue;
+        o->others = 1;
+        int first = i;
         if (strcmp(s, "--layout") == 0) str = &o->layout;
         else if (strcmp(s, "--k-cache") == 0) str = &o->k;
         else if (strcmp(s, "--v-cache") == 0) str = &o->v;
@@ -179,11 +206,9 @@ static void parse(int argc, char **argv, certify_opts *o)
         else if (strcmp(s, "--p-dtype") == 0) str = &o->p_dtype;
         else if (strcmp(s, "--out-dtype") == 0) str = &o->out_dtype;
         else if (strcmp(s, "--partial-dtype") == 0) str = &o->partial_dtype;
-        if (str != NULL) {
+        if (str != NULL)
             *str = lowp_cli_option_value(argc, argv, &i);
-            continue;
-        }
-        if (strcmp(s, "--k-scale") == 0) {
+        else if (strcmp(s, "--k-scale") == 0) {
             o->k_scale = lowp_cli_parse_positive(s, lowp_cli_option_value(argc, argv, &i));
             o->k_scale_set = 1;
         } else if (strcmp(s, "--v-scale") == 0) {
@@ -215,10 +240,29 @@ static void parse(int argc, char **argv, certify_opts *o)
             exit(LOWP_EXIT_OK);
         } else
             lowp_cli_fail("certify: unknown argument '%s' (see lowp certify --help)", s);
+        for (int j = first; j <= i && used < sizeof o->command; j++)
+            used += (size_t)snprintf(o->command + used, sizeof o->command - used, " %s", argv[j]);
     }
+    if (used >= sizeof o->command)
+        lowp_cli_fail("certify: the command line is longer than %zu characters", sizeof o->command - 1);
+    lowp_shard_opts_check(&o->so, "certify", o->others);
+    if (o->so.merge)
+        return;
     if (o->kv_write || o->slots != NULL || o->k_in != NULL || o->v_in != NULL || o->recipe != NULL) {
         kv_write_opts(o);
         return;
+    }
+    if (o->seq >= 0 && (o->so.shard.n > 1 || o->so.result != NULL))
+        lowp_cli_fail("certify --seq certifies one sequence (a reproducer): it takes no --shard or --result");
+    if (o->so.result != NULL) {
+        lowp_out_check("--result", o->so.result);
+        const char *const in[][2] = {{"--k-cache", o->k},        {"--v-cache", o->v},    {"--k-sf", o->ksf},
+                                     {"--v-sf", o->vsf},         {"--block-table", o->bt}, {"--seq-lens", o->sl},
+                                     {"--indptr", o->indptr},    {"--indices", o->indices},
+                                     {"--last-page-len", o->lpl}, {"--q", o->q},          {"--out", o->out},
+                                     {"--qo-indptr", o->qo}};
+        for (size_t j = 0; j < sizeof in / sizeof in[0]; j++)
+            lowp_cli_check_not_input("--result", o->so.result, in[j][0], in[j][1]);
     }
     if (o->layout == NULL || o->k == NULL || o->v == NULL || o->q == NULL || o->out == NULL)
         lowp_cli_fail("certify: --layout, --k-cache, --v-cache, --q and --out are required (see lowp certify --help)");
@@ -333,10 +377,239 @@ static int certify_kv_write(const certify_opts *o, const lowp_certify_cache *c)
     return r.differs > 0 ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
 }
 
+/* The report after the header lines: oracle rows, the extend line (extend: "" for decode;
+ * else the line, and the worst elements get their query's position and row), verdict
+ * counts, worst elements (with the command that reproduces the first failing one), the
+ * diagnosis. 1 when any output is outside its bound or a NaN mismatch. */
+static int report(const char *header, const char *extend, const lowp_certify_result *r, long seq,
+                  const char *command)
+{
+    fputs(header, stdout);
+    printf("# exact: softmax(sm_scale q^ K^T) V of the declared Q and the cache's values, binary64 reference with its "
+           "bound; %zu query rows by the MPFR oracle\n", r->oracle_rows);
+    fputs(extend, stdout);
+    if (seq >= 0)
+        printf("# sequence %ld only\n", seq);
+    printf("# verdicts of %zu outputs: exact %zu, within bound %zu, outside bound %zu, nan mismatch %zu; worst "
+           "|got - exact| / bound %.4g\n",
+           r->outputs, r->counts[0], r->counts[1], r->counts[2], r->counts[3], r->worst_ratio);
+    if (r->n_worst > 0) {
+        printf("%-6s %5s %5s %8s", "batch", "head", "dim", "seq_len");
+        if (extend[0] != '\0')
+            printf(" %8s %6s", "q_pos", "q_row");
+        printf(" %16s %24s %11s %9s  %s\n", "got", "exact", "bound", "ratio", "verdict");
+        for (size_t i = 0; i < r->n_worst; i++) {
+            const lowp_certify_worst *w = &r->worst[i];
+            printf("%-6zu %5zu %5zu %8zu", w->batch, w->head, w->dim, w->seq_len);
+            if (extend[0] != '\0')
+                printf(" %8zu %6zu", w->q_pos, w->row);
+            printf(" %16.9g %24.17g %11.4g %9.4g  %s\n", w->got, w->exact, w->bound, w->ratio,
+                   lowp_certify_verdict_name((lowp_certify_verdict)w->verdict));
+        }
+        if (r->counts[2] + r->counts[3] > 0 && seq < 0)
+            printf("# reproduce the first: %s --seq %zu\n", command, r->worst[0].batch);
+    }
+    if (r->diagnosis[0] != '\0')
+        printf("# diagnosis: %s\n", r->diagnosis);
+    if (fflush(stdout) != 0)
+        lowp_cli_fail("cannot write to standard output");
+    return r->counts[2] + r->counts[3] > 0;
+}
+
+/* ---- results (tools/shard.h): a unit is one sequence b of the batch (an extend batch's:
+ * with all its query rows, qo_indptr[b] .. qo_indptr[b+1] - 1), certified alone (only_seq b), with the verdict of every alternative reading of the diagnosis on it: 'p'
+ * every output within bound, 'f' not, 'x' the reading is no valid cache, '-' it does not
+ * apply. combine gives the certificate of one lowp_certify_run (lowp/certify.h: the run in
+ * parts). ----------------------------------------------------------------------------------- */
+
+/* the fields of a worst element (lowp_certify_worst) but its verdict */
+#define WORST_SIZES(X) X(batch) X(head) X(dim) X(seq_len) X(q_pos) X(row)
+#define WORST_DOUBLES(X) X(got) X(exact) X(ref_err) X(bound) X(ratio)
+
+static const char *const verdict_keys[LOWP_CERTIFY_VERDICT_COUNT] = {"exact", "within", "outside", "nan_mismatch"};
+
+static json_t *run_units(const certify_opts *o, const lowp_certify_args *args, const char *header,
+                         const char *extend)
+{
+    char why[512];
+    size_t batch = args->cache.batch;
+    json_t *a = json_object(), *alts = json_array();
+    if (a == NULL || alts == NULL)
+        lowp_cli_fail("out of memory");
+    lowp_json_set_str(a, "command", o->command);
+    lowp_json_set_str(a, "header", header);
+    lowp_json_set_str(a, "extend", extend);
+    lowp_json_set_u64(a, "worst", args->n_worst);
+    lowp_json_set_i64(a, "diagnose", args->diagnose);
+    for (int alt = 0; alt < LOWP_CERTIFY_ALT_COUNT && args->diagnose; alt++) {
+        lowp_certify_args b;
+        char what[200] = "";
+        if (!lowp_certify_alternative(args, alt, &b, what, sizeof what))
+            what[0] = '\0';
+        if (json_array_append_new(alts, json_string(what)) != 0)
+            lowp_cli_fail("out of memory");
+    }
+    if (json_object_set_new(a, "alternatives", alts) != 0)
+        lowp_cli_fail("out of memory");
+    json_t *res = lowp_result_new("certify", a, &o->so.shard, batch);
+    for (size_t b = 0; b < batch; b++) {
+        if (!lowp_shard_mine(&o->so.shard, b))
+            continue;
+        lowp_certify_args one = *args;
+        one.only_seq = (long)b;
+        one.diagnose = 0; /* the alternatives run below, per sequence */
+        lowp_certify_result r;
+        if (lowp_certify_run(&one, &r, why, sizeof why))
+            lowp_cli_fail("certify: %s", why);
+        json_t *u = lowp_result_unit(res, b);
+        lowp_json_set_u64(u, "outputs", r.outputs);
+        for (int v = 0; v < LOWP_CERTIFY_VERDICT_COUNT; v++)
+            lowp_json_set_u64(u, verdict_keys[v], r.counts[v]);
+        lowp_json_set_u64(u, "oracle_rows", r.oracle_rows);
+        lowp_json_set_f64(u, "worst_ratio", r.worst_ratio);
+        json_t *list = json_array();
+        if (list == NULL || json_object_set_new(u, "worst", list) != 0)
+            lowp_cli_fail("out of memory");
+        for (size_t i = 0; i < r.n_worst; i++) {
+            const lowp_certify_worst *w = &r.worst[i];
+            json_t *e = json_object();
+            if (e == NULL || json_array_append_new(list, e) != 0)
+                lowp_cli_fail("out of memory");
+#define PUT_Z(f) lowp_json_set_u64(e, #f, w->f);
+#define PUT_D(f) lowp_json_set_f64(e, #f, w->f);
+            WORST_SIZES(PUT_Z)
+            WORST_DOUBLES(PUT_D)
+#undef PUT_Z
+#undef PUT_D
+            lowp_json_set_i64(e, "verdict", w->verdict);
+        }
+        char st[LOWP_CERTIFY_ALT_COUNT + 1] = "";
+        for (int alt = 0; alt < LOWP_CERTIFY_ALT_COUNT && args->diagnose; alt++) {
+            lowp_certify_args b2;
+            char what[200];
+            st[alt] = '-';
+            if (!lowp_certify_alternative(&one, alt, &b2, what, sizeof what))
+                continue;
+            lowp_certify_result r2;
+            if (lowp_certify_run(&b2, &r2, why, sizeof why))
+                st[alt] = 'x';
+            else
+                st[alt] = r2.outputs > 0 && r2.counts[LOWP_CERTIFY_OUTSIDE] + r2.counts[LOWP_CERTIFY_NAN_MISMATCH] == 0
+                              ? 'p'
+                              : 'f';
+        }
+        lowp_json_set_str(u, "alternatives", st);
+    }
+    return res;
+}
+
+static int by_element(const void *pa, const void *pb)
+{
+    const lowp_certify_worst *a = pa, *b = pb;
+    if (a->batch != b->batch)
+        return a->batch < b->batch ? -1 : 1;
+    if (a->row != b->row)
+        return a->row < b->row ? -1 : 1;
+    if (a->head != b->head)
+        return a->head < b->head ? -1 : 1;
+    return a->dim < b->dim ? -1 : a->dim > b->dim;
+}
+
+/* The certificate of res's units (all of the batch after a merge; a shard's own otherwise,
+ * then without the diagnosis). 1 when an output is outside or a NaN mismatch. */
+static int combine(const json_t *res, lowp_certify_result *r)
+{
+    const json_t *a = lowp_result_args(res);
+    size_t want = (size_t)lowp_json_u64(a, "worst"), n = lowp_result_count(res), nw = 0;
+    if (want > LOWP_CERTIFY_WORST_MAX)
+        lowp_cli_fail("merge: worst %zu is more than %d", want, LOWP_CERTIFY_WORST_MAX);
+    memset(r, 0, sizeof *r);
+    lowp_certify_worst *all = calloc(n * want + 1, sizeof *all);
+    if (all == NULL)
+        lowp_cli_fail("out of memory");
+    for (size_t u = 0; u < n; u++) {
+        const json_t *x = lowp_result_at(res, u);
+        r->outputs += (size_t)lowp_json_u64(x, "outputs");
+        for (int v = 0; v < LOWP_CERTIFY_VERDICT_COUNT; v++)
+            r->counts[v] += (size_t)lowp_json_u64(x, verdict_keys[v]);
+        r->oracle_rows += (size_t)lowp_json_u64(x, "oracle_rows");
+        double wr = lowp_json_f64(x, "worst_ratio");
+        if (wr > r->worst_ratio)
+            r->worst_ratio = wr;
+        const json_t *list = json_object_get(x, "worst");
+        if (!json_is_array(list) || json_array_size(list) > want)
+            lowp_cli_fail("merge: unit %zu's worst list is not a list of at most %zu", u, want);
+        for (size_t i = 0; i < json_array_size(list); i++) {
+            const json_t *e = json_array_get(list, i);
+            lowp_certify_worst *w = &all[nw++];
+#define GET_Z(f) w->f = (size_t)lowp_json_u64(e, #f);
+#define GET_D(f) w->f = lowp_json_f64(e, #f);
+            WORST_SIZES(GET_Z)
+            WORST_DOUBLES(GET_D)
+#undef GET_Z
+#undef GET_D
+            w->verdict = (int)lowp_json_i64(e, "verdict");
+            if (w->verdict < 0 || w->verdict >= LOWP_CERTIFY_VERDICT_COUNT)
+                lowp_cli_fail("merge: unit %zu has a worst element of verdict %d", u, w->verdict);
+        }
+    }
+    /* ties in the list go by element order (batch, row, head, dim), as in one run */
+    qsort(all, nw, sizeof *all, by_element);
+    for (size_t i = 0; i < nw; i++)
+        lowp_certify_worst_offer(r, want, &all[i]);
+    free(all);
+    int bad = r->counts[LOWP_CERTIFY_OUTSIDE] + r->counts[LOWP_CERTIFY_NAN_MISMATCH] > 0;
+    const json_t *alts = json_object_get(a, "alternatives");
+    if (!bad || !lowp_json_i64(a, "diagnose") || n != lowp_json_u64(res, "units"))
+        return bad;
+    /* the first reading that applies, is a valid cache for every sequence and holds every
+     * output of every sequence within bound (lowp_certify_run's diagnosis) */
+    for (size_t alt = 0; alt < json_array_size(alts); alt++) {
+        const char *what = json_string_value(json_array_get(alts, alt));
+        if (what == NULL)
+            lowp_cli_fail("merge: alternative %zu is not a string", alt);
+        if (*what == '\0')
+            continue;
+        int all_pass = 1, invalid = 0;
+        for (size_t u = 0; u < n; u++) {
+            const char *st = lowp_json_str(lowp_result_at(res, u), "alternatives");
+            if (strlen(st) != json_array_size(alts))
+                lowp_cli_fail("merge: unit %zu has %zu alternatives' verdicts, the run %zu", u, strlen(st),
+                              json_array_size(alts));
+            invalid |= st[alt] == 'x';
+            all_pass &= st[alt] == 'p';
+        }
+        if (!invalid && all_pass) {
+            lowp_certify_diagnosis_set(r, what, r->outputs);
+            break;
+        }
+    }
+    return bad;
+}
+
+/* --merge: the shards' results, the certificate of one run. */
+static int certify_merge(certify_opts *o)
+{
+    if (o->so.result != NULL)
+        lowp_out_check("--result", o->so.result);
+    json_t *res = lowp_result_merge("certify", o->so.files, o->so.n_files);
+    const json_t *a = lowp_result_args(res);
+    lowp_certify_result r;
+    combine(res, &r);
+    int bad = report(lowp_json_str(a, "header"), lowp_json_str(a, "extend"), &r, -1, lowp_json_str(a, "command"));
+    if (o->so.result != NULL)
+        lowp_result_write(res, o->so.result);
+    json_decref(res);
+    lowp_shard_opts_free(&o->so);
+    return bad ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
+}
+
 int lowp_cmd_certify(int argc, char **argv)
 {
     certify_opts o;
     parse(argc, argv, &o);
+    if (o.so.merge)
+        return certify_merge(&o);
     lowp_certify_layout layout;
     if (lowp_certify_layout_parse(o.layout, &layout))
         lowp_cli_fail("--layout: unknown layout '%s' (vllm-fp8 flashinfer sglang-nvfp4 trtllm)", o.layout);
@@ -395,6 +668,7 @@ int lowp_cmd_certify(int argc, char **argv)
     c.v_scale = (float)o.v_scale;
     if (o.kv_write) {
         int rc = certify_kv_write(&o, &c);
+        lowp_shard_opts_free(&o.so);
         lowp_tensor_file_free(&fk);
         lowp_tensor_file_free(&fv);
         if (nvfp4) {
@@ -455,63 +729,62 @@ int lowp_cmd_certify(int argc, char **argv)
     args.threads = (int)o.threads;
     args.n_worst = o.worst;
     args.qo_indptr = qo;
-    lowp_certify_result r;
-    if (lowp_certify_run(&args, &r, why, sizeof why))
-        lowp_cli_fail("certify: %s", why);
 
-    /* report */
-    printf("# lowp certify: layout %s (%s, pages %s", o.layout, lowp_block_format_name(fmt),
-           lowp_kv_layout_name(c.code_order));
+    /* the report's first lines: what the inputs and the declaration are */
+    char *header = NULL;
+    size_t hlen = 0;
+    FILE *hf = open_memstream(&header, &hlen);
+    if (hf == NULL)
+        lowp_cli_fail("out of memory");
+    fprintf(hf, "# lowp certify: layout %s (%s, pages %s", o.layout, lowp_block_format_name(fmt),
+            lowp_kv_layout_name(c.code_order));
     if (fmt == LOWP_NVFP4)
-        printf(", scales %s, K %s, V %s", lowp_kv_layout_name(c.sf_order), lowp_kv_sf_order_name(c.k_sf_order),
-               lowp_kv_sf_order_name(c.v_sf_order));
-    printf("), %zu pages of %zu, batch %zu, %zu query heads / %zu KV heads, qk_dim %zu vo_dim %zu; k_scale %.9g "
-           "v_scale %.9g\n",
-           pages, P, c.batch, Hq, H, Dk, Dv, o.k_scale, o.v_scale);
-    printf("# declared: Q %s", lowp_certify_dtype_name(ar.q_dtype));
+        fprintf(hf, ", scales %s, K %s, V %s", lowp_kv_layout_name(c.sf_order), lowp_kv_sf_order_name(c.k_sf_order),
+                lowp_kv_sf_order_name(c.v_sf_order));
+    fprintf(hf, "), %zu pages of %zu, batch %zu, %zu query heads / %zu KV heads, qk_dim %zu vo_dim %zu; k_scale %.9g "
+            "v_scale %.9g\n",
+            pages, P, c.batch, Hq, H, Dk, Dv, o.k_scale, o.v_scale);
+    fprintf(hf, "# declared: Q %s", lowp_certify_dtype_name(ar.q_dtype));
     if (ar.q_dtype == LOWP_CERTIFY_E4M3)
-        printf(" (q_scale %.9g)", ar.q_scale > 0 ? (double)ar.q_scale : 1.0);
-    printf(", P %s, out %s, fp32 accumulation in steps of %zu position%s", lowp_certify_dtype_name(ar.p_dtype),
-           lowp_certify_dtype_name(ar.out_dtype), ar.mma_k > 1 ? ar.mma_k : 1, ar.mma_k > 1 ? "s" : "");
+        fprintf(hf, " (q_scale %.9g)", ar.q_scale > 0 ? (double)ar.q_scale : 1.0);
+    fprintf(hf, ", P %s, out %s, fp32 accumulation in steps of %zu position%s", lowp_certify_dtype_name(ar.p_dtype),
+            lowp_certify_dtype_name(ar.out_dtype), ar.mma_k > 1 ? ar.mma_k : 1, ar.mma_k > 1 ? "s" : "");
     if (ar.split_tokens)
-        printf(", split-K %zu (partials %s)", ar.split_tokens, lowp_certify_dtype_name(ar.partial_dtype));
-    printf(", v_scale %s; sm_scale %.9g\n", ar.v_scale_after_output ? "after the output rounding" : "inside",
-           ar.sm_scale != 0 ? ar.sm_scale : 1.0 / sqrt((double)Dk));
-    printf("# exact: softmax(sm_scale q^ K^T) V of the declared Q and the cache's values, binary64 reference with its "
-           "bound; %zu query rows by the MPFR oracle\n", r.oracle_rows);
+        fprintf(hf, ", split-K %zu (partials %s)", ar.split_tokens, lowp_certify_dtype_name(ar.partial_dtype));
+    fprintf(hf, ", v_scale %s; sm_scale %.9g\n", ar.v_scale_after_output ? "after the output rounding" : "inside",
+            ar.sm_scale != 0 ? ar.sm_scale : 1.0 / sqrt((double)Dk));
+    if (fclose(hf) != 0)
+        lowp_cli_fail("out of memory");
+    char extend[200] = "";
     if (qo != NULL)
-        printf("# extend: %zu causal queries over %zu sequences (--qo-indptr), each certified over its visible "
-               "prefix\n", rows, c.batch);
-    if (o.seq >= 0)
-        printf("# sequence %ld only\n", o.seq);
-    printf("# verdicts of %zu outputs: exact %zu, within bound %zu, outside bound %zu, nan mismatch %zu; worst "
-           "|got - exact| / bound %.4g\n",
-           r.outputs, r.counts[0], r.counts[1], r.counts[2], r.counts[3], r.worst_ratio);
-    if (r.n_worst > 0) {
-        printf("%-6s %5s %5s %8s", "batch", "head", "dim", "seq_len");
-        if (qo != NULL)
-            printf(" %8s %6s", "q_pos", "q_row");
-        printf(" %16s %24s %11s %9s  %s\n", "got", "exact", "bound", "ratio", "verdict");
-        for (size_t i = 0; i < r.n_worst; i++) {
-            const lowp_certify_worst *w = &r.worst[i];
-            printf("%-6zu %5zu %5zu %8zu", w->batch, w->head, w->dim, w->seq_len);
-            if (qo != NULL)
-                printf(" %8zu %6zu", w->q_pos, w->row);
-            printf(" %16.9g %24.17g %11.4g %9.4g  %s\n", w->got, w->exact, w->bound, w->ratio,
-                   lowp_certify_verdict_name((lowp_certify_verdict)w->verdict));
+        snprintf(extend, sizeof extend, "# extend: %zu causal queries over %zu sequences (--qo-indptr), each certified "
+                 "over its visible prefix\n", rows, c.batch);
+
+    lowp_certify_result r;
+    int bad;
+    if (o.so.shard.n == 1 && o.so.result == NULL) { /* one run of the library over the batch */
+        if (lowp_certify_run(&args, &r, why, sizeof why))
+            lowp_cli_fail("certify: %s", why);
+        bad = report(header, extend, &r, o.seq, o.command);
+    } else {
+        json_t *res = run_units(&o, &args, header, extend);
+        if (o.so.shard.n == 1) {
+            combine(res, &r);
+            bad = report(header, extend, &r, -1, o.command);
+        } else {
+            bad = combine(res, &r);
+            printf("certify: shard %zu/%zu: %zu of %zu sequences, %zu outputs (%zu outside, %zu nan mismatch); "
+                   "result %s\n",
+                   o.so.shard.k, o.so.shard.n, lowp_result_count(res), c.batch, r.outputs, r.counts[2], r.counts[3],
+                   o.so.result);
+            if (fflush(stdout) != 0)
+                lowp_cli_fail("cannot write to standard output");
         }
-        if (r.counts[2] + r.counts[3] > 0 && o.seq < 0) {
-            printf("# reproduce the first: lowp");
-            for (int i = 0; i < argc; i++)
-                printf(" %s", argv[i]);
-            printf(" --seq %zu\n", r.worst[0].batch);
-        }
+        lowp_result_write(res, o.so.result);
+        json_decref(res);
     }
-    if (r.diagnosis[0] != '\0')
-        printf("# diagnosis: %s\n", r.diagnosis);
-    if (fflush(stdout) != 0)
-        lowp_cli_fail("cannot write to standard output");
-    int bad = r.counts[2] + r.counts[3] > 0;
+    free(header);
+    lowp_shard_opts_free(&o.so);
     lowp_tensor_free(&tq);
     lowp_tensor_free(&to);
     lowp_tensor_file_free(&fk);

@@ -58,6 +58,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpu_rank.h"
 #include "shard.h"
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/attn_gpu_extend.h"
@@ -104,7 +105,9 @@ static void gpu_usage(FILE *f)
           "  Q [1, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx, num_kv_heads, vo_dim]:\n"
           "  a decode (one query token at position ctx - 1); with --path extend|prefill, Q [q_len, ...] is\n"
           "  the chunk at positions ctx - q_len .. ctx - 1 (extend: an nvfp4 cache). Formats: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4;\n"
-          "  head dims multiples of 64 up to 512; up to 16 query heads per KV head.\n",
+          "  head dims multiples of 64 up to 512; up to 16 query heads per KV head.\n"
+          "  The GPU: local rank mod visible devices under MPI / Slurm (OMPI_COMM_WORLD_LOCAL_RANK,\n"
+          "  MPI_LOCALRANKID, SLURM_LOCALID), LOWP_GPU_DEVICE=N over it; lowp rank --devices D shows it.\n",
           f);
 }
 
@@ -113,6 +116,36 @@ static void no_cuda(const char *what)
 {
     lowp_cli_fail("lowp gpu %s: this lowp was built without CUDA (nvcc was not found at configure "
                   "time)", what);
+}
+#endif
+
+#ifdef LOWP_HAVE_GPU
+/* The visible CUDA devices (0 when there are none, or CUDA cannot say), with the rank's
+ * device selected (tools/gpu_rank.h: local rank mod count, or LOWP_GPU_DEVICE) before any
+ * kernel or allocation, and the choice said once on stderr. Every GPU path of `lowp gpu`
+ * calls this first instead of cudaGetDeviceCount; the emulators do not (no device). */
+static int gpu_devices(void)
+{
+    static int said;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess)
+        return 0;
+    lowp_gpu_rank r;
+    lowp_gpu_rank_choose(ndev, &r);
+    if (r.device < 0)
+        return ndev;
+    cudaError_t e = cudaSetDevice(r.device);
+    if (e != cudaSuccess)
+        lowp_cli_fail("cudaSetDevice(%d): %s", r.device, cudaGetErrorString(e));
+    if (!said) {
+        struct cudaDeviceProp prop;
+        char line[384];
+        lowp_gpu_rank_line(&r, ndev, cudaGetDeviceProperties(&prop, r.device) == cudaSuccess ? prop.name : NULL,
+                           line, sizeof line);
+        fprintf(stderr, "%s\n", line);
+        said = 1;
+    }
+    return ndev;
 }
 #endif
 
@@ -310,6 +343,10 @@ static int gpu_conform_decode(int argc, char **argv)
     }
     o.shard_k = shard.k;
     o.shard_n = shard.n;
+    /* the device before the report is opened: a bad LOWP_GPU_DEVICE, or no GPU, leaves
+     * no file (not even a temporary one) */
+    if (!o.emulator_only && gpu_devices() == 0)
+        return gpu_run_end("conform", 77, NULL, "no CUDA device", " (use --emulator-only on a machine without a GPU)");
     FILE *rep = report ? lowp_out_open(report, 0) : NULL;
     lowp_gpu_conform_result r;
     char why[512] = "";
@@ -458,7 +495,7 @@ static int gpu_conform_extend(int argc, char **argv, int kinds, int again)
                       o.cases ? o.cases - 1 : 0);
     /* no GPU: said before the report is opened (no temporary file left behind) */
     int ndev = 0;
-    if (!o.emulator_only && (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0))
+    if (!o.emulator_only && (ndev = gpu_devices()) == 0)
         return gpu_run_end("conform", 77, NULL, "no CUDA device",
                            " (use --emulator-only on a machine without a GPU)");
     FILE *rep = report ? lowp_out_open(report, 0) : NULL;
@@ -577,6 +614,8 @@ static int gpu_bench_decode(int argc, char **argv)
     }
     if (o.reps > 100000)
         lowp_cli_fail("--reps: at most 100000");
+    if (gpu_devices() == 0) /* said before the CSV is opened (no temporary file left behind) */
+        return gpu_run_end("bench", 77, NULL, "no CUDA device", "");
     FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
     char why[512] = "";
     int rc = lowp_gpu_bench_run(&o, csv, stdout, why, sizeof why);
@@ -638,7 +677,7 @@ static int gpu_bench_extend(int argc, char **argv, int kinds)
     }
     o.n_prefixes = np;
     int ndev = 0; /* no GPU: said before the CSV is opened (no temporary file left behind) */
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)
+    if ((ndev = gpu_devices()) == 0)
         return gpu_run_end("bench", 77, NULL, "no CUDA device", "");
     FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
     char why[512] = "";
@@ -715,7 +754,7 @@ static int gpu_attn_extend(const gattn *a, lowp_kv_path path)
 #else
     if (!a->emulate) {
         int ndev = 0;
-        if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if ((ndev = gpu_devices()) == 0) {
             fprintf(stderr, "lowp gpu attn: no CUDA device (--emulate runs the CPU emulator)\n");
             return 77;
         }
@@ -985,7 +1024,7 @@ static int gpu_attn(int argc, char **argv)
      * taken: the exit-77 path has nothing to free. */
     if (!a.emulate) {
         int ndev = 0;
-        if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if ((ndev = gpu_devices()) == 0) {
             fprintf(stderr, "lowp gpu attn: no CUDA device (--emulate runs the CPU emulators)\n");
             return 77;
         }

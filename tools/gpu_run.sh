@@ -33,12 +33,14 @@
 #                                quantlib, only when asked: torchao / nvidia-modelopt /
 #                                compressed-tensors on CUDA and CPU tensors against lowp's
 #                                recipes, byte for byte; the three wheels carried in .whl/,
-#                                installed --no-deps into $TMPDIR/lowp-quantlib-py)
+#                                installed --no-deps into $TMPDIR/lowp-wheels-py)
 #      tools/certify_h200.py  -> certify-h200.md/.json (step certify, only when asked: torch SDPA
 #                                per backend on BF16 and FP8-dequantized caches, FlashInfer's FP8
 #                                batch decode if flashinfer imports, lowp gpu attn; each kernel's
 #                                output certified through `import lowp`; args in LOWP_CERTIFY_ARGS,
-#                                e.g. "--kernels sdpa-flash-bf16,lowp-gpu-fp8 --quick")
+#                                e.g. "--kernels sdpa-flash-bf16,lowp-gpu-fp8 --quick"; SGLang's
+#                                Triton decode (--kernels sglang-triton-bf16,...) from the sglang
+#                                wheel in .whl/, installed as for quantlib)
 #   5. step "extend" (issue #22, only when asked: LOWP_GPU_RUN_STEPS=extend): the extend /
 #      prefill attention kernel (gpu/kernels/extend.cu):
 #      lowp gpu conform --kernel extend,prefill -> gpu-extend-conform-h200.md (GPU vs
@@ -51,8 +53,15 @@
 #      tools/sdpa_extend_bench.py -> sdpa-extend-bench-h200.csv (PyTorch SDPA, same shapes)
 #      lowp gpu attn --path extend|prefill vs --emulate (byte for byte) and vs lowp attn
 #                                (within the bound) on a 300-query chunk over 2000 tokens
+#   6. step "ex2" (issue #22 item 3, only when asked): lowp_gpu_ex2_probe -> ex2-approx-h200.md,
+#      ex2_err_0_1.i8, ex2_err_m1_0.i8 (ex2.approx.ftz.f32 on all 2^32 inputs and its error on
+#      two 2^23-point grids; the three files stay out of the results archive, returned as is)
+#   7. step "mpi" (issue #23, only when asked): tools/gpu_mpi.sh -> mpi-h200.md: lowp gpu
+#      conform (LOWP_GPU_MPI_ARGS, default --cases 20000) unsharded and as 2 MPI ranks
+#      (tools/lowp_mpi.sh, rank 0 merges), results and reports cmp'ed, both timed; Open MPI
+#      from the .deb files carried in .deb/mpi (carry [".deb"]).
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2 mpi
 #   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
 #   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
 #   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
@@ -125,7 +134,7 @@ STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2 mpi; do want $k && KERNELS=1; done
 [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && KERNELS=1
 # the kernel targets the chosen steps run (lowp always)
 TARGETS=lowp_cli
@@ -135,6 +144,7 @@ want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
 { want certify || want quantlib; } && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
 # extend: lowp_cli alone (lowp gpu conform / bench --kernel extend,prefill)
 want select && TARGETS="$TARGETS lowp_gpu_select_check"
+want ex2 && TARGETS="$TARGETS lowp_gpu_ex2_probe"
 if ! have_mpfr && ls "$DEBS"/*.deb >/dev/null 2>&1; then
   P=${TMPDIR:-/tmp}/lowp-deps
   say "mpfr not found by pkg-config; unpacking $(ls "$DEBS"/*.deb | wc -l) carried .deb files from $DEBS into $P"
@@ -380,23 +390,33 @@ PYEOF
   done
   rm -f "$OUT"/attn-[qkv].npy
 fi
+# wheels: the packages carried in .whl/ (git-ignored), installed once into $WP without their
+# dependencies (torch and triton are on the machine); 1 when .whl/ holds none. A library whose
+# import still fails is reported as unavailable by the step that wanted it.
+WP=${TMPDIR:-/tmp}/lowp-wheels-py
+wheels() {
+  ls "$ROOT"/.whl/*.whl >/dev/null 2>&1 || return 1
+  [ -n "${WHEELS_IN:-}" ] && return 0
+  WHEELS_IN=1
+  say "wheels: $(ls "$ROOT"/.whl/*.whl | wc -l), $(du -ch "$ROOT"/.whl/*.whl | tail -1 | cut -f1) in .whl/ -> $WP"
+  python3 -m pip install -q --no-deps --no-index --no-compile --upgrade --target "$WP" "$ROOT"/.whl/*.whl >>"$BLOG" 2>&1 ||
+    say "pip install --target $WP failed (see build.log)"
+  return 0
+}
 if want certify; then
   if [ -x "$LOWP" ] && [ -f "$B/ref/liblowp.so" ]; then
     # the budget leaves the script's own limit room for the summary
     cb=$(($(left) - 40)); [ $cb -gt 420 ] && cb=420
-    run_step "certify_h200.py" $((cb + 30)) certify-h200.md env LOWP_LIBRARY="$B/ref/liblowp.so" python3 \
+    WPP=${PYTHONPATH:-}; wheels && WPP="$WP${WPP:+:$WPP}" # for the sglang kernels
+    run_step "certify_h200.py" $((cb + 30)) certify-h200.md env LOWP_LIBRARY="$B/ref/liblowp.so" PYTHONPATH="$WPP" python3 \
       tools/certify_h200.py --out "$OUT" --lowp "$LOWP" --budget-s "$cb" ${LOWP_CERTIFY_ARGS:-}
   else summ "certify_h200.py" "not built" 0 "lowp or liblowp.so missing; see build.log"; fi
 fi
 if want quantlib; then
-  # The three libraries from wheels carried in .whl/ (git-ignored), without their
-  # dependencies: torch is on the machine; a library whose import still fails is reported
-  # as not installed by quantlib_check.py and the others run.
-  QP=${TMPDIR:-/tmp}/lowp-quantlib-py
-  if [ -f "$B/ref/liblowp.so" ] && ls "$ROOT"/.whl/*.whl >/dev/null 2>&1; then
-    say "quantlib: $(ls "$ROOT"/.whl/*.whl | wc -l) wheels, $(du -ch "$ROOT"/.whl/*.whl | tail -1 | cut -f1) in .whl/"
-    python3 -m pip install -q --no-deps --no-index --target "$QP" "$ROOT"/.whl/*.whl >>"$BLOG" 2>&1 ||
-      say "pip install --target $QP failed (see build.log)"
+  # The three libraries from the wheels in .whl/ (wheels above); one whose import fails is
+  # reported as not installed by quantlib_check.py and the others run.
+  QP=$WP
+  if [ -f "$B/ref/liblowp.so" ] && wheels; then
     run_step "quantlib_check.py (cuda)" 240 quantlib-check-h200.md env LOWP_LIBRARY="$B/ref/liblowp.so" \
       PYTHONPATH="$QP" python3 tools/quantlib_check.py --device cuda --out "$OUT/quantlib-check-h200.md" $QUICK
     run_step "quantlib_check.py (cpu)" 180 quantlib-check-h200-cpu.md env LOWP_LIBRARY="$B/ref/liblowp.so" \
@@ -420,6 +440,19 @@ if want tune && [ -x "$LOWP" ]; then
   # a small sweep unless TUNE_* say otherwise (each point is one lowp gpu bench run)
   export TUNE_STAGES=${TUNE_STAGES:-2 3} TUNE_WARPS=${TUNE_WARPS:-4 2} TUNE_LAYOUTS=${TUNE_LAYOUTS:-nhd}
   run_step "gpu_tune.sh" 120 gpu-tune.txt sh -c "bash tools/gpu_tune.sh '$LOWP' > '$OUT/gpu-tune.txt' 2>&1"
+fi
+
+# ex2 before extend: it needs well under a minute, extend can use the rest of the budget
+if want ex2; then
+  if [ -x "$GPUB/lowp_gpu_ex2_probe" ]; then
+    run_step "ex2 probe" 120 ex2-approx-h200.md "$GPUB/lowp_gpu_ex2_probe" "$OUT"
+  else summ "ex2 probe" "not built" 0 "see build.log"; fi
+fi
+if want mpi && [ -x "$LOWP" ]; then
+  # issue #23: gpu conform unsharded vs 2 MPI ranks on this machine's GPU(s), merged by
+  # rank 0 and cmp'ed (tools/gpu_mpi.sh; Open MPI from the carried .deb/mpi)
+  run_step "mpi: gpu conform 1 process vs 2 ranks" 420 mpi-h200.md bash tools/gpu_mpi.sh "$LOWP" "$OUT" \
+    ${LOWP_GPU_MPI_ARGS:-}
 fi
 
 if want extend; then
@@ -509,7 +542,9 @@ if [ -f "$OUT/torch-check.md" ]; then
 fi
 echo "files in OUT: $(ls "$OUT" | tr '\n' ' ')"
 # The device tool returns only a few files: everything but this log goes into one archive.
-( cd "$OUT" && ls | grep -v -e '^gpu-run.log$' -e '^lowp-gpu-results.tgz$' > .list &&
+# The ex2 probe's three files (8 MiB int8 grids, its report) come back as files.
+( cd "$OUT" && ls | grep -v -e '^gpu-run.log$' -e '^lowp-gpu-results.tgz$' \
+    -e '^ex2_err_0_1\.i8$' -e '^ex2_err_m1_0\.i8$' -e '^ex2-approx-h200\.md$' > .list &&
   tar czf lowp-gpu-results.tgz -T .list && xargs rm -f < .list; rm -f .list )
 # exit status: 0 when every step passed (or was skipped for want of a GPU / torch), else 1
 for st in "${SUM_STATUS[@]}"; do

@@ -307,7 +307,9 @@ def main(argv=None):
     if a.device not in ("cpu", "cuda") or (a.device == "cuda" and not torch.cuda.is_available()):
         print("%s: --device %s is not available" % (PROG, a.device), file=sys.stderr)
         return 2
-    flags = lowp.NAN_CANONICAL if a.device == "cuda" else 0
+    # torch on CUDA tensors: canonical NaNs, and a division by a Python number done as a multiply
+    # by its binary32 reciprocal (lowp/block.h LOWP_BLOCK_CUDA_SCALAR_DIV)
+    flags = lowp.NAN_CANONICAL | lowp.CUDA_SCALAR_DIV if a.device == "cuda" else 0
     rng = np.random.default_rng(a.seed)
     sets = {}
     for fmt, (bs, emax) in FMT.items():

@@ -97,6 +97,49 @@ double lowp_json_f64(const json_t *o, const char *key)
     return x;
 }
 
+void lowp_shard_opts_init(lowp_shard_opts *so, int argc)
+{
+    memset(so, 0, sizeof *so);
+    so->shard = (lowp_shard){0, 1};
+    so->files = calloc((size_t)(argc > 0 ? argc : 0) + 1, sizeof *so->files);
+    if (so->files == NULL)
+        lowp_cli_fail("out of memory");
+}
+
+void lowp_shard_opts_free(lowp_shard_opts *so)
+{
+    free(so->files);
+    so->files = NULL;
+    so->n_files = 0;
+}
+
+int lowp_shard_option(lowp_shard_opts *so, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    if (strcmp(a, "--shard") == 0)
+        lowp_cli_parse_shard("--shard", lowp_cli_option_value(argc, argv, i), &so->shard.k, &so->shard.n);
+    else if (strcmp(a, "--result") == 0)
+        so->result = lowp_cli_option_value(argc, argv, i);
+    else if (strcmp(a, "--merge") == 0)
+        so->merge = 1;
+    else if (so->merge && a[0] != '-')
+        so->files[so->n_files++] = argv[*i]; /* at most argc - 1 of them */
+    else
+        return 0;
+    return 1;
+}
+
+void lowp_shard_opts_check(const lowp_shard_opts *so, const char *command, int case_opts)
+{
+    if (so->merge && so->n_files == 0)
+        lowp_cli_fail("%s --merge: no result files given", command);
+    if (so->merge && (case_opts || so->shard.n > 1))
+        lowp_cli_fail("%s --merge: the cases come from the results; case options and --shard do not apply", command);
+    if (so->shard.n > 1 && so->result == NULL)
+        lowp_cli_fail("%s --shard %zu/%zu: a shard writes only its result: give --result FILE", command, so->shard.k,
+                      so->shard.n);
+}
+
 json_t *lowp_result_new(const char *command, json_t *args, const lowp_shard *sh, size_t units)
 {
     json_t *r = need(json_object());

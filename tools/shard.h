@@ -32,6 +32,26 @@ static inline int lowp_shard_mine(const lowp_shard *s, size_t u)
     return u % s->n == s->k;
 }
 
+/* The options a sharded command takes: --shard K/N (or auto), --result FILE, --merge A.json
+ * B.json ... (every argument after --merge that is no option is a result file). */
+typedef struct lowp_shard_opts {
+    lowp_shard shard;   /* {0, 1} unless --shard */
+    const char *result; /* --result, or NULL */
+    int merge;
+    char **files;       /* --merge's files (argv entries), n_files of them */
+    size_t n_files;
+} lowp_shard_opts;
+
+/* No options yet, room for argc files. Out of memory ends the program. */
+void lowp_shard_opts_init(lowp_shard_opts *so, int argc);
+void lowp_shard_opts_free(lowp_shard_opts *so);
+/* 1 when argv[*i] is one of them (its value taken, *i advanced past it), else 0. */
+int lowp_shard_option(lowp_shard_opts *so, int argc, char **argv, int *i);
+/* Their rules, each broken one with one line naming command, exit 2: --merge needs files
+ * and takes neither --shard nor an option that chooses the cases (case_opts != 0); a shard
+ * (N > 1) writes only its result, so it needs --result. */
+void lowp_shard_opts_check(const lowp_shard_opts *so, const char *command, int case_opts);
+
 /* A new result of command over units units; args (an object, stolen) holds the options
  * that determine them. Out of memory ends the program (lowp_cli_fail). */
 json_t *lowp_result_new(const char *command, json_t *args, const lowp_shard *sh, size_t units);

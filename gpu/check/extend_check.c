@@ -23,6 +23,9 @@
  * (ws_case below: the dequantize kernel's bytes, the attention on them, the chunk's
  * quantize-on-write); with --emulator-only the fill runs on the host
  * (lowp_gpu_extend_workspace_emulate: the kernel's block function) against the model.
+ * The extend kernel's run also checks the fill's E4M3 cast on all 65,536 BF16 codes
+ * against lowp's codec (ws_cast_check; its mismatches count as failed checks): on the GPU
+ * the device's, with --emulator-only its patch logic over lowp's model of the cvt.
  * --small: one small case (for compute-sanitizer memcheck / racecheck). --only I: short case
  * I of the run alone (to reproduce a failure it printed).
  *
@@ -46,6 +49,7 @@
 #include "lowp/attn_gpu_extend.h"
 #include "lowp/bits.h"
 #include "lowp/cases.h"
+#include "lowp/format.h"
 #include "lowp/gpu_extend.h"
 #include "lowp/gpu_extend_conform.h"
 #include "lowp_test_base.h" /* tests/lib, named in gpu/extend.cmake */
@@ -702,6 +706,34 @@ out:
     return rc;
 }
 
+/* The fill's device cast (lowp_gpu_extend_ws_cast; gpu = 0: its host model,
+ * lowp_gpu_extend_ws_cast_emulate) on all 65,536 BF16 codes against lowp's codec (e4m3,
+ * torch, rn, no saturation): the full path must equal it everywhere, the fast path
+ * wherever the codec's answer is not NaN (the fill takes it only there). Returns the
+ * mismatches (the first few printed), or (size_t)-1 with why on failure. */
+static size_t ws_cast_check(int gpu, char *why, size_t wl)
+{
+    static uint8_t full[65536], fast[65536];
+    lowp_codec torch_e4m3;
+    if (lowp_codec_init(&torch_e4m3, LOWP_E4M3, LOWP_PROFILE_TORCH, LOWP_RN, LOWP_SAT_OFF, why,
+                        wl) ||
+        (gpu ? lowp_gpu_extend_ws_cast : lowp_gpu_extend_ws_cast_emulate)(full, fast, why, wl))
+        return (size_t)-1;
+    size_t bad = 0;
+    for (unsigned c = 0; c < 65536; c++) {
+        const unsigned want = lowp_encode_f32(&torch_e4m3, lowp_f32_from_bf16((uint16_t)c));
+        const int bad_full = full[c] != want;
+        const int bad_fast = (want & 0x7Fu) != 0x7Fu && fast[c] != want;
+        if (bad_full || bad_fast) {
+            if (bad++ < 8)
+                fprintf(g_log, "CAST MISMATCH: bf16 0x%04x: torch e4m3 0x%02x, %s %s 0x%02x\n", c,
+                        want, gpu ? "device" : "host model", bad_full ? "full" : "fast",
+                        bad_full ? full[c] : fast[c]);
+        }
+    }
+    return bad;
+}
+
 lowp_gpu_extend_conform_opts lowp_gpu_extend_conform_defaults(void)
 {
     lowp_gpu_extend_conform_opts o = {.cases = 200000, .long_cases = 8, .ws_cases = 2000,
@@ -819,7 +851,15 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
         g_dev[i].p = NULL;
         g_dev[i].cap = 0;
     }
-    size_t ws_bad = 0, ws_bytes = 0, ws_done = 0;
+    size_t ws_bad = 0, ws_bytes = 0, ws_done = 0, cast_bad = 0;
+    const int cast_run = !fail && kind_wanted(&o, 1) && o.only < 0;
+    if (cast_run) {
+        cast_bad = ws_cast_check(!o.emulator_only, why, sizeof why);
+        if (cast_bad == (size_t)-1)
+            fail = 1;
+        else
+            ws_bad += cast_bad;
+    }
     for (size_t i = 0; i < o.ws_cases + o.ws_long && !fail; i++) {
         if (ws_case(o.seed, i, i >= o.ws_cases, !o.emulator_only, &ws_bad, &ws_bytes, why,
                     sizeof why)) {
@@ -874,6 +914,16 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
                     ws_done, o.ws_long, ws_bytes, ws_bad);
         fprintf(g_log, "gpu extend workspace path: %zu cases, %zu workspace bytes compared, %zu "
                        "failed checks\n", ws_done, ws_bytes, ws_bad);
+        if (cast_run) {
+            if (rep)
+                fprintf(rep, "\nThe fill's E4M3 cast (cvt.rn.satfinite + torch's NaN above 464; "
+                             "%s) on all 65536 BF16 codes against lowp's codec: %zu mismatches "
+                             "(counted in the failed checks above).\n",
+                        o.emulator_only ? "host model: lowp's cuda-profile cvt" : "on the GPU",
+                        cast_bad);
+            fprintf(g_log, "gpu extend workspace cast (%s): 65536 BF16 codes, %zu mismatches\n",
+                    o.emulator_only ? "host model" : "GPU", cast_bad);
+        }
     }
     bad += ws_bad;
     if (rep && st.first_mismatch[0])

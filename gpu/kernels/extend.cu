@@ -269,15 +269,23 @@ __global__ void __launch_bounds__(128) extend_kernel(Params p)
     }
 }
 
-/* ---- The workspace fill (lowp/gpu_extend.h, lowp_gpu_extend_workspace) ---------------- */
+/* ---- The workspace fill (lowp/gpu_extend.h, lowp_gpu_extend_workspace) ----------------
+ * Thread x of a CTA owns block x of a workspace row: blockDim (nb, NY), nb = (Dq + Dv) / 16
+ * blocks a (position, head) row (K blocks first); an iteration covers WS_U x NY rows, every
+ * thread loading its WS_U blocks before it stores one; grid-stride over the sequence's rows
+ * (position t, head h). The device computes torch's E4M3 cast with cvt.rn.satfinite
+ * (ws_cast2) and the E2M1 values by bit placement (lowp_dec_e2m1x8_sub); the host emulator
+ * runs the same ws_load / ws_bytes / ws_dst with lowp's codec table for the cast, so the
+ * kernel's indexing and arithmetic run on the CPU and the cast alone is proven on the
+ * device (lowp_gpu_extend_ws_cast, all 65,536 BF16 codes, gpu/check/extend_check.c). */
 struct WsParams {
     const uint8_t *kc, *vc, *ks, *vs; /* the NVFP4 cache's codes and block scales */
     const float *kg, *vg;             /* decode-side global scales, n_global each */
     const int32_t *pt_indptr, *pt_indices, *qo, *kv, *pre;
     const uint16_t *kch, *vch;        /* the chunk, BF16 */
     uint8_t *kws, *vws;
-    const uint8_t *cast;              /* [65536]: BF16 bits -> torch E4M3 code */
-    const float *e2m1, *e4m3;         /* [16], [256]: binary32 values of the codes */
+    const uint8_t *cast;              /* host only, [65536]: BF16 bits -> torch E4M3 code */
+    const float *e4m3;                /* [256]: binary32 values of the codes */
     int H, Dq, Dv, PS, hnd, k_il, v_il, per_head;
 };
 
@@ -301,75 +309,247 @@ __host__ __device__ __forceinline__ size_t ws_scale_off(const WsParams &p, size_
     return ws_row(p, page, t, h) * (size_t)S + u;
 }
 
-/* binary32 -> BF16 bits, RN (cvt.rn.bf16.f32 on the device; its model on the host) */
-__host__ __device__ __forceinline__ uint32_t ws_bf16(float x)
+__host__ __device__ __forceinline__ float ws_f32(uint32_t u)
 {
 #ifdef __CUDA_ARCH__
-    return pack_bf16(x, 0.0f) & 0xFFFFu;
+    return __uint_as_float(u);
 #else
-    return lowp_bf16_from_f32(x);
+    return lowp_f32_from_bits(u);
 #endif
 }
 
-/* The 16 workspace bytes of block blk (K blocks first, then V) of head h, position t of
- * sequence b: the device kernel runs it, and lowp_gpu_extend_workspace_emulate on the host
- * with host pointers (the same code, so a logic error shows up without a GPU). */
-__host__ __device__ __forceinline__ void ws_block(const WsParams &p, const float *e2m1,
-                                                  const float *e4m3, int b, int t, int h,
-                                                  int blk)
+/* binary32 pair -> BF16 pair (lo in bits 0..15), RN (cvt.rn.bf16x2.f32 on the device;
+ * its model on the host) */
+__host__ __device__ __forceinline__ uint32_t ws_bf16x2(float lo, float hi)
 {
-    const int P = p.pre[b], nbk = p.Dq / 16;
+#ifdef __CUDA_ARCH__
+    return pack_bf16(lo, hi);
+#else
+    return lowp_bf16_from_f32(lo) | (uint32_t)lowp_bf16_from_f32(hi) << 16;
+#endif
+}
+
+/* The first BF16 magnitude (bits & 0x7FFF) that torch 2.11 casts to E4M3 NaN: 0x43E9 =
+ * 466. 464 = 0x43E8 is the tie between 448 (0x7E) and the NaN slot 480 and rounds to even
+ * 448; every larger magnitude, Inf and NaN give 0x7F | sign (LOWP_PROFILE_TORCH: no
+ * saturation, E4M3 overflow is NaN keeping the sign). Below it the cast equals
+ * cvt.rn.satfinite.e4m3x2.f32 of the value (RN-even; BF16 subnormals become +-0 with
+ * their sign; satfinite never acts there). Checked on the host against the codec when
+ * this was written (all 65,536 codes: torch (rn, no sat) == cuda (rn, satfinite) below
+ * this bound) and on the device by lowp_gpu_extend_ws_cast. */
+constexpr uint32_t WS_NAN_FROM = 0x43E9u;
+/* Added to a pair's 15-bit magnitudes, sets bit 15 of a half iff that magnitude is >=
+ * WS_NAN_FROM; no carry crosses halves (0x7FFF + 0x3C17 < 0x10000). */
+constexpr uint32_t WS_OVF_ADD = (0x8000u - WS_NAN_FROM) * 0x00010001u;
+
+#ifdef __CUDA_ARCH__
+/* cvt.rn.satfinite.e4m3x2.f32 of the BF16 pair w: byte 0 the low half's code. Exact
+ * torch cast of both halves when both magnitudes are below WS_NAN_FROM. */
+__device__ __forceinline__ uint32_t ws_cvt2(uint32_t w)
+{
+    uint16_t r;
+    /* d's upper byte is a's conversion, its lower byte b's (PTX ISA, cvt) */
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;"
+        : "=h"(r)
+        : "f"(__uint_as_float(w & 0xFFFF0000u)), "f"(__uint_as_float(w << 16)));
+    return r;
+}
+#endif
+
+/* r (the two cvt bytes of the BF16 pair w) with 0x7F | sign where a half of w is >=
+ * WS_NAN_FROM: torch's NaN. Host and device (lowp_gpu_extend_ws_cast_emulate runs it
+ * with lowp's model of the cvt). */
+__host__ __device__ __forceinline__ uint32_t ws_patch(uint32_t w, uint32_t r)
+{
+    const uint32_t big = ((w & 0x7FFF7FFFu) + WS_OVF_ADD) & 0x80008000u;
+    /* 0xFF in byte 0 / 1 where the low / high half is too big (prmt's sign replicate of
+     * bytes 1 and 3); selector 4 is byte 0 of b = 0 */
+    const uint32_t m = lowp_dec_prmt(big, 0u, 0x44B9u);
+    const uint32_t nan = lowp_dec_prmt(w, 0u, 0x4431u) | 0x7F7Fu; /* sign | 0x7F */
+    return (r & ~m) | (nan & m);
+}
+
+/* torch's E4M3 cast of the BF16 pair w (low half first) as bytes 0 and 1. ovf: some half
+ * of w may be >= WS_NAN_FROM (the device then patches those halves, ws_patch; false must
+ * be a proof that none is). The host reads lowp's codec table and ignores ovf. */
+__host__ __device__ __forceinline__ uint32_t ws_cast2(const WsParams &p, uint32_t w, bool ovf)
+{
+#ifdef __CUDA_ARCH__
+    (void)p;
+    const uint32_t r = ws_cvt2(w);
+    return ovf ? ws_patch(w, r) : r;
+#else
+    (void)ovf;
+    return p.cast[w & 0xFFFFu] | (uint32_t)p.cast[w >> 16] << 8;
+#endif
+}
+
+/* A sequence's constants (ws_seq: loaded once a thread, not once a block). */
+struct WsSeq {
+    int P, q0, pt0; /* prefix length, first chunk row, first page-table entry */
+    size_t kv0;     /* first workspace row */
+};
+
+__host__ __device__ __forceinline__ WsSeq ws_seq(const WsParams &p, int b)
+{
+    WsSeq s = {p.pre[b], p.qo[b], p.pt_indptr[b], (size_t)p.kv[b]};
+    return s;
+}
+
+/* What block blk (K blocks first, then V) of head h, position t needs from memory: the 8
+ * code bytes (a.x, a.y), block scale code and global scale of a prefix position, or the 16
+ * BF16 values (a, c) of a chunk position. ws_load reads it, ws_bytes turns it into the 16
+ * workspace bytes, ws_dst is where they go: the device kernel loads several blocks before
+ * it computes and stores any (the loads in flight are what streams), and
+ * lowp_gpu_extend_workspace_emulate runs the same three on the host with host pointers
+ * (the same code, so a logic error shows up without a GPU). */
+struct WsIn {
+    uint4 a, c;
+    float g;
+    uint32_t sc;
+    bool prefix;
+};
+
+__host__ __device__ __forceinline__ WsIn ws_load(const WsParams &p, const WsSeq &s, int t, int h,
+                                                 int blk)
+{
+    const int nbk = p.Dq / 16;
     const bool isk = blk < nbk;
     const int j = isk ? blk : blk - nbk, D = isk ? p.Dq : p.Dv;
-    uint8_t o[16];
-    if (t < P) {
-        const size_t page = (size_t)p.pt_indices[p.pt_indptr[b] + t / p.PS];
+    WsIn in;
+    in.prefix = t < s.P;
+    if (in.prefix) {
+        const size_t page = (size_t)p.pt_indices[s.pt0 + t / p.PS];
         const int slot = t % p.PS;
         const uint8_t *code = (isk ? p.kc : p.vc) + ws_row(p, page, slot, h) * (D / 2) + 8 * j;
-        const uint8_t sc = (isk ? p.ks : p.vs)[ws_scale_off(p, page, slot, h, j, D / 16,
-                                                             isk ? p.k_il : p.v_il)];
-        const float sf = e4m3[sc], g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
+        in.sc = (isk ? p.ks : p.vs)[ws_scale_off(p, page, slot, h, j, D / 16,
+                                                 isk ? p.k_il : p.v_il)];
+        in.g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
         const uint2 w = *reinterpret_cast<const uint2 *>(code);
-        for (int i = 0; i < 16; i++) {
-            const uint32_t word = i < 8 ? w.x : w.y;
-            const float x = (e2m1[(word >> (4 * (i & 7))) & 0xFu] * sf) * g;
-            o[i] = p.cast[ws_bf16(x)];
-        }
+        in.a = make_uint4(w.x, w.y, 0u, 0u);
+        in.c = make_uint4(0u, 0u, 0u, 0u);
     } else {
         const uint16_t *src =
-            (isk ? p.kch : p.vch) + ((size_t)(p.qo[b] + t - P) * p.H + h) * D + 16 * j;
-        const uint4 a = *reinterpret_cast<const uint4 *>(src);
-        const uint4 c = *reinterpret_cast<const uint4 *>(src + 8);
-        const uint32_t wv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
-        for (int i = 0; i < 16; i++)
-            o[i] = p.cast[(wv[i / 2] >> (16 * (i & 1))) & 0xFFFFu];
+            (isk ? p.kch : p.vch) + ((size_t)(s.q0 + t - s.P) * p.H + h) * D + 16 * j;
+        in.a = *reinterpret_cast<const uint4 *>(src);
+        in.c = *reinterpret_cast<const uint4 *>(src + 8);
+        in.g = 0.0f;
+        in.sc = 0;
     }
-    uint4 out;
-    out.x = o[0] | (o[1] << 8) | (o[2] << 16) | ((uint32_t)o[3] << 24);
-    out.y = o[4] | (o[5] << 8) | (o[6] << 16) | ((uint32_t)o[7] << 24);
-    out.z = o[8] | (o[9] << 8) | (o[10] << 16) | ((uint32_t)o[11] << 24);
-    out.w = o[12] | (o[13] << 8) | (o[14] << 16) | ((uint32_t)o[15] << 24);
-    *reinterpret_cast<uint4 *>((isk ? p.kws : p.vws) + (((size_t)p.kv[b] + t) * p.H + h) * D +
-                               16 * j) = out;
+    return in;
+}
+
+__host__ __device__ __forceinline__ uint4 *ws_dst(const WsParams &p, const WsSeq &s, int t, int h,
+                                                  int blk)
+{
+    const int nbk = p.Dq / 16;
+    const bool isk = blk < nbk;
+    const int j = isk ? blk : blk - nbk, D = isk ? p.Dq : p.Dv;
+    return reinterpret_cast<uint4 *>((isk ? p.kws : p.vws) + ((s.kv0 + t) * p.H + h) * D +
+                                     16 * j);
+}
+
+__host__ __device__ __forceinline__ uint4 ws_bytes(const WsParams &p, const float *e4m3,
+                                                   const WsIn &in)
+{
+    uint32_t wv[8]; /* the block's 16 BF16 values, element i in half i & 1 of word i / 2 */
+    bool ovf;
+    if (in.prefix) {
+        const float sf = e4m3[in.sc], g = in.g;
+        /* e[q][k]: elements of word q; pair k of lowp_dec_e2m1x8_sub is elements k (low
+         * half) and k + 4, each 2^-126 x the E2M1 value, exact; x 2^126 is exact too
+         * (no flush: --ftz=false), giving the value the codec's table has */
+        uint32_t e[2][4];
+        lowp_dec_e2m1x8_sub(in.a.x, e[0]);
+        lowp_dec_e2m1x8_sub(in.a.y, e[1]);
+        const float unbias = ws_f32(0x7E800000u); /* 2^126 */
+        float x[16];
+        for (int i = 0; i < 16; i++) {
+            const uint32_t pr = e[i / 8][i % 4];
+            const float v = ws_f32((i & 4) ? pr & 0xFFFF0000u : pr << 16) * unbias;
+            x[i] = (v * sf) * g;
+        }
+        for (int i = 0; i < 8; i++)
+            wv[i] = ws_bf16x2(x[2 * i], x[2 * i + 1]);
+        /* |x_i| = fl(|v_i sf| |g|) <= fl(6 sf |g|) (v_i sf and 6 sf exact, rounding
+         * monotone), so fl(6 sf |g|) <= 448 bounds every BF16 below WS_NAN_FROM; a NaN
+         * sf or g fails the test */
+        ovf = !((6.0f * sf) * fabsf(g) <= 448.0f);
+    } else {
+        wv[0] = in.a.x, wv[1] = in.a.y, wv[2] = in.a.z, wv[3] = in.a.w;
+        wv[4] = in.c.x, wv[5] = in.c.y, wv[6] = in.c.z, wv[7] = in.c.w;
+        uint32_t any = 0;
+        for (int i = 0; i < 8; i++)
+            any |= (wv[i] & 0x7FFF7FFFu) + WS_OVF_ADD;
+        ovf = (any & 0x80008000u) != 0;
+    }
+    uint32_t r[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = ws_cast2(p, wv[i], ovf);
+    return make_uint4(r[0] | r[1] << 16, r[2] | r[3] << 16, r[4] | r[5] << 16, r[6] | r[7] << 16);
+}
+
+/* WS_U rows a thread an iteration: rows base + u NY + y, u < WS_U (each u a warp's
+ * consecutive rows, so the loads and stores stay coalesced), all loaded before any is
+ * stored. Rows past the end load the last row again and store nothing. */
+constexpr int WS_U = 4;
+
+/* The rows (t, h) = (r / H, r % H) of sequence b: I is uint32_t when the sequence has at
+ * most 2^31 - 1 rows (base + step < 2^31 + 2^23 cannot wrap: step <= 65535 x 32 x WS_U),
+ * else size_t. */
+template <typename I>
+__device__ __forceinline__ void ws_rows(const WsParams &p, const float *e4m3, int b, I rows)
+{
+    const WsSeq s = ws_seq(p, b);
+    const I ny = (I)blockDim.y, step = (I)gridDim.x * ny * WS_U;
+    for (I base = (I)blockIdx.x * ny * WS_U + threadIdx.y; base < rows; base += step) {
+        WsIn in[WS_U];
+        int t[WS_U], h[WS_U];
+#pragma unroll
+        for (int u = 0; u < WS_U; u++) {
+            I r = base + (I)u * ny;
+            r = r < rows ? r : rows - 1;
+            const I tq = r / (I)p.H;
+            t[u] = (int)tq;
+            h[u] = (int)(r - tq * (I)p.H);
+            in[u] = ws_load(p, s, t[u], h[u], (int)threadIdx.x);
+        }
+#pragma unroll
+        for (int u = 0; u < WS_U; u++)
+            if (base + (I)u * ny < rows)
+                *ws_dst(p, s, t[u], h[u], (int)threadIdx.x) = ws_bytes(p, e4m3, in[u]);
+    }
 }
 
 __global__ void __launch_bounds__(256) ws_fill_kernel(WsParams p)
 {
-    __shared__ float e2m1[16], e4m3[256];
-    for (int i = threadIdx.x; i < 272; i += blockDim.x) {
-        if (i < 16)
-            e2m1[i] = p.e2m1[i];
-        else
-            e4m3[i - 16] = p.e4m3[i - 16];
-    }
+    __shared__ float e4m3[256];
+    for (int i = threadIdx.y * blockDim.x + threadIdx.x; i < 256; i += blockDim.x * blockDim.y)
+        e4m3[i] = p.e4m3[i];
     __syncthreads();
-    const int b = blockIdx.y, n = p.pre[b] + p.qo[b + 1] - p.qo[b];
-    const int nb = (p.Dq + p.Dv) / 16;
-    const size_t total = (size_t)n * p.H * nb;
-    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (size_t)gridDim.x * blockDim.x)
-        ws_block(p, e2m1, e4m3, b, (int)(idx / nb / p.H), (int)(idx / nb % p.H),
-                 (int)(idx % nb));
+    const int b = blockIdx.y;
+    const size_t rows = (size_t)(p.pre[b] + p.qo[b + 1] - p.qo[b]) * p.H;
+    if (rows <= (size_t)INT32_MAX)
+        ws_rows<uint32_t>(p, e4m3, b, (uint32_t)rows);
+    else
+        ws_rows<size_t>(p, e4m3, b, rows);
+}
+
+/* ws_cast2 on every BF16 code: full[c] with the overflow patch, fast[c] without it (the
+ * path taken when ovf is false). Codes 2i and 2i + 1 share a pair, so both halves are
+ * exercised. */
+__global__ void ws_cast_kernel(uint8_t *full, uint8_t *fast)
+{
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 32768)
+        return;
+    const uint32_t w = (2 * i) | (2 * i + 1) << 16;
+    WsParams p = {};
+    const uint32_t a = ws_cast2(p, w, true), c = ws_cast2(p, w, false);
+    full[2 * i] = (uint8_t)a;
+    full[2 * i + 1] = (uint8_t)(a >> 8);
+    fast[2 * i] = (uint8_t)c;
+    fast[2 * i + 1] = (uint8_t)(c >> 8);
 }
 
 template <int DV> cudaError_t launch(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
@@ -455,12 +635,12 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
     return 0;
 }
 
-/* The workspace's device tables, made once (lowp's codec on the host): the torch cast of
- * every BF16 code, and the E2M1 / E4M3 values. Not thread-safe on first use. */
-static uint8_t *g_cast;
-static float *g_vals; /* [16 + 256] */
-static uint8_t h_cast[65536]; /* the host copies (the emulator's) */
-static float h_vals[272];
+/* The workspace's tables, made once (lowp's codec on the host): the E4M3 values of the
+ * block scales (host and device) and the torch cast of every BF16 code (the host's; the
+ * device computes it, ws_cast2). Not thread-safe on first use. */
+static float *g_e4m3;         /* [256] on the device */
+static uint8_t h_cast[65536]; /* the emulator's */
+static float h_e4m3[256];
 static int h_ready;
 
 static int ws_host_tables(char *why, size_t why_len)
@@ -473,39 +653,27 @@ static int ws_host_tables(char *why, size_t why_len)
         return -1;
     for (unsigned c = 0; c < 65536; c++)
         h_cast[c] = (uint8_t)lowp_encode_f32(&torch_e4m3, lowp_f32_from_bf16((uint16_t)c));
-    for (unsigned c = 0; c < 16; c++)
-        h_vals[c] = lowp_decode_f32(LOWP_E2M1, (uint16_t)c);
     for (unsigned c = 0; c < 256; c++)
-        h_vals[16 + c] = lowp_decode_f32(LOWP_E4M3, (uint16_t)c);
+        h_e4m3[c] = lowp_decode_f32(LOWP_E4M3, (uint16_t)c);
     h_ready = 1;
     return 0;
 }
 
 static int ws_tables(char *why, size_t why_len)
 {
-    if (g_cast)
+    if (g_e4m3)
         return 0;
     if (ws_host_tables(why, why_len))
         return -1;
-    const uint8_t *cast = h_cast;
-    const float *vals = h_vals;
-    const size_t cast_bytes = sizeof h_cast, vals_bytes = sizeof h_vals;
-    uint8_t *dc = NULL;
     float *dv = NULL;
-    cudaError_t e = cudaMalloc(&dc, cast_bytes);
+    cudaError_t e = cudaMalloc(&dv, sizeof h_e4m3);
     if (e == cudaSuccess)
-        e = cudaMalloc(&dv, vals_bytes);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(dc, cast, cast_bytes, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(dv, vals, vals_bytes, cudaMemcpyHostToDevice);
+        e = cudaMemcpy(dv, h_e4m3, sizeof h_e4m3, cudaMemcpyHostToDevice);
     if (e != cudaSuccess) {
-        cudaFree(dc);
         cudaFree(dv);
         return lowp_why_set(why, why_len, "workspace tables: %s", cudaGetErrorString(e));
     }
-    g_cast = dc;
-    g_vals = dv;
+    g_e4m3 = dv;
     return 0;
 }
 
@@ -547,16 +715,17 @@ static int ws_check(const lowp_kv_config *cfg, const lowp_kv_page_table *pt,
 
 /* Every field of a workspace fill's parameters: the cache's buffers and global scales (kg,
  * vg: n_global each), the index arrays, the chunk, the workspace and the tables (vals: the
- * 16 E2M1 then the 256 E4M3 values), device or host pointers alike. */
+ * 256 E4M3 values; cast: the host's torch cast table, NULL on the device), device or host
+ * pointers alike. */
 static WsParams ws_params(const lowp_kv_config *cfg, size_t n_global, const uint8_t *kc,
                           const uint8_t *vc, const uint8_t *ks, const uint8_t *vs,
                           const float *kg, const float *vg, const int32_t *pt_indptr,
                           const int32_t *pt_indices, const int32_t *qo, const int32_t *kv,
                           const int32_t *pre, const uint16_t *kch, const uint16_t *vch,
-                          uint8_t *kws, uint8_t *vws, const uint8_t *cast, const float *vals)
+                          uint8_t *kws, uint8_t *vws, const uint8_t *cast, const float *e4m3)
 {
     WsParams p = {kc, vc, ks, vs, kg, vg, pt_indptr, pt_indices, qo, kv, pre, kch, vch, kws,
-                  vws, cast, vals, vals + 16, 0, 0, 0, 0, 0, 0, 0, 0};
+                  vws, cast, e4m3, 0, 0, 0, 0, 0, 0, 0, 0};
     p.H = (int)cfg->num_heads;
     p.Dq = (int)cfg->qk_dim;
     p.Dv = (int)cfg->vo_dim;
@@ -598,14 +767,15 @@ extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
                            lowp_kvcache_cbuffer(cache, LOWP_KV_K, LOWP_KV_SCALES, &bytes),
                            lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_SCALES, &bytes), kg, vg,
                            pt->indptr, pt->indices, a->qo_indptr, a->kv_indptr, a->prefix_len,
-                           k_chunk, v_chunk, k_ws, v_ws, h_cast, h_vals);
+                           k_chunk, v_chunk, k_ws, v_ws, h_cast, h_e4m3);
     const int nb = (p.Dq + p.Dv) / 16;
     for (size_t b = 0; b < a->batch; b++) {
+        const WsSeq s = ws_seq(p, (int)b);
         const int n = a->prefix_len[b] + a->qo_indptr[b + 1] - a->qo_indptr[b];
         for (int t = 0; t < n; t++)
             for (int h = 0; h < p.H; h++)
                 for (int blk = 0; blk < nb; blk++)
-                    ws_block(p, p.e2m1, p.e4m3, (int)b, t, h, blk);
+                    *ws_dst(p, s, t, h, blk) = ws_bytes(p, p.e4m3, ws_load(p, s, t, h, blk));
     }
     return 0;
 }
@@ -634,19 +804,64 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
     WsParams p = ws_params(cfg, c->n_global, c->k_codes, c->v_codes, c->k_scales, c->v_scales,
                            c->k_global, c->v_global, d->pt_indptr_dev, d->pt_indices_dev,
                            d->qo_indptr_dev, d->kv_indptr_dev, d->prefix_len_dev, d->k_chunk_dev,
-                           d->v_chunk_dev, k_ws_dev, v_ws_dev, g_cast, g_vals);
+                           d->v_chunk_dev, k_ws_dev, v_ws_dev, NULL, g_e4m3);
     size_t nmax = 0;
     for (size_t b = 0; b < a->batch; b++) {
         size_t n = (size_t)a->prefix_len[b] + (size_t)(a->qo_indptr[b + 1] - a->qo_indptr[b]);
         nmax = n > nmax ? n : nmax;
     }
-    size_t work = nmax * cfg->num_heads * (cfg->qk_dim + cfg->vo_dim) / 16;
-    size_t blocks = (work + 255) / 256;
+    /* blockDim (nb, NY): nb <= 32 blocks a row (dims <= 256), NY rows a CTA; the grid
+     * covers the longest sequence's rows (grid-stride beyond 65535 CTAs) */
+    const unsigned nb = (unsigned)((cfg->qk_dim + cfg->vo_dim) / 16), ny = 256 / nb;
+    size_t blocks = (nmax * cfg->num_heads + (size_t)ny * WS_U - 1) / ((size_t)ny * WS_U);
     if (blocks > 65535)
-        blocks = 65535; /* a grid-stride loop covers the rest */
-    ws_fill_kernel<<<dim3((unsigned)(blocks ? blocks : 1), (unsigned)a->batch), 256, 0, stream>>>(p);
+        blocks = 65535;
+    ws_fill_kernel<<<dim3((unsigned)(blocks ? blocks : 1), (unsigned)a->batch), dim3(nb, ny), 0,
+                     stream>>>(p);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return lowp_why_set(why, why_len, "workspace kernel launch: %s", cudaGetErrorString(e));
+    return 0;
+}
+
+extern "C" int lowp_gpu_extend_ws_cast(uint8_t *full, uint8_t *fast, char *why, size_t why_len)
+{
+    if (full == NULL || fast == NULL)
+        return lowp_why_set(why, why_len, "full and fast must not be NULL");
+    uint8_t *d = NULL;
+    cudaError_t e = cudaMalloc(&d, 2 * 65536);
+    if (e == cudaSuccess) {
+        ws_cast_kernel<<<128, 256>>>(d, d + 65536);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpy(full, d, 65536, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(fast, d + 65536, 65536, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    if (e != cudaSuccess)
+        return lowp_why_set(why, why_len, "workspace cast check: %s", cudaGetErrorString(e));
+    return 0;
+}
+
+extern "C" int lowp_gpu_extend_ws_cast_emulate(uint8_t *full, uint8_t *fast, char *why,
+                                               size_t why_len)
+{
+    if (full == NULL || fast == NULL)
+        return lowp_why_set(why, why_len, "full and fast must not be NULL");
+    lowp_codec cvt; /* lowp's model of cvt.rn.satfinite.e4m3x2.f32 */
+    if (lowp_codec_init(&cvt, LOWP_E4M3, LOWP_PROFILE_CUDA, LOWP_RN, 1, why, why_len))
+        return -1;
+    for (uint32_t i = 0; i < 32768; i++) {
+        const uint32_t w = (2 * i) | (2 * i + 1) << 16;
+        const uint32_t r = lowp_encode_f32(&cvt, lowp_f32_from_bits(w << 16)) |
+                           (uint32_t)lowp_encode_f32(&cvt, lowp_f32_from_bits(w & 0xFFFF0000u))
+                               << 8;
+        const uint32_t a = ws_patch(w, r);
+        full[2 * i] = (uint8_t)a;
+        full[2 * i + 1] = (uint8_t)(a >> 8);
+        fast[2 * i] = (uint8_t)r;
+        fast[2 * i + 1] = (uint8_t)(r >> 8);
+    }
     return 0;
 }

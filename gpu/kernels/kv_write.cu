@@ -1,7 +1,8 @@
 /* gpu/kernels/kv_write.cu: quantize-on-write into a paged GPU KV cache (lowp/gpu_kvcache.h).
  *
  * One thread writes one unit: one quantization block (NVFP4 16, MX 32 elements) of one
- * (token, head) row of K or V, or one element for the element-wise formats (FP8, BF16).
+ * (token, head) row of K or V, or one element for the element-wise formats (FP8, BF16);
+ * K and V are one launch (grid y), the block size a template constant (kvw_unit).
  * It reads the inputs, computes the block scale and element codes, and stores them at the
  * byte offsets of ref/kvcache/src/kvcache.c (lowp_kvcache_code_offset / lowp_kvcache_scale_offset).
  *
@@ -300,68 +301,104 @@ HD size_t row_index(const kvw_side &p, size_t page, size_t slot, size_t head)
 
 /* Unit u = ((token * num_heads) + head) * nblk + block. Mirrors lowp_kvcache_write: the
  * row of (token, head) quantized with that head's global scale, codes at
- * lowp_kvcache_code_offset + the block's code bytes, scale s at lowp_kvcache_scale_offset. */
-HD void kvw_unit(const kvw_side &p, size_t u)
+ * lowp_kvcache_code_offset + the block's code bytes, scale s at lowp_kvcache_scale_offset.
+ * BS is p.bs (1, 16 or 32) as a constant, so that x and ec live in registers (with a
+ * runtime block size they were a 160-byte stack frame in local memory); I is the index
+ * type: uint32_t when the units and the slots (num_pages * page_size) fit it (kvw_fits32),
+ * else size_t (64-bit divisions are a long instruction sequence each on the GPU). The
+ * arithmetic is the same whatever BS and I. */
+template <int BS, typename I> HD void kvw_unit(const kvw_side &p, I u)
 {
-    size_t blk = u % p.nblk;
-    size_t row = u / p.nblk;
-    size_t head = row % p.num_heads;
-    size_t tok = row / p.num_heads;
+    const I blk = u % (I)p.nblk;
+    const I row = u / (I)p.nblk;
+    const I head = row % (I)p.num_heads;
+    const I tok = row / (I)p.num_heads;
     int64_t slot = p.slots[tok];
     if (slot < 0) /* padding: skipped */
         return;
     if ((uint64_t)slot >= (uint64_t)(p.num_pages * p.page_size)) /* never out of bounds */
         return;
-    size_t page = (size_t)slot / p.page_size, sip = (size_t)slot % p.page_size;
-    size_t in0 = row * p.dim + blk * p.bs;
+    const I page = (I)slot / (I)p.page_size, sip = (I)slot % (I)p.page_size;
+    size_t in0 = (size_t)row * p.dim + (size_t)blk * BS;
     float g = p.gdec[p.n_global == 1 ? 0 : head];
     qctx c;
     qctx_init(&c, p.format, p.recipe, p.flags, g);
     uint8_t *dst = p.codes + row_index(p, page, sip, head) * p.rb;
-    if (p.bs == 1) {
+    if constexpr (BS == 1) {
         /* FP8: x / g (true division); BF16: x as is (quantize_chunk, bs == 1) */
         float x = load_input(p, in0);
         float v = c.divide ? x / c.dec : x;
         uint32_t code = encode_signed(c.elem, lowp_f32_bits(v));
         if (p.format == LOWP_BF16_PASS) { /* two bytes, little-endian */
-            dst[2 * blk] = (uint8_t)(code & 0xffu);
-            dst[2 * blk + 1] = (uint8_t)(code >> 8);
+            dst[2 * (size_t)blk] = (uint8_t)(code & 0xffu);
+            dst[2 * (size_t)blk + 1] = (uint8_t)(code >> 8);
         } else {
             dst[blk] = (uint8_t)code;
         }
-        return;
+    } else {
+        float x[BS];
+        uint8_t ec[BS];
+        uint8_t q;
+        for (int i = 0; i < BS; i++)
+            x[i] = load_input(p, in0 + i);
+        quant_block<BS>(&c, x, ec, &q);
+        if (p.format == LOWP_MXFP8) {
+            for (int i = 0; i < BS; i++)
+                dst[(size_t)blk * BS + i] = ec[i];
+        } else { /* 4-bit codes, element 2j in the low nibble */
+            for (int j = 0; j < BS / 2; j++)
+                dst[(size_t)blk * (BS / 2) + j] = (uint8_t)(ec[2 * j] | (ec[2 * j + 1] << 4));
+        }
+        /* lowp_kvcache_scale_offset: (t, s) -> interleaved (t', s') within the page's tile */
+        I t = sip, s = blk;
+        if (p.interleave) {
+            const I qq = (I)(p.S / 4);
+            t = (sip / 4) * 4 + blk / qq;
+            s = (blk % qq) * 4 + sip % 4;
+        }
+        p.scales[row_index(p, page, t, head) * p.S + s] = q;
     }
-    float x[32];
-    uint8_t ec[32];
-    uint8_t q;
-    for (size_t i = 0; i < p.bs; i++)
-        x[i] = load_input(p, in0 + i);
-    if (p.bs == 16)
-        quant_block<16>(&c, x, ec, &q);
-    else
-        quant_block<32>(&c, x, ec, &q);
-    if (p.format == LOWP_MXFP8) {
-        for (size_t i = 0; i < p.bs; i++)
-            dst[blk * p.bs + i] = ec[i];
-    } else { /* 4-bit codes, element 2j in the low nibble */
-        for (size_t j = 0; j < p.bs / 2; j++)
-            dst[blk * (p.bs / 2) + j] = (uint8_t)(ec[2 * j] | (ec[2 * j + 1] << 4));
-    }
-    /* lowp_kvcache_scale_offset: (t, s) -> interleaved (t', s') within the page's tile */
-    size_t t = sip, s = blk;
-    if (p.interleave) {
-        size_t qq = p.S / 4;
-        t = (sip / 4) * 4 + blk / qq;
-        s = (blk % qq) * 4 + sip % 4;
-    }
-    p.scales[row_index(p, page, t, head) * p.S + s] = q;
 }
 
-__global__ void kvw_kernel(kvw_side p, size_t units)
+/* Whether side p's unit indices and slots fit uint32_t (kvw_unit's I): units below 2^31,
+ * so that u + the grid stride (at most 2^28) cannot wrap. */
+static inline bool kvw_fits32(const kvw_side &p, size_t units)
 {
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += stride)
-        kvw_unit(p, u);
+    return units <= INT32_MAX && p.num_pages * p.page_size <= UINT32_MAX;
+}
+
+/* Every unit of side p (the host emulation): kvw_unit with the kernel's BS and I. */
+template <typename I> static void kvw_host_side(const kvw_side &p, size_t units)
+{
+    for (size_t u = 0; u < units; u++) {
+        if (p.bs == 1)
+            kvw_unit<1, I>(p, (I)u);
+        else if (p.bs == 16)
+            kvw_unit<16, I>(p, (I)u);
+        else
+            kvw_unit<32, I>(p, (I)u);
+    }
+}
+
+/* K (blockIdx.y 0) and V (1) in one launch: a grid-stride loop over each side's units. */
+template <int BS, typename I>
+__global__ void kvw_kernel(kvw_side pk, kvw_side pv, I units_k, I units_v)
+{
+    const I stride = (I)gridDim.x * blockDim.x;
+    if (blockIdx.y == 0) {
+        for (I u = (I)blockIdx.x * blockDim.x + threadIdx.x; u < units_k; u += stride)
+            kvw_unit<BS, I>(pk, u);
+    } else {
+        for (I u = (I)blockIdx.x * blockDim.x + threadIdx.x; u < units_v; u += stride)
+            kvw_unit<BS, I>(pv, u);
+    }
+}
+
+template <int BS, typename I>
+static void kvw_launch(const kvw_side &pk, const kvw_side &pv, size_t uk, size_t uv,
+                       unsigned blocks, unsigned threads, cudaStream_t stream)
+{
+    kvw_kernel<BS, I><<<dim3(blocks, 2), threads, 0, stream>>>(pk, pv, (I)uk, (I)uv);
 }
 
 } /* namespace */
@@ -507,25 +544,45 @@ extern "C" int lowp_gpu_kv_write(lowp_gpu_kvcache *c, lowp_gpu_kv_input in, cons
         return -1;
     if (slots_host != NULL && check_slots(&c->cfg, slots_host, n_tokens, why, why_len))
         return -1;
+    kvw_side ps[2];
+    size_t units[2];
     for (int w = 0; w < 2; w++) {
-        kvw_side p = side_of(&c->cfg, w, in, n_tokens);
+        kvw_side &p = ps[w];
+        p = side_of(&c->cfg, w, in, n_tokens);
         p.x = w == 0 ? k_dev : v_dev;
         p.slots = slots_dev;
         p.codes = w == 0 ? c->k_codes : c->v_codes;
         p.scales = w == 0 ? c->k_scales : c->v_scales;
         p.gdec = w == 0 ? c->k_global : c->v_global;
         p.n_global = c->n_global;
-        size_t units = n_tokens * p.num_heads * p.nblk; /* <= the input element count */
-        const unsigned threads = 256;
-        size_t blocks = (units + threads - 1) / threads;
-        if (blocks > ((size_t)1 << 20)) /* grid-stride beyond this */
-            blocks = (size_t)1 << 20;
-        kvw_kernel<<<(unsigned)blocks, threads, 0, stream>>>(p, units);
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess)
-            return lowp_why_set(why, why_len, "launching the %s write kernel failed: %s (%s)",
-                                w == 0 ? "K" : "V", cudaGetErrorName(e), cudaGetErrorString(e));
+        units[w] = n_tokens * p.num_heads * p.nblk; /* <= the input element count */
     }
+    /* one launch for K and V (grid y); K and V share the format, so BS and I are one */
+    const size_t umax = units[0] > units[1] ? units[0] : units[1];
+    const unsigned threads = 256;
+    size_t blocks = (umax + threads - 1) / threads;
+    if (blocks > ((size_t)1 << 20)) /* grid-stride beyond this */
+        blocks = (size_t)1 << 20;
+    const bool i32 = kvw_fits32(ps[0], units[0]) && kvw_fits32(ps[1], units[1]);
+    const unsigned nb = (unsigned)blocks;
+    switch (ps[0].bs) {
+    case 1:
+        i32 ? kvw_launch<1, uint32_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream)
+            : kvw_launch<1, size_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream);
+        break;
+    case 16:
+        i32 ? kvw_launch<16, uint32_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream)
+            : kvw_launch<16, size_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream);
+        break;
+    default:
+        i32 ? kvw_launch<32, uint32_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream)
+            : kvw_launch<32, size_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream);
+        break;
+    }
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return lowp_why_set(why, why_len, "launching the K/V write kernel failed: %s (%s)",
+                            cudaGetErrorName(e), cudaGetErrorString(e));
     return 0;
 }
 
@@ -589,8 +646,10 @@ extern "C" int lowp_gpu_kv_write_emulate(lowp_kvcache *host, lowp_gpu_kv_input i
         p.gdec = gs + (size_t)w * H;
         p.n_global = H;
         size_t units = n_tokens * p.num_heads * p.nblk;
-        for (size_t u = 0; u < units; u++)
-            kvw_unit(p, u);
+        if (kvw_fits32(p, units))
+            kvw_host_side<uint32_t>(p, units);
+        else
+            kvw_host_side<size_t>(p, units);
     }
     free(gs);
     return 0;

@@ -29,6 +29,7 @@ _BLOCK_FORMATS = {"nvfp4": 0, "mxfp4": 1, "mxfp8": 2, "fp8_e4m3": 3, "fp8_e5m2":
 RECIPES = ("trtllm", "exact", "modelopt", "ocp", "rceil", "sglang-kv", "torchao", "torchao-floor",
            "torchao-ceil", "torchao-even", "torchao-rceil", "compressed-tensors")
 NAN_CANONICAL = 2  # LOWP_BLOCK_NAN_CANONICAL: NaN element values as CUDA makes them
+CUDA_SCALAR_DIV = 4  # LOWP_BLOCK_CUDA_SCALAR_DIV: tensor / Python number as torch CUDA does it (x * RN(1/b))
 _KV_ORDER = {"nhd": 0, "hnd": 1}
 _SF_ORDER = {"linear": 0, "interleave4": 1}
 
@@ -79,7 +80,8 @@ class _Result(ctypes.Structure):
 class _Args(ctypes.Structure):
     _fields_ = [("cache", _Cache), ("arith", _Arith), ("num_q_heads", _sz), ("q", _p), ("out", _p),
                 ("only_seq", ctypes.c_long), ("diagnose", _i), ("threads", _i), ("n_worst", _sz),
-                ("exact", _p), ("bound", _p), ("verdict", _p), ("qo_indptr", _p)]
+                ("exact", _p), ("bound", _p), ("verdict", _p), ("qo_indptr", _p),
+                ("causal_extra", _sz)]
 
 
 class _GlobalScale(ctypes.Structure):
@@ -290,7 +292,7 @@ def quantize(x, fmt="fp8_e4m3", scale=1.0, recipe=None, flags=0):
     cache stores them, with the decode-side global scale `scale` (fp8: code = sat_rne(x /
     scale); nvfp4: E2M1 pairs, low nibble first, and E4M3 scales per 16). recipe: a name
     of RECIPES (ref/recipes.md) or None for the format's default; flags: LOWP_BLOCK_* bits
-    (NAN_CANONICAL)."""
+    (NAN_CANONICAL, CUDA_SCALAR_DIV)."""
     if fmt not in _BLOCK_FORMATS:
         raise ValueError("lowp.quantize: format %r is not one of %s" % (fmt, ", ".join(_BLOCK_FORMATS)))
     f = _BLOCK_FORMATS[fmt]

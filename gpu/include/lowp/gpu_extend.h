@@ -58,8 +58,9 @@ int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev, cudaStream
  * way. Row kv_indptr[b] + t of the workspace ([rows][num_kv_heads][dim], k_ws_dev and
  * v_ws_dev, 16-byte aligned) gets position t; rows past each kv_len are not written.
  * lowp_kv_path_run(EXTEND) is the CPU model of every byte (gpu/check/extend_check.c
- * compares them). The torch cast is a 65536-entry table made on the host by lowp's codec
- * (e4m3, torch, rn): lowp's definition, not a second encoder. Refused on the host before
+ * compares them). The torch cast is cvt.rn.satfinite.e4m3x2 with torch's NaN for
+ * magnitudes >= 466 patched in; the emulator's is lowp's codec (e4m3, torch, rn), and
+ * lowp_gpu_extend_ws_cast proves the two equal on every BF16 code. Refused on the host before
  * any launch: a cache that is not NVFP4 or whose num_heads / dims differ from the shapes,
  * lowp_gpu_extend_check's reasons, a page table that does not cover a prefix, NULL
  * pointers. Asynchronous on stream. */
@@ -83,6 +84,15 @@ int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache, const lowp_kv_p
                                       const lowp_gpu_extend_args *a, const uint16_t *k_chunk,
                                       const uint16_t *v_chunk, uint8_t *k_ws, uint8_t *v_ws,
                                       char *why, size_t why_len);
+
+/* The device's torch E4M3 cast of the workspace fill on every BF16 code c, into host
+ * arrays of 65,536 bytes: full[c] as the fill computes it where a block may overflow,
+ * fast[c] without the overflow patch (the fill's path when it has proved every magnitude
+ * of the block below 466); gpu/check/extend_check.c compares them with lowp's codec. */
+int lowp_gpu_extend_ws_cast(uint8_t *full, uint8_t *fast, char *why, size_t why_len);
+/* The same from the host: lowp's model of cvt.rn.satfinite (profile cuda) patched by the
+ * fill's own code, so that the patch's logic is checked without a GPU. */
+int lowp_gpu_extend_ws_cast_emulate(uint8_t *full, uint8_t *fast, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

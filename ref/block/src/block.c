@@ -563,6 +563,13 @@ static float amax_nan_block(const float *xb, size_t bs)
     return m;
 }
 
+/* a / b where the library divides a tensor by a Python number b: true division on CPU
+ * tensors, a * RN(1/b) under LOWP_BLOCK_CUDA_SCALAR_DIV (torch's CUDA kernel). */
+static float torch_div_scalar(const recipe_ctx *c, float a, float b)
+{
+    return (c->flags & LOWP_BLOCK_CUDA_SCALAR_DIV) ? a * (1.0f / b) : a / b;
+}
+
 /* One block: scale code *q, element codes ec[], and v[] the element values before the
  * final clamp (what the counters compare with the largest element). */
 static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uint8_t *ec, float *v)
@@ -575,7 +582,7 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
     int div = 0;
     switch (c->recipe) {
     case LOWP_RECIPE_TORCHAO: { /* nvfp4_quantize, per_tensor_scale = g */
-        float s = (m / 6.0f) / c->gs.dec;
+        float s = torch_div_scalar(c, m, 6.0f) / c->gs.dec; /* max_abs / F4_E2M1_MAX */
         s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s); /* clamp(E4M3_EPS, 448) */
         lowp_encode_f32_u8(&c->torch_e4m3, &s, q, 1);
         r = (1.0f / c->gs.dec) / torch_e4m3_value(*q);
@@ -599,7 +606,7 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
         break;
     }
     case LOWP_RECIPE_TORCHAO_RCEIL: {
-        float d = m / maxpos;
+        float d = torch_div_scalar(c, m, maxpos); /* _to_mx_rceil: max_abs / max_pos */
         if (d != d) {
             *q = 0xff;
             r = d; /* rcp_fp32 = descale, NaN */
@@ -646,14 +653,14 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
     }
     default: /* modelopt MX */
         if (fp4) { /* e = ceil(maximum(log2(m / 6), -127)); v = x / exp2(e) */
-            float l = log2_f32(m / 6.0f);
+            float l = log2_f32(torch_div_scalar(c, m, 6.0f)); /* input_amax / E2M1_max */
             l = l != l ? l : (l < -127.0f ? -127.0f : l);
             float e = ceilf(l);
             *q = isfinite(e) ? (uint8_t)(e + 127.0f) : 0; /* NaN / Inf .to(uint8): 0 on x86 */
             r = isfinite(e) ? lowp_f32_pow2((int)e) : (e != e ? e : INFINITY);
             div = 1;
         } else { /* e = clamp(ceil(d > 0 ? log2(d) : -127), -127, 127); v = x * exp2(127 - q) */
-            float d = m / 448.0f;
+            float d = torch_div_scalar(c, m, 448.0f); /* amax / E4M3_MAX */
             float e = ceilf(d > 0.0f ? log2_f32(d) : -127.0f);
             e = e < -127.0f ? -127.0f : (e > 127.0f ? 127.0f : e);
             *q = (uint8_t)(e + 127.0f);

@@ -760,11 +760,39 @@ static int classify(const rounder *ro, double got, double ex, double r, double B
     return final ? LOWP_CERTIFY_WITHIN : OPEN;
 }
 
+static int worst_rank(int verdict)
+{
+    return verdict == LOWP_CERTIFY_NAN_MISMATCH ? 3 : verdict == LOWP_CERTIFY_OUTSIDE ? 2 : 1;
+}
+
+void lowp_certify_worst_offer(lowp_certify_result *res, size_t want, const lowp_certify_worst *w)
+{
+    if (want > LOWP_CERTIFY_WORST_MAX)
+        want = LOWP_CERTIFY_WORST_MAX;
+    if (want == 0)
+        return;
+    int rank = worst_rank(w->verdict);
+    size_t pos = res->n_worst;
+    while (pos > 0) {
+        const lowp_certify_worst *x = &res->worst[pos - 1];
+        int xr = worst_rank(x->verdict);
+        if (xr > rank || (xr == rank && !(w->ratio > x->ratio)))
+            break;
+        pos--;
+    }
+    if (pos >= want)
+        return;
+    size_t last = res->n_worst < want ? res->n_worst : want - 1;
+    memmove(&res->worst[pos + 1], &res->worst[pos], (last - pos) * sizeof res->worst[0]);
+    res->worst[pos] = *w;
+    if (res->n_worst < want)
+        res->n_worst++;
+}
+
 /* One run without the diagnosis. Per-output arrays ex/rerr/bnd/ratio/verd are owned here.
- * shift: each query row sees that many positions more than causal (clipped at its
+ * a->causal_extra: each query row sees that many positions more than causal (clipped at its
  * sequence's end): 0 as declared, 1 for the diagnosis of a causal off-by-one. */
-static int certify_once(const lowp_certify_args *a, size_t shift, lowp_certify_result *res, char *why,
-                        size_t why_len)
+static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, char *why, size_t why_len)
 {
     const lowp_certify_cache *c = &a->cache;
     const lowp_certify_arith *ar = &a->arith;
@@ -845,7 +873,9 @@ static int certify_once(const lowp_certify_args *a, size_t shift, lowp_certify_r
         /* one decode per query row over its visible prefix (the bound's basis: the header) */
         const size_t ql = (size_t)(qo[b + 1] - qo[b]);
         for (size_t i = 0; i < ql && !bad; i++) {
-            const size_t t = (size_t)qo[b] + i, vis = n - ql + i + 1 + shift < n ? n - ql + i + 1 + shift : n;
+            const size_t t = (size_t)qo[b] + i;
+            const size_t causal = n - ql + i + 1; /* <= n: the chunk is the sequence's last ql tokens */
+            const size_t vis = a->causal_extra < n - causal ? causal + a->causal_extra : n;
             lowp_attn_shape sub = {1, G, 1, D, Dv, vis, vis - 1, sm};
             const double *qg = qh + (t * Hq + g * G) * D;
             size_t base = (t * Hq + g * G) * Dv;
@@ -906,26 +936,11 @@ static int certify_once(const lowp_certify_args *a, size_t shift, lowp_certify_r
             res->worst_ratio = ratio[i];
         if (want == 0)
             continue;
-        int rank = verd[i] == LOWP_CERTIFY_NAN_MISMATCH ? 3 : verd[i] == LOWP_CERTIFY_OUTSIDE ? 2 : 1;
-        size_t pos = res->n_worst;
-        while (pos > 0) {
-            const lowp_certify_worst *w = &res->worst[pos - 1];
-            int wr = w->verdict == LOWP_CERTIFY_NAN_MISMATCH ? 3 : w->verdict == LOWP_CERTIFY_OUTSIDE ? 2 : 1;
-            if (wr > rank || (wr == rank && !(ratio[i] > w->ratio)))
-                break;
-            pos--;
-        }
-        if (pos >= want)
-            continue;
-        size_t last = res->n_worst < want ? res->n_worst : want - 1;
-        memmove(&res->worst[pos + 1], &res->worst[pos], (last - pos) * sizeof res->worst[0]);
-        lowp_certify_worst *w = &res->worst[pos];
         size_t row = i / (Hq * Dv), bq = seq_of_row(qo, B, row);
         size_t n = lowp_kv_seq_len(&pt, c->page_size, bq), ql = (size_t)(qo[bq + 1] - qo[bq]);
-        *w = (lowp_certify_worst){bq, (i / Dv) % Hq, i % Dv, n, n - ql + (row - (size_t)qo[bq]), row,
-                                  (double)a->out[i], ex[i], rerr[i], bnd[i], ratio[i], verd[i]};
-        if (res->n_worst < want)
-            res->n_worst++;
+        lowp_certify_worst w = {bq, (i / Dv) % Hq, i % Dv, n, n - ql + (row - (size_t)qo[bq]), row,
+                                (double)a->out[i], ex[i], rerr[i], bnd[i], ratio[i], verd[i]};
+        lowp_certify_worst_offer(res, want, &w);
     }
     for (size_t i = 0; i < nout; i++) {
         if (verd[i] == OPEN)
@@ -964,84 +979,95 @@ static const char *sf_words(lowp_kv_sf_order o)
     return o == LOWP_KV_SF_LINEAR ? "linear" : "4-token interleaved";
 }
 
-static void diagnose(const lowp_certify_args *a, lowp_certify_result *res)
+int lowp_certify_alternative(const lowp_certify_args *a, int alt, lowp_certify_args *b, char *what, size_t what_len)
 {
     const lowp_certify_cache *c = &a->cache;
     enum { ALT_V_SF, ALT_K_SF, ALT_KV_SF, ALT_PAGES, ALT_V_SCALE, ALT_K_SCALE, ALT_KV_SCALE, ALT_CAUSAL, ALT_COUNT };
-    for (int alt = 0; alt < ALT_COUNT; alt++) {
-        lowp_certify_args b = *a;
-        b.diagnose = 0;
-        b.exact = b.bound = NULL;
-        b.verdict = NULL;
-        b.n_worst = 0;
-        lowp_certify_cache *d = &b.cache;
-        char what[200];
-        int nvfp4 = c->format == LOWP_NVFP4;
-        size_t shift = 0;
-        switch (alt) {
-        case ALT_CAUSAL:
-            if (a->qo_indptr == NULL)
-                continue;
-            shift = 1;
-            snprintf(what, sizeof what, "causal mask off by one: query i of a chunk looks to see position prefix + "
-                     "i + 1, one past its own");
-            break;
-        case ALT_V_SF:
-        case ALT_K_SF:
-        case ALT_KV_SF:
-            if (!nvfp4)
-                continue;
-            if (alt != ALT_K_SF)
-                d->v_sf_order = flip_sf(c->v_sf_order);
-            if (alt != ALT_V_SF)
-                d->k_sf_order = flip_sf(c->k_sf_order);
-            if (alt == ALT_KV_SF)
-                snprintf(what, sizeof what, "K and V scales look %s / %s, layout says %s / %s",
-                         sf_words(d->k_sf_order), sf_words(d->v_sf_order), sf_words(c->k_sf_order),
-                         sf_words(c->v_sf_order));
-            else
-                snprintf(what, sizeof what, "%s scales look %s, layout says %s", alt == ALT_V_SF ? "V" : "K",
-                         sf_words(alt == ALT_V_SF ? d->v_sf_order : d->k_sf_order),
-                         sf_words(alt == ALT_V_SF ? c->v_sf_order : c->k_sf_order));
-            break;
-        case ALT_PAGES:
-            d->code_order = flip_layout(c->code_order);
-            if (c->sf_order == c->code_order)
-                d->sf_order = d->code_order;
-            snprintf(what, sizeof what, "HND/NHD swapped: the pages look %s, layout says %s",
-                     lowp_kv_layout_name(d->code_order), lowp_kv_layout_name(c->code_order));
-            break;
-        case ALT_V_SCALE:
-        case ALT_K_SCALE:
-        case ALT_KV_SCALE:
-            if (!lowp_block_has_global_scale(c->format))
-                continue;
-            if (alt != ALT_K_SCALE) {
-                if (c->v_scale == 1.0f)
-                    continue;
-                d->v_scale = 1.0f;
-            }
-            if (alt != ALT_V_SCALE) {
-                if (c->k_scale == 1.0f)
-                    continue;
-                d->k_scale = 1.0f;
-            }
-            snprintf(what, sizeof what, "the kernel looks to ignore %s (declared k_scale %.9g, v_scale %.9g; "
-                     "FlashInfer #4979)",
-                     alt == ALT_V_SCALE ? "v_scale" : alt == ALT_K_SCALE ? "k_scale" : "k_scale and v_scale",
-                     (double)c->k_scale, (double)c->v_scale);
-            break;
+    _Static_assert(ALT_COUNT == LOWP_CERTIFY_ALT_COUNT, "the header's count of alternatives");
+    *b = *a;
+    b->diagnose = 0;
+    b->exact = b->bound = NULL;
+    b->verdict = NULL;
+    b->n_worst = 0;
+    lowp_certify_cache *d = &b->cache;
+    int nvfp4 = c->format == LOWP_NVFP4;
+    switch (alt) {
+    case ALT_CAUSAL:
+        if (a->qo_indptr == NULL || a->causal_extra != 0)
+            return 0;
+        b->causal_extra = 1;
+        snprintf(what, what_len, "causal mask off by one: query i of a chunk looks to see position prefix + i + 1, "
+                 "one past its own");
+        return 1;
+    case ALT_V_SF:
+    case ALT_K_SF:
+    case ALT_KV_SF:
+        if (!nvfp4)
+            return 0;
+        if (alt != ALT_K_SF)
+            d->v_sf_order = flip_sf(c->v_sf_order);
+        if (alt != ALT_V_SF)
+            d->k_sf_order = flip_sf(c->k_sf_order);
+        if (alt == ALT_KV_SF)
+            snprintf(what, what_len, "K and V scales look %s / %s, layout says %s / %s", sf_words(d->k_sf_order),
+                     sf_words(d->v_sf_order), sf_words(c->k_sf_order), sf_words(c->v_sf_order));
+        else
+            snprintf(what, what_len, "%s scales look %s, layout says %s", alt == ALT_V_SF ? "V" : "K",
+                     sf_words(alt == ALT_V_SF ? d->v_sf_order : d->k_sf_order),
+                     sf_words(alt == ALT_V_SF ? c->v_sf_order : c->k_sf_order));
+        return 1;
+    case ALT_PAGES:
+        d->code_order = flip_layout(c->code_order);
+        if (c->sf_order == c->code_order)
+            d->sf_order = d->code_order;
+        snprintf(what, what_len, "HND/NHD swapped: the pages look %s, layout says %s",
+                 lowp_kv_layout_name(d->code_order), lowp_kv_layout_name(c->code_order));
+        return 1;
+    case ALT_V_SCALE:
+    case ALT_K_SCALE:
+    case ALT_KV_SCALE:
+        if (!lowp_block_has_global_scale(c->format))
+            return 0;
+        if (alt != ALT_K_SCALE) {
+            if (c->v_scale == 1.0f)
+                return 0;
+            d->v_scale = 1.0f;
         }
+        if (alt != ALT_V_SCALE) {
+            if (c->k_scale == 1.0f)
+                return 0;
+            d->k_scale = 1.0f;
+        }
+        snprintf(what, what_len, "the kernel looks to ignore %s (declared k_scale %.9g, v_scale %.9g; "
+                 "FlashInfer #4979)",
+                 alt == ALT_V_SCALE ? "v_scale" : alt == ALT_K_SCALE ? "k_scale" : "k_scale and v_scale",
+                 (double)c->k_scale, (double)c->v_scale);
+        return 1;
+    }
+    return 0;
+}
+
+void lowp_certify_diagnosis_set(lowp_certify_result *res, const char *what, size_t alt_outputs)
+{
+    snprintf(res->diagnosis, sizeof res->diagnosis,
+             "%s (under that reading %zu of %zu outputs are within bound; as declared %zu outside, %zu NaN "
+             "mismatches)",
+             what, alt_outputs, alt_outputs, res->counts[LOWP_CERTIFY_OUTSIDE], res->counts[LOWP_CERTIFY_NAN_MISMATCH]);
+}
+
+static void diagnose(const lowp_certify_args *a, lowp_certify_result *res)
+{
+    for (int alt = 0; alt < LOWP_CERTIFY_ALT_COUNT; alt++) {
+        lowp_certify_args b;
+        char what[200];
+        if (!lowp_certify_alternative(a, alt, &b, what, sizeof what))
+            continue;
         lowp_certify_result r;
         char w[256];
-        if (certify_once(&b, shift, &r, w, sizeof w))
+        if (certify_once(&b, &r, w, sizeof w))
             continue; /* the other reading is not even a valid cache: not this one */
         if (r.outputs > 0 && r.counts[LOWP_CERTIFY_OUTSIDE] == 0 && r.counts[LOWP_CERTIFY_NAN_MISMATCH] == 0) {
-            snprintf(res->diagnosis, sizeof res->diagnosis,
-                     "%s (under that reading %zu of %zu outputs are within bound; as declared %zu outside, %zu NaN "
-                     "mismatches)",
-                     what, r.outputs, r.outputs, res->counts[LOWP_CERTIFY_OUTSIDE],
-                     res->counts[LOWP_CERTIFY_NAN_MISMATCH]);
+            lowp_certify_diagnosis_set(res, what, r.outputs);
             return;
         }
     }
@@ -1051,7 +1077,7 @@ int lowp_certify_run(const lowp_certify_args *a, lowp_certify_result *res, char 
 {
     if (a == NULL || res == NULL)
         return lowp_why_set(why, why_len, "args and result must not be NULL");
-    if (certify_once(a, 0, res, why, why_len))
+    if (certify_once(a, res, why, why_len))
         return -1;
     if (a->diagnose && res->counts[LOWP_CERTIFY_OUTSIDE] + res->counts[LOWP_CERTIFY_NAN_MISMATCH] > 0)
         diagnose(a, res);

@@ -106,6 +106,14 @@ lowp_global_scale lowp_global_scale_from_dec(lowp_block_format f, lowp_recipe r,
                                   arithmetic produces is the GPU's canonical 0x7FFFFFFF (torch
                                   on CUDA tensors), not x86's propagated payload (torch CPU);
                                   ignored by the other recipes */
+#define LOWP_BLOCK_CUDA_SCALAR_DIV 4u /* torchao and modelopt MX recipes: a tensor divided by a
+                                  Python number is multiplied by the number's binary32
+                                  reciprocal, as torch's CUDA division does when the divisor is
+                                  a CPU scalar (aten/src/ATen/native/cuda/BinaryDivTrueKernel.cu,
+                                  "compute a * reciprocal(b)"); torchao's NVFP4 block scale
+                                  amax / 6 is then amax * RN(1/6), which differs at E4M3
+                                  rounding midpoints (measured on the H200, reports/quantlibs.md);
+                                  ignored by the other recipes */
 
 /* What quantizing a tensor did, counted per element or per block. */
 typedef struct lowp_quant_counts {

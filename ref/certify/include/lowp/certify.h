@@ -196,6 +196,11 @@ typedef struct lowp_certify_args {
      * the sequence's last q_len_b tokens, after a prefix of n_b - q_len_b; prefill: prefix
      * 0) and sees positions 0 .. n_b - q_len_b + i (causal). */
     const int32_t *qo_indptr;
+    /* Extend only: each query row sees causal_extra positions past its own (clipped at its
+     * sequence's end). 0, the causal mask, is the declaration; the diagnosis's reading of a
+     * causal off-by-one (lowp_certify_alternative) sets 1. No effect on decode rows, which
+     * see their whole sequence. */
+    size_t causal_extra;
 } lowp_certify_args;
 
 /* Args with the cache and arith given, only_seq -1, diagnose 1, n_worst 8, rest zero. */
@@ -208,6 +213,31 @@ lowp_certify_args lowp_certify_args_init(const lowp_certify_cache *c, const lowp
  * queries than it holds tokens, a declared arithmetic whose first-order bound does not apply (its relative
  * terms exceed 1/8 at some output: the arithmetic is too coarse for the case). */
 int lowp_certify_run(const lowp_certify_args *a, lowp_certify_result *res, char *why, size_t why_len);
+
+/* The run in parts, for a caller that certifies the sequences separately (one only_seq at
+ * a time, as `lowp certify --shard` does) and combines the parts into the certificate one
+ * lowp_certify_run gives:
+ *   counts, outputs, oracle_rows add up; worst_ratio is the largest;
+ *   worst: lowp_certify_worst_offer of every part's entries, in increasing (batch, row,
+ *     head, dim) order, gives the list one run makes (an element of the whole list is among its
+ *     sequence's n_worst worst);
+ *   diagnosis: the first alternative reading (0 .. LOWP_CERTIFY_ALT_COUNT - 1) that applies
+ *     (lowp_certify_alternative) and under which every part runs and has every output within
+ *     bound; lowp_certify_diagnosis_set writes its line. */
+#define LOWP_CERTIFY_ALT_COUNT 8
+/* Offer w to res's worst list of at most want entries (res->n_worst, res->worst): NaN
+ * mismatches first, then outside, then the rest, each by ratio descending; an entry offered
+ * later goes after those it ties with. */
+void lowp_certify_worst_offer(lowp_certify_result *res, size_t want, const lowp_certify_worst *w);
+/* Alternative reading alt of a's cache (or, for an extend batch, of its causal mask:
+ * causal_extra 1): 1 with *b = a read that way (diagnose 0, n_worst 0, no per-output
+ * arrays) and what describing it; 0 when it does not apply to this case (or alt is out of
+ * range). */
+int lowp_certify_alternative(const lowp_certify_args *a, int alt, lowp_certify_args *b, char *what,
+                             size_t what_len);
+/* res->diagnosis for the alternative `what` under which all alt_outputs outputs were within
+ * bound (res->counts: the declared reading's). */
+void lowp_certify_diagnosis_set(lowp_certify_result *res, const char *what, size_t alt_outputs);
 
 /* The bound B of certify.c for one query row over n visible keys, dense binary64 inputs:
  * q [qk_dim] (already rounded as declared), k [n][qk_dim], v [n][vo_dim] (the exact cache
