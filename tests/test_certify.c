@@ -11,6 +11,18 @@
  *    and P, MMA fp32 accumulation, split-K) is the kernel under test: all within bound. A
  *    perturbed output is outside; wrong declared scale orders, swapped NHD/HND and an
  *    ignored k_scale are named by the diagnosis.
+ * 3. Extend / prefill (qo_indptr): lowp's GPU extend kernel emulator (lowp/attn_gpu_extend.h,
+ *    causal chunks over an FP8 workspace, read here as a vLLM FP8 cache) on a ragged batch
+ *    with a prefill (prefix 0) and a one-token chunk is within bound everywhere, and its
+ *    exact values are lowp_gpu_extend_reference's (an independent code path: the position
+ *    of each query is right); the same kernel run with every query seeing one key more
+ *    (a causal off-by-one) is flagged outside on rows of every sequence; bad query
+ *    layouts are refused with the reason.
+ * 4. Quantize-on-write (lowp_certify_kv_write): tokens written by lowp's cache model into a
+ *    TRT-LLM-ordered cache (HND, V scales interleaved: lowp/kvcache.h's own addressing) are
+ *    exact under certify's TRT-LLM formulas; one flipped code bit is named (token, K/V,
+ *    head, byte, both values); the V scales read linearly are named by the diagnosis; a
+ *    padding slot is skipped; a repeated or out-of-pool slot is refused.
  * LOWP_SEED reproduces a run. */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +31,7 @@
 
 #include "lowp/attn.h"
 #include "lowp/attn_gpu_emul.h"
+#include "lowp/attn_gpu_extend.h"
 #include "lowp/certify.h"
 #include "lowp/format.h"
 #include "lowp/kvcache.h"
@@ -414,10 +427,11 @@ static lowp_certify_arith lowp_kernel_arith(void)
     return a;
 }
 
-static lowp_certify_cache cache_of(const paged *p, lowp_certify_layout l, const lowp_kvcache *src, float ks,
-                                   float vs, int use_block_table)
+/* The pools of src (2 KV heads, dims 64, page 16) handed over as layout l's buffers. */
+static lowp_certify_cache pools_of(lowp_certify_layout l, size_t num_pages, const lowp_kvcache *src, float ks,
+                                   float vs)
 {
-    lowp_certify_cache c = lowp_certify_cache_init(l, p->num_pages, 16, 2, 64, 64);
+    lowp_certify_cache c = lowp_certify_cache_init(l, num_pages, 16, 2, 64, 64);
     c.format = lowp_kvcache_config(src)->format;
     c.k = lowp_kvcache_cbuffer(src, LOWP_KV_K, LOWP_KV_CODES, NULL);
     c.v = lowp_kvcache_cbuffer(src, LOWP_KV_V, LOWP_KV_CODES, NULL);
@@ -425,6 +439,13 @@ static lowp_certify_cache cache_of(const paged *p, lowp_certify_layout l, const 
     c.v_sf = lowp_kvcache_cbuffer(src, LOWP_KV_V, LOWP_KV_SCALES, NULL);
     c.k_scale = ks;
     c.v_scale = vs;
+    return c;
+}
+
+static lowp_certify_cache cache_of(const paged *p, lowp_certify_layout l, const lowp_kvcache *src, float ks,
+                                   float vs, int use_block_table)
+{
+    lowp_certify_cache c = pools_of(l, p->num_pages, src, ks, vs);
     c.batch = p->batch;
     if (use_block_table) {
         c.block_table = p->bt;
@@ -589,6 +610,272 @@ START_TEST(test_refusals_name_the_argument)
 }
 END_TEST
 
+
+/* ---- extend / prefill, with lowp's extend kernel emulator as the kernel -------------------- */
+#define XB 3
+#define XH 2
+#define XG 2
+#define XD 64
+#define XP 16
+typedef struct xcase {
+    int32_t qo[XB + 1], kv[XB + 1], prefix[XB], bt[XB * 8], lens[XB];
+    size_t rows, kv_rows;
+    uint8_t *k, *v;  /* the workspace [kv_rows][XH][XD]: a vLLM cache of pages of XP rows */
+    uint16_t *qb;    /* BF16 [rows][XH XG][XD] */
+    float *q, *out, *off_by_one;
+} xcase;
+
+/* Prefixes 0 (a prefill), 37 and 20 with chunks 9, 1 and 18: sequence b's region starts on
+ * a page and holds at least one row past its kv_len (the row an off-by-one reads). */
+static void make_xcase(xcase *x, uint64_t stream)
+{
+    static const int32_t P[XB] = {0, 37, 20}, QL[XB] = {9, 1, 18};
+    memset(x, 0, sizeof *x);
+    uint64_t r = lowp_test_stream(g_seed, 4, stream, 0);
+    for (size_t b = 0; b < XB; b++) {
+        x->prefix[b] = P[b];
+        x->lens[b] = P[b] + QL[b];
+        x->qo[b + 1] = x->qo[b] + QL[b];
+        int32_t pages = x->lens[b] / XP + 1;
+        x->kv[b + 1] = x->kv[b] + pages * XP;
+        for (int32_t j = 0; j < pages; j++)
+            x->bt[b * 8 + (size_t)j] = x->kv[b] / XP + j;
+    }
+    x->rows = (size_t)x->qo[XB];
+    x->kv_rows = (size_t)x->kv[XB];
+    lowp_codec e4;
+    char why[256];
+    ck_assert_msg(lowp_codec_init(&e4, LOWP_E4M3, LOWP_PROFILE_CUDA, LOWP_RN, LOWP_SAT_ON, NULL, 0) == 0, "e4m3");
+    size_t nkv = x->kv_rows * XH * XD, nq = x->rows * XH * XG * XD;
+    x->k = lowp_test_xmalloc(nkv);
+    x->v = lowp_test_xmalloc(nkv);
+    for (size_t i = 0; i < nkv; i++) {
+        x->k[i] = (uint8_t)lowp_encode_f64(&e4, 2.0 * lowp_test_gauss(&r));
+        x->v[i] = (uint8_t)lowp_encode_f64(&e4, 2.0 * lowp_test_gauss(&r));
+    }
+    x->qb = lowp_test_xmalloc(nq * sizeof *x->qb);
+    x->q = lowp_test_xmalloc(nq * sizeof *x->q);
+    x->out = lowp_test_xmalloc(nq * sizeof *x->out);
+    x->off_by_one = lowp_test_xmalloc(nq * sizeof *x->off_by_one);
+    for (size_t i = 0; i < nq; i++) {
+        x->qb[i] = lowp_bf16_from_f32((float)lowp_test_gauss(&r));
+        x->q[i] = lowp_f32_from_bf16(x->qb[i]);
+    }
+    uint16_t *ob = lowp_test_xmalloc(nq * sizeof *ob);
+    int32_t pre1[XB];
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 1: prefix + 1 with the same chunk: query i sees 0 .. P + i + 1 */
+        for (size_t b = 0; b < XB; b++)
+            pre1[b] = x->prefix[b] + pass;
+        lowp_gpu_extend_args ga = {XB, x->qo, x->kv, pre1, x->kv_rows, XH * XG, XH, XD, XD, 0.0,
+                                   x->qb, x->k, x->v, NULL, 2, 0, 0};
+        ck_assert_msg(lowp_gpu_extend_emulate(&ga, ob, why, sizeof why) == 0, "%s", why);
+        float *dst = pass ? x->off_by_one : x->out;
+        for (size_t i = 0; i < nq; i++)
+            dst[i] = lowp_f32_from_bf16(ob[i]);
+    }
+    free(ob);
+}
+
+static void free_xcase(xcase *x)
+{
+    free(x->k);
+    free(x->v);
+    free(x->qb);
+    free(x->q);
+    free(x->out);
+    free(x->off_by_one);
+}
+
+/* The workspace as a vLLM FP8 cache (scales 1: the workspace holds the scaled values) and
+ * the extend kernel's declaration: BF16 Q, P and out, MMA k 16, no split. */
+static lowp_certify_args xargs(const xcase *x, const float *out, lowp_certify_arith *a, lowp_certify_cache *c)
+{
+    *c = lowp_certify_cache_init(LOWP_CERTIFY_VLLM_FP8, x->kv_rows / XP, XP, XH, XD, XD);
+    c->k = x->k;
+    c->v = x->v;
+    c->k_scale = c->v_scale = 1.0f;
+    c->batch = XB;
+    c->block_table = x->bt;
+    c->max_blocks = 8;
+    c->seq_lens = x->lens;
+    *a = lowp_certify_arith_default();
+    a->q_dtype = LOWP_CERTIFY_BF16;
+    a->mma_k = 16;
+    lowp_certify_args args = lowp_certify_args_init(c, a, XH * XG, x->q, out);
+    args.qo_indptr = x->qo;
+    args.threads = 2;
+    return args;
+}
+
+START_TEST(test_extend_causal_within_and_off_by_one_flagged)
+{
+    xcase x;
+    make_xcase(&x, 1);
+    lowp_certify_arith a;
+    lowp_certify_cache c;
+    lowp_certify_result r;
+    char why[256];
+    const size_t no = x.rows * XH * XG * XD;
+    double *ex = lowp_test_xmalloc(no * sizeof *ex), *ref = lowp_test_xmalloc(no * sizeof *ref);
+    lowp_certify_args args = xargs(&x, x.out, &a, &c);
+    args.exact = ex;
+    ck_assert_msg(lowp_certify_run(&args, &r, why, sizeof why) == 0, "%s", why);
+    expect_clean(&r, "extend, lowp's extend kernel emulator");
+    ck_assert_uint_eq(r.outputs, no);
+    printf("test_certify: extend (prefixes 0, 37, 20; chunks 9, 1, 18): %zu exact, %zu within, worst ratio %.3f\n",
+           r.counts[0], r.counts[1], r.worst_ratio);
+    /* the exact values are those of the extend path's own reference, query by query */
+    lowp_gpu_extend_args ga = {XB, x.qo, x.kv, x.prefix, x.kv_rows, XH * XG, XH, XD, XD, 0.0,
+                               x.qb, x.k, x.v, NULL, 2, 0, 0};
+    ck_assert_msg(lowp_gpu_extend_reference(&ga, x.q, ref, NULL, why, sizeof why) == 0, "%s", why);
+    for (size_t i = 0; i < no; i++)
+        ck_assert_msg(fabs(ex[i] - ref[i]) <= 1e-12 * (fabs(ref[i]) + 1e-3), "output %zu: exact %.17g, extend "
+                      "reference %.17g", i, ex[i], ref[i]);
+    /* the prefill alone (sequence 0, prefix 0) */
+    args.only_seq = 0;
+    ck_assert_msg(lowp_certify_run(&args, &r, why, sizeof why) == 0, "%s", why);
+    expect_clean(&r, "prefill, prefix 0");
+    ck_assert_uint_eq(r.outputs, 9 * XH * XG * XD);
+    /* a causal off-by-one: every row sees one key more; flagged in each sequence */
+    args = xargs(&x, x.off_by_one, &a, &c);
+    args.verdict = lowp_test_xmalloc(no);
+    ck_assert_msg(lowp_certify_run(&args, &r, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_gt(r.counts[LOWP_CERTIFY_OUTSIDE], 0);
+    for (size_t b = 0; b < XB; b++) {
+        size_t bad = 0;
+        for (size_t i = (size_t)x.qo[b] * XH * XG * XD; i < (size_t)x.qo[b + 1] * XH * XG * XD; i++)
+            bad += args.verdict[i] == LOWP_CERTIFY_OUTSIDE;
+        ck_assert_msg(bad > 0, "sequence %zu: the off-by-one was not flagged", b);
+    }
+    const lowp_certify_worst *w = &r.worst[0];
+    ck_assert_int_eq(w->verdict, LOWP_CERTIFY_OUTSIDE);
+    ck_assert_uint_eq(w->seq_len, (size_t)x.lens[w->batch]);
+    ck_assert_uint_eq(w->q_pos, (size_t)x.prefix[w->batch] + (w->row - (size_t)x.qo[w->batch]));
+    ck_assert(w->row >= (size_t)x.qo[w->batch] && w->row < (size_t)x.qo[w->batch + 1]);
+    printf("test_certify: causal off-by-one: %zu of %zu outside, worst at sequence %zu position %zu head %zu dim %zu "
+           "(ratio %.1f)\n", r.counts[LOWP_CERTIFY_OUTSIDE], r.outputs, w->batch, w->q_pos, w->head, w->dim, w->ratio);
+    free(args.verdict);
+    free(ex);
+    free(ref);
+    free_xcase(&x);
+}
+END_TEST
+
+/* Decode is extend with one query per sequence: qo_indptr 0, 1, .., batch gives the same
+ * certificate as NULL; and the query layouts certify refuses. */
+START_TEST(test_extend_layout_refusals_and_decode_identity)
+{
+    xcase x;
+    make_xcase(&x, 2);
+    lowp_certify_arith a;
+    lowp_certify_cache c;
+    lowp_certify_result r, r1;
+    char why[256];
+    /* the decode rows: each sequence's last query */
+    float *qd = lowp_test_xmalloc(XB * XH * XG * XD * sizeof *qd), *od = lowp_test_xmalloc(sizeof *qd * XB * XH * XG * XD);
+    for (size_t b = 0; b < XB; b++) {
+        size_t t = (size_t)x.qo[b + 1] - 1, w = XH * XG * XD;
+        memcpy(qd + b * w, x.q + t * w, w * sizeof *qd);
+        memcpy(od + b * w, x.out + t * w, w * sizeof *od);
+    }
+    lowp_certify_args args = xargs(&x, od, &a, &c);
+    args.q = qd;
+    args.qo_indptr = NULL;
+    ck_assert_msg(lowp_certify_run(&args, &r, why, sizeof why) == 0, "%s", why);
+    expect_clean(&r, "decode rows of the extend kernel");
+    int32_t id[XB + 1] = {0, 1, 2, 3};
+    args.qo_indptr = id;
+    ck_assert_msg(lowp_certify_run(&args, &r1, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(r1.outputs, r.outputs);
+    ck_assert_uint_eq(r1.counts[0], r.counts[0]);
+    ck_assert(r1.worst_ratio == r.worst_ratio);
+    static const struct {
+        int32_t qo[XB + 1];
+        const char *words;
+    } bad[] = {{{1, 2, 3, 4}, "qo_indptr[0] is 1"},
+               {{0, 5, 4, 6}, "qo_indptr decreases at 2"},
+               {{0, 9, 10, 50}, "sequence 2 has 40 queries but holds 38 tokens"},
+               {{0, 10, 11, 29}, "sequence 0 has 10 queries but holds 9 tokens"},
+               {{0, 0, 0, 0}, "qo_indptr[3] is 0: the batch has no queries"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        args = xargs(&x, x.out, &a, &c);
+        args.qo_indptr = bad[i].qo;
+        ck_assert_int_eq(lowp_certify_run(&args, &r, why, sizeof why), -1);
+        ck_assert_msg(strstr(why, bad[i].words) != NULL, "'%s', expected '%s'", why, bad[i].words);
+    }
+    free(qd);
+    free(od);
+    free_xcase(&x);
+}
+END_TEST
+
+/* ---- quantize-on-write -------------------------------------------------------------------- */
+START_TEST(test_kv_write_exact_flipped_bit_and_scale_order)
+{
+    const size_t P = 16, H = 2, D = 64, pages = 4, T = 40;
+    lowp_kv_config cfg = lowp_kv_config_default(LOWP_NVFP4, pages, P, H, D, D);
+    cfg.layout = LOWP_KV_HND;
+    cfg.v_sf_order = LOWP_KV_SF_INTERLEAVE4;
+    lowp_kvcache *kc;
+    char why[256];
+    ck_assert_msg(lowp_kvcache_create(&cfg, &kc, why, sizeof why) == 0, "%s", why);
+    const float ks = 0.02f, vs = 0.03f;
+    ck_assert(lowp_kvcache_set_global_scales(kc, &ks, &vs, 1, why, sizeof why) == 0);
+    uint64_t r = lowp_test_stream(g_seed, 5, 1, 0);
+    float *k = lowp_test_xmalloc(T * H * D * sizeof *k), *v = lowp_test_xmalloc(T * H * D * sizeof *v);
+    int64_t slots[40];
+    for (size_t i = 0; i < T; i++) {
+        slots[i] = (int64_t)((i * 7 + 3) % (pages * P)); /* 7 is prime to 64: 40 distinct slots */
+        for (size_t x = 0; x < H * D; x++) {
+            k[i * H * D + x] = lowp_f32_from_bf16(lowp_bf16_from_f32((float)(2.0 * lowp_test_gauss(&r))));
+            v[i * H * D + x] = lowp_f32_from_bf16(lowp_bf16_from_f32((float)(3.0 * lowp_test_gauss(&r))));
+        }
+        ck_assert(lowp_kvcache_write(kc, (size_t)slots[i] / P, (size_t)slots[i] % P, k + i * H * D, v + i * H * D,
+                                     NULL, NULL, why, sizeof why) == 0);
+    }
+    slots[5] = -1; /* a padding token: not written, not compared */
+    lowp_certify_cache c = pools_of(LOWP_CERTIFY_TRTLLM, pages, kc, ks, vs);
+    uint8_t verdict[40];
+    lowp_certify_kv_write_args a = {c, cfg.recipe, T, slots, k, v, verdict};
+    lowp_certify_kv_write_result res;
+    ck_assert_msg(lowp_certify_kv_write(&a, &res, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(res.exact, T - 1);
+    ck_assert_uint_eq(res.padding, 1);
+    ck_assert_uint_eq(verdict[5], LOWP_CERTIFY_KV_PADDING);
+    /* one code bit of token 9's V, head 1, byte 7 */
+    size_t p9 = (size_t)slots[9] / P, t9 = (size_t)slots[9] % P;
+    uint8_t *vb = lowp_kvcache_buffer(kc, LOWP_KV_V, LOWP_KV_CODES, NULL);
+    vb[lowp_kvcache_code_offset(kc, LOWP_KV_V, p9, t9, 1) + 7] ^= 0x10;
+    ck_assert(lowp_certify_kv_write(&a, &res, why, sizeof why) == 0);
+    ck_assert_uint_eq(res.differs, 1);
+    ck_assert_uint_eq(verdict[9], LOWP_CERTIFY_KV_DIFFERS);
+    ck_assert(res.token == 9 && res.which == 1 && res.scales == 0 && res.head == 1 && res.index == 7);
+    ck_assert_uint_eq(res.got ^ res.want, 0x10);
+    ck_assert_str_eq(res.diagnosis, "");
+    vb[lowp_kvcache_code_offset(kc, LOWP_KV_V, p9, t9, 1) + 7] ^= 0x10;
+    /* the interleaved V scales declared linear: differs, and named */
+    a.cache.v_sf_order = LOWP_KV_SF_LINEAR;
+    ck_assert(lowp_certify_kv_write(&a, &res, why, sizeof why) == 0);
+    ck_assert_uint_gt(res.differs, 0);
+    ck_assert_int_eq(res.which, 1);
+    ck_assert_int_eq(res.scales, 1);
+    ck_assert_msg(strstr(res.diagnosis, "V scales look 4-token interleaved, layout says linear") != NULL, "'%s'",
+                  res.diagnosis);
+    a.cache.v_sf_order = LOWP_KV_SF_INTERLEAVE4;
+    /* refusals */
+    slots[6] = slots[7];
+    ck_assert_int_eq(lowp_certify_kv_write(&a, &res, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "slot_mapping[7] = ") != NULL && strstr(why, "written twice") != NULL, "%s", why);
+    slots[6] = 64;
+    ck_assert_int_eq(lowp_certify_kv_write(&a, &res, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "slot_mapping[6] = 64 is past the pool") != NULL, "%s", why);
+    free(k);
+    free(v);
+    lowp_kvcache_destroy(kc);
+}
+END_TEST
+
 static Suite *certify_suite(void)
 {
     Suite *s = suite_create("certify");
@@ -598,6 +885,10 @@ static Suite *certify_suite(void)
                     LOWP_TESTS(test_vllm_fp8_lowp_kernel_within_and_perturbed_outside, test_ignored_k_scale_is_named,
                                test_flashinfer_hnd_and_swap_named, test_trtllm_nvfp4_and_v_scale_order_named,
                                test_sglang_nvfp4_mixed_orders, test_refusals_name_the_argument));
+    lowp_test_tcase(s, "extend", 60,
+                    LOWP_TESTS(test_extend_causal_within_and_off_by_one_flagged,
+                               test_extend_layout_refusals_and_decode_identity));
+    lowp_test_tcase(s, "kv_write", 60, LOWP_TESTS(test_kv_write_exact_flipped_bit_and_scale_order));
     return s;
 }
 

@@ -1,6 +1,7 @@
 """tests/test_python_certify.py: the README's `import lowp` example on numpy arrays (a paged FP8
 decode in vLLM's layout), and that the certificate fails a kernel that ignores v_scale and
-names it. The kernel under test is a plain numpy fp32 decode written here. Exit 77 (skip)
+names it; an extend batch (qo_indptr) certified row by row, its causal off-by-one named. The
+kernel under test is a plain numpy fp32 decode written here. Exit 77 (skip)
 without numpy; argv[1] is the source tree (python/ holds the package), LOWP_LIBRARY the
 library of this build."""
 import sys
@@ -69,4 +70,29 @@ try:
     raise AssertionError("k_scale 0 was accepted")
 except ValueError as e:
     assert "k_scale 0 must be finite and > 0" in str(e), e
+# ---- extend / prefill: qo_indptr, each query row a decode over its causal prefix ----
+qo = np.array([0, 3, 5], np.int32)                             # 3 queries of sequence 0, 2 of sequence 1
+qx = rng.normal(size=(5, Hq, D)).astype(np.float32)
+rows = [(b, int(sl[b]) - (qo[b + 1] - qo[b]) + i) for b in range(B) for i in range(qo[b + 1] - qo[b])]
+ext = np.concatenate([my_kernel(qx[t:t + 1], kc, vc, ks, vs, bt[b:b + 1], [pos + 1]) for t, (b, pos) in
+                      enumerate(rows)])
+cert = lowp.certify("vllm-fp8", kc, vc, k_scale=ks, v_scale=vs, block_table=bt, seq_lens=sl, query=qx,
+                    output=ext, p_dtype="f32", out_dtype="f32", qo_indptr=qo)
+print(cert)
+assert cert.ok and cert.outputs == 5 * Hq * D, cert
+late = np.concatenate([my_kernel(qx[t:t + 1], kc, vc, ks, vs, bt[b:b + 1], [min(pos + 2, int(sl[b]))])
+                       for t, (b, pos) in enumerate(rows)])   # a causal off-by-one
+cert = lowp.certify("vllm-fp8", kc, vc, k_scale=ks, v_scale=vs, block_table=bt, seq_lens=sl, query=qx,
+                    output=late, p_dtype="f32", out_dtype="f32", qo_indptr=qo)
+assert not cert.ok and "causal mask off by one" in cert.diagnosis, cert
+w = cert.worst[0]
+assert rows[w["row"]] == (w["batch"], w["q_pos"]), w
+for bad_qo, words in (([0, 3, 4], "query shape (5, 8, 64), expected [4, num_q_heads"), ([0, 3], "qo_indptr must be [batch + 1]"),
+                      ([0, 6, 5], "qo_indptr decreases")):
+    try:
+        lowp.certify("vllm-fp8", kc, vc, k_scale=ks, v_scale=vs, block_table=bt, seq_lens=sl, query=qx,
+                     output=ext, qo_indptr=np.array(bad_qo, np.int32))
+        raise AssertionError("qo_indptr %s was accepted" % bad_qo)
+    except ValueError as e:
+        assert words in str(e), e
 print("test_python_certify: ok")

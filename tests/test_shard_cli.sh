@@ -166,7 +166,10 @@ mkdir "$tmp/twin"
 for f in k v; do cp "$vec/vllm-fp8.ignored-v-scale/$f.npy" "$tmp/twin/"; done
 for f in q out block_table seq_lens; do npy_twin "$vec/vllm-fp8.ignored-v-scale/$f.npy" "$tmp/twin/$f.npy"; done
 { cat "$vec/vllm-fp8.ignored-v-scale/args"; printf -- '--worst\n5\n'; } > "$tmp/twin/args"
-for v in vllm-fp8.ignored-v-scale trtllm.nan-output sglang-nvfp4.v-scales-linear flashinfer-fp8-hnd.valid twin; do
+# sglang-nvfp4-extend.causal-off-by-one: an extend batch (--qo-indptr; a unit is a sequence
+# with its query rows), its worst elements' q_pos / q_row and the causal diagnosis
+for v in vllm-fp8.ignored-v-scale trtllm.nan-output sglang-nvfp4.v-scales-linear flashinfer-fp8-hnd.valid \
+  sglang-nvfp4-extend.causal-off-by-one twin; do
   d=$vec/$v
   [ "$v" = twin ] && d=$tmp/twin
   # shellcheck disable=SC2046 # args holds one argument per line, none with spaces
@@ -202,6 +205,10 @@ sed -n 's/^\([01]\) .* outside$/\1/p' "$tmp/twin.m2.out" | tr -d '\n' > "$tmp/tw
 [ "$(cat "$tmp/twin.order")" = 01010 ] && ok || bad "certify: tied worst elements in the order '$(cat "$tmp/twin.order")'"
 grep -q '^# diagnosis: the kernel looks to ignore v_scale' "$tmp/twin.m3.out" && ok ||
   bad "certify: the diagnosis did not survive the merge"
+x=sglang-nvfp4-extend.causal-off-by-one
+grep -q '^batch .* q_pos  q_row ' "$tmp/$x.m2.out" && grep -q '^# diagnosis: causal mask off by one' "$tmp/$x.m2.out" &&
+  [ "$(grep -c ' outside$' "$tmp/$x.m2.out")" -eq 8 ] && ok ||
+  bad "certify $x: the merge lacks the extend columns, the worst elements or the causal diagnosis"
 
 # ---- bad input ----------------------------------------------------------------------------
 cli_no_output=bad_out
@@ -244,6 +251,9 @@ expect_error "certify: merge with case options" "$lowp" certify --merge "$tmp/tw
     $(cat "$tmp/twin/args") --shard 0/2 --result "$tmp/twin/out.npy"
   expect_error "certify: --seq with --shard" sh -c 'cd "$1" && shift && exec "$@"' - "$tmp/twin" "$lowp" certify \
     $(cat "$tmp/twin/args") --seq 1 --shard 0/2 --result "$tmp/bad_out.json"
+  expect_error_naming "certify: --kv-write with --shard" 'kv-write: one run' sh -c 'cd "$1" && shift && exec "$@"' - \
+    "$vec/vllm-fp8-kv-write.valid" "$lowp" certify $(cat "$vec/vllm-fp8-kv-write.valid/args") --shard 0/2 \
+    --result "$tmp/bad_out.json"
 }
 expect_error "merge of a file that is not JSON" "$lowp" conform --merge "$tmp/c_run.md" --no-report
 expect_error "merge with case options" "$lowp" conform --merge "$tmp/c.json" --seed 3 --no-report

@@ -3,7 +3,7 @@
  *
  *   lowp certify --layout L --k-cache K --v-cache V [--k-sf KS --v-sf VS] --k-scale S
  *                --v-scale S (--block-table BT --seq-lens SL | --indptr I --indices X
- *                --last-page-len LP) --q Q --out O [declared arithmetic] [--seq B]
+ *                --last-page-len LP) --q Q --out O [--qo-indptr QI] [declared arithmetic] [--seq B]
  *
  * The cache tensors are the framework's own, as they sit in memory (.npy, or .safetensors
  * holding one tensor); their shapes give the sizes:
@@ -15,10 +15,22 @@
  *   trtllm        K, V uint8 [pages, H, page_size, D/2]; KS, VS [pages, H, page_size, D/16]
  * Page tables are int32 .npy (FlashInfer requires int32; so do vLLM's block tables). Q is
  * [batch, num_q_heads, qk_dim] and O [batch, num_q_heads, vo_dim], any float dtype (O may
- * hold NaN: that is a verdict, not bad input).
+ * hold NaN: that is a verdict, not bad input). Extend / prefill: --qo-indptr QI, int32
+ * [batch + 1], makes Q [total_q, num_q_heads, qk_dim] and O [total_q, ...], total_q =
+ * QI[batch]: sequence b's queries are its last QI[b+1] - QI[b] tokens, causal (lowp/certify.h).
  *
  * Exit status: 0 when every output is exact or within bound, 1 when any is outside or a
- * NaN mismatch, 2 on bad input (one line on stderr, nothing on stdout). */
+ * NaN mismatch, 2 on bad input (one line on stderr, nothing on stdout).
+ *
+ * --shard K/N --result R and --merge (tools/shard.h): a unit is one sequence of the batch
+ * (with all its --qo-indptr query rows); the merged certificate is one run's.
+ *
+ *   lowp certify --kv-write --layout L --k-cache K --v-cache V [--k-sf KS --v-sf VS]
+ *                --k-scale S --v-scale S --slot-mapping SM --k-in KI --v-in VI [--recipe R]
+ * checks a quantize-on-write instead (lowp_certify_kv_write): the pools K, V (KS, VS) as the
+ * user's writer left them, SM int64 or int32 [num_tokens] (page * page_size + slot, < 0:
+ * padding), KI / VI the values written, float [num_tokens, H, D]; exit 0 when every
+ * written token's bytes are lowp's, 1 when one differs. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -45,6 +57,8 @@ static void certify_usage(FILE *f)
           "  --k-sf-order, --v-sf-order  linear interleave4 (default: the layout's own)\n"
           "  --q Q, --out O      [batch, num_q_heads, qk_dim] queries (before the kernel's cast) and\n"
           "                      [batch, num_q_heads, vo_dim] the kernel's output\n"
+          "  --qo-indptr QI      extend / prefill: int32 [batch + 1]; Q and O are [QI[batch], ...], sequence b's\n"
+          "                      queries its last QI[b+1] - QI[b] tokens, causal (query i sees 0 .. prefix + i)\n"
           "declared arithmetic:\n"
           "  --q-dtype T         f32 (default) bf16 f16 e4m3: Q rounded (RN) to T before Q.K\n"
           "  --q-scale S         e4m3 Q: q8 = e4m3(q / S), scores use q8 x S (default 1)\n"
@@ -59,7 +73,12 @@ static void certify_usage(FILE *f)
           "  --worst N           worst elements printed (default 8, at most 16)\n"
           "  --no-diagnose       do not re-read the cache under other layouts when it fails\n"
           "  --threads N         OpenMP threads over (sequence, KV head) (default: all)\n"
-          "sharded runs (a unit is one sequence of the batch):\n"
+          "quantize-on-write (--kv-write, no --q/--out/page table): the cache bytes a writer left for tokens\n"
+          "  --slot-mapping SM   int64 / int32 [num_tokens]: page x page_size + slot (< 0: padding, skipped)\n"
+          "  --k-in, --v-in      the values written, float [num_tokens, H, D] (bf16 / f16 / f32)\n"
+          "  --recipe R          the writer's rounding recipe (default: sglang-kv for nvfp4, else the format's)\n"
+          "                      (one run: --kv-write takes no --shard, --result or --merge)\n"
+          "sharded runs (a unit is one sequence of the batch, with its --qo-indptr query rows):\n"
           "  --shard K/N         certify the sequences b with b mod N = K (0-based; auto: the MPI /\n"
           "                      Slurm rank and size); needs --result, prints one line, exits 1 when one\n"
           "                      of its outputs is outside or a NaN mismatch; it also tries the\n"
@@ -69,7 +88,8 @@ static void certify_usage(FILE *f)
           "  lowp certify --merge A.json B.json ... [--result FILE]: the shards' results, checked to\n"
           "                      be shards 0..N-1 of one run (the same options in the same order), give\n"
           "                      the certificate, exit status and --result of one unsharded run\n"
-          "exit 0: every output exact or within bound; 1: any outside or NaN mismatch; 2: bad input\n",
+          "exit 0: every output exact or within bound (every token's bytes lowp's); 1: any outside or NaN\n"
+          "mismatch (a token's bytes differ); 2: bad input\n",
           f);
 }
 
@@ -114,7 +134,9 @@ static int byte_codes(lowp_dtype d)
 }
 
 typedef struct {
-    const char *layout, *k, *v, *ksf, *vsf, *bt, *sl, *indptr, *indices, *lpl, *q, *out;
+    const char *layout, *k, *v, *ksf, *vsf, *bt, *sl, *indptr, *indices, *lpl, *q, *out, *qo;
+    const char *slots, *k_in, *v_in, *recipe; /* --kv-write */
+    int kv_write;
     const char *page_order, *k_sf_order, *v_sf_order, *q_dtype, *p_dtype, *out_dtype, *partial_dtype;
     double k_scale, v_scale, q_scale, sm_scale;
     int k_scale_set, v_scale_set, v_after, no_diag;
@@ -124,6 +146,27 @@ typedef struct {
     int others;         /* an option other than those given */
     char command[4096]; /* "lowp certify ..." without --shard and --result: the reproducer */
 } certify_opts;
+
+/* --kv-write: its own options, and none of the attention check's. */
+static void kv_write_opts(const certify_opts *o)
+{
+    if (!o->kv_write)
+        lowp_cli_fail("certify: --slot-mapping, --k-in, --v-in and --recipe belong to --kv-write");
+    if (o->layout == NULL || o->k == NULL || o->v == NULL || o->slots == NULL || o->k_in == NULL || o->v_in == NULL)
+        lowp_cli_fail("certify --kv-write: --layout, --k-cache, --v-cache, --slot-mapping, --k-in and --v-in are "
+                      "required (see lowp certify --help)");
+    if (!o->k_scale_set || !o->v_scale_set)
+        lowp_cli_fail("certify --kv-write: --k-scale and --v-scale are required (the writer's decode-side scales; 1 "
+                      "for an unscaled cache)");
+    if (o->q || o->out || o->qo || o->bt || o->sl || o->indptr || o->indices || o->lpl || o->seq >= 0 ||
+        o->q_dtype || o->p_dtype || o->out_dtype || o->partial_dtype || o->split || o->mma_k || o->v_after ||
+        o->sm_scale != 0 || o->q_scale != 0)
+        lowp_cli_fail("certify --kv-write: --q, --out, --qo-indptr, --seq, page tables and the declared arithmetic "
+                      "belong to the attention check, not to a cache write");
+    if (o->so.shard.n > 1 || o->so.result != NULL)
+        lowp_cli_fail("certify --kv-write: one run checks the writer's tokens; --shard and --result belong to the "
+                      "attention check");
+}
 
 static void parse(int argc, char **argv, certify_opts *o)
 {
@@ -151,6 +194,11 @@ static void parse(int argc, char **argv, certify_opts *o)
         else if (strcmp(s, "--last-page-len") == 0) str = &o->lpl;
         else if (strcmp(s, "--q") == 0) str = &o->q;
         else if (strcmp(s, "--out") == 0) str = &o->out;
+        else if (strcmp(s, "--qo-indptr") == 0) str = &o->qo;
+        else if (strcmp(s, "--slot-mapping") == 0) str = &o->slots;
+        else if (strcmp(s, "--k-in") == 0) str = &o->k_in;
+        else if (strcmp(s, "--v-in") == 0) str = &o->v_in;
+        else if (strcmp(s, "--recipe") == 0) str = &o->recipe;
         else if (strcmp(s, "--page-order") == 0) str = &o->page_order;
         else if (strcmp(s, "--k-sf-order") == 0) str = &o->k_sf_order;
         else if (strcmp(s, "--v-sf-order") == 0) str = &o->v_sf_order;
@@ -185,6 +233,8 @@ static void parse(int argc, char **argv, certify_opts *o)
             o->v_after = 1;
         else if (strcmp(s, "--no-diagnose") == 0)
             o->no_diag = 1;
+        else if (strcmp(s, "--kv-write") == 0)
+            o->kv_write = 1;
         else if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
             certify_usage(stdout);
             exit(LOWP_EXIT_OK);
@@ -198,6 +248,10 @@ static void parse(int argc, char **argv, certify_opts *o)
     lowp_shard_opts_check(&o->so, "certify", o->others);
     if (o->so.merge)
         return;
+    if (o->kv_write || o->slots != NULL || o->k_in != NULL || o->v_in != NULL || o->recipe != NULL) {
+        kv_write_opts(o);
+        return;
+    }
     if (o->seq >= 0 && (o->so.shard.n > 1 || o->so.result != NULL))
         lowp_cli_fail("certify --seq certifies one sequence (a reproducer): it takes no --shard or --result");
     if (o->so.result != NULL) {
@@ -205,7 +259,8 @@ static void parse(int argc, char **argv, certify_opts *o)
         const char *const in[][2] = {{"--k-cache", o->k},        {"--v-cache", o->v},    {"--k-sf", o->ksf},
                                      {"--v-sf", o->vsf},         {"--block-table", o->bt}, {"--seq-lens", o->sl},
                                      {"--indptr", o->indptr},    {"--indices", o->indices},
-                                     {"--last-page-len", o->lpl}, {"--q", o->q},          {"--out", o->out}};
+                                     {"--last-page-len", o->lpl}, {"--q", o->q},          {"--out", o->out},
+                                     {"--qo-indptr", o->qo}};
         for (size_t j = 0; j < sizeof in / sizeof in[0]; j++)
             lowp_cli_check_not_input("--result", o->so.result, in[j][0], in[j][1]);
     }
@@ -223,6 +278,25 @@ static void parse(int argc, char **argv, certify_opts *o)
                       "and --last-page-len)");
 }
 
+/* --qo-indptr: int32 [batch + 1] (NULL without the option), and the query rows it gives in
+ * *rows (batch without it). Monotonicity and chunk lengths are lowp_certify_run's checks;
+ * the last entry is checked here because it sizes --q and --out. */
+static const int32_t *load_qo_indptr(const char *path, lowp_tensor_file *f, size_t batch, size_t *rows)
+{
+    lowp_tensor_file_init(f);
+    *rows = batch;
+    if (path == NULL)
+        return NULL;
+    size_t sh[1];
+    const int32_t *qo = load_i32("--qo-indptr", path, f, 1, sh);
+    if (sh[0] != batch + 1)
+        lowp_cli_fail("--qo-indptr: %zu entries, expected batch + 1 = %zu", sh[0], batch + 1);
+    if (qo[batch] <= 0)
+        lowp_cli_fail("--qo-indptr: ends at %d, expected the number of queries (> 0)", (int)qo[batch]);
+    *rows = (size_t)qo[batch];
+    return qo;
+}
+
 static lowp_certify_dtype dtype_opt(const char *opt, const char *name, lowp_certify_dtype dflt)
 {
     lowp_certify_dtype d = dflt;
@@ -231,26 +305,106 @@ static lowp_certify_dtype dtype_opt(const char *opt, const char *name, lowp_cert
     return d;
 }
 
-/* The report after the header lines: oracle rows, verdict counts, worst elements (with
- * the command that reproduces the first failing one), the diagnosis. 1 when any output is
- * outside its bound or a NaN mismatch. */
-static int report(const char *header, const lowp_certify_result *r, long seq, const char *command)
+/* One float input of --kv-write: [num_tokens, H, dim], binary32 values exactly. */
+static void load_written(const char *opt, const char *path, lowp_tensor *t, size_t n, size_t H, size_t dim)
+{
+    char why[512];
+    size_t rounded = 0;
+    if (lowp_tensor_load_float(path, NULL, t, NULL, &rounded, why, sizeof why))
+        lowp_cli_fail("%s %s: %s", opt, path, why);
+    if (rounded > 0)
+        lowp_cli_fail("%s %s: %zu values are not binary32 (give the writer's bf16 / f16 / f32 values)", opt, path,
+                      rounded);
+    if (t->ndim != 3 || t->shape[0] != n || t->shape[1] != H || t->shape[2] != dim)
+        lowp_cli_fail("%s: shape [%zu, %zu, %zu] (rank %d), expected [num_tokens %zu, H %zu, dim %zu]", opt,
+                      t->shape[0], t->ndim > 1 ? t->shape[1] : 0, t->ndim > 2 ? t->shape[2] : 0, t->ndim, n, H, dim);
+}
+
+/* lowp certify --kv-write, once the pools are in c: the report and the exit status. */
+static int certify_kv_write(const certify_opts *o, const lowp_certify_cache *c)
+{
+    lowp_tensor_file fs;
+    const lowp_tensor *ts = load_one("--slot-mapping", o->slots, &fs);
+    if (ts->ndim != 1 || ts->shape[0] == 0 || (ts->dtype != LOWP_DT_I64 && ts->dtype != LOWP_DT_I32))
+        lowp_cli_fail("--slot-mapping %s: expected int64 or int32 [num_tokens] (dtype %s, rank %d)", o->slots,
+                      lowp_dtype_name(ts->dtype), ts->ndim);
+    const size_t n = ts->shape[0];
+    int64_t *slots = malloc(n * sizeof *slots);
+    if (slots == NULL)
+        lowp_cli_fail("--slot-mapping: out of memory for %zu slots", n);
+    for (size_t i = 0; i < n; i++) {
+        if (ts->dtype == LOWP_DT_I64)
+            memcpy(&slots[i], ts->data + 8 * i, 8);
+        else {
+            int32_t v;
+            memcpy(&v, ts->data + 4 * i, 4);
+            slots[i] = v;
+        }
+    }
+    lowp_tensor tk, tv;
+    load_written("--k-in", o->k_in, &tk, n, c->num_kv_heads, c->qk_dim);
+    load_written("--v-in", o->v_in, &tv, n, c->num_kv_heads, c->vo_dim);
+    lowp_certify_kv_write_args a = {*c, lowp_recipe_default(c->format), n, slots,
+                                    (const float *)(const void *)tk.data, (const float *)(const void *)tv.data, NULL};
+    if (c->format == LOWP_NVFP4)
+        a.recipe = lowp_kv_config_default(c->format, 1, 1, 1, 16, 16).recipe;
+    if (o->recipe != NULL && lowp_recipe_parse(o->recipe, &a.recipe))
+        lowp_cli_fail("--recipe: unknown recipe '%s' (%s)", o->recipe, lowp_recipe_names());
+    lowp_certify_kv_write_result r;
+    char why[512];
+    if (lowp_certify_kv_write(&a, &r, why, sizeof why))
+        lowp_cli_fail("certify --kv-write: %s", why);
+    printf("# lowp certify --kv-write: layout %s (%s", o->layout, lowp_block_format_name(c->format));
+    if (c->format == LOWP_NVFP4)
+        printf(", K scales %s, V scales %s", lowp_kv_sf_order_name(c->k_sf_order), lowp_kv_sf_order_name(c->v_sf_order));
+    printf("), %zu pages of %zu, %zu KV heads, dims %zu / %zu; recipe %s, k_scale %.9g v_scale %.9g\n", c->num_pages,
+           c->page_size, c->num_kv_heads, c->qk_dim, c->vo_dim, lowp_recipe_name(a.recipe), (double)c->k_scale,
+           (double)c->v_scale);
+    printf("# tokens %zu: exact %zu, differs %zu, padding %zu (slot < 0, not written)\n", r.tokens, r.exact, r.differs,
+           r.padding);
+    if (r.differs > 0)
+        printf("# first difference: token %zu (slot %zu), %s %s, head %zu, %s %zu: got 0x%02x, lowp wrote 0x%02x\n",
+               r.token, r.slot, r.which ? "V" : "K", r.scales ? "block scales" : "codes", r.head,
+               r.scales ? "scale" : "byte", r.index, r.got, r.want);
+    if (r.diagnosis[0] != '\0')
+        printf("# diagnosis: %s\n", r.diagnosis);
+    if (fflush(stdout) != 0)
+        lowp_cli_fail("cannot write to standard output");
+    free(slots);
+    lowp_tensor_free(&tk);
+    lowp_tensor_free(&tv);
+    lowp_tensor_file_free(&fs);
+    return r.differs > 0 ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
+}
+
+/* The report after the header lines: oracle rows, the extend line (extend: "" for decode;
+ * else the line, and the worst elements get their query's position and row), verdict
+ * counts, worst elements (with the command that reproduces the first failing one), the
+ * diagnosis. 1 when any output is outside its bound or a NaN mismatch. */
+static int report(const char *header, const char *extend, const lowp_certify_result *r, long seq,
+                  const char *command)
 {
     fputs(header, stdout);
     printf("# exact: softmax(sm_scale q^ K^T) V of the declared Q and the cache's values, binary64 reference with its "
            "bound; %zu query rows by the MPFR oracle\n", r->oracle_rows);
+    fputs(extend, stdout);
     if (seq >= 0)
         printf("# sequence %ld only\n", seq);
     printf("# verdicts of %zu outputs: exact %zu, within bound %zu, outside bound %zu, nan mismatch %zu; worst "
            "|got - exact| / bound %.4g\n",
            r->outputs, r->counts[0], r->counts[1], r->counts[2], r->counts[3], r->worst_ratio);
     if (r->n_worst > 0) {
-        printf("%-6s %5s %5s %8s %16s %24s %11s %9s  %s\n", "batch", "head", "dim", "seq_len", "got", "exact", "bound",
-               "ratio", "verdict");
+        printf("%-6s %5s %5s %8s", "batch", "head", "dim", "seq_len");
+        if (extend[0] != '\0')
+            printf(" %8s %6s", "q_pos", "q_row");
+        printf(" %16s %24s %11s %9s  %s\n", "got", "exact", "bound", "ratio", "verdict");
         for (size_t i = 0; i < r->n_worst; i++) {
             const lowp_certify_worst *w = &r->worst[i];
-            printf("%-6zu %5zu %5zu %8zu %16.9g %24.17g %11.4g %9.4g  %s\n", w->batch, w->head, w->dim, w->seq_len,
-                   w->got, w->exact, w->bound, w->ratio, lowp_certify_verdict_name((lowp_certify_verdict)w->verdict));
+            printf("%-6zu %5zu %5zu %8zu", w->batch, w->head, w->dim, w->seq_len);
+            if (extend[0] != '\0')
+                printf(" %8zu %6zu", w->q_pos, w->row);
+            printf(" %16.9g %24.17g %11.4g %9.4g  %s\n", w->got, w->exact, w->bound, w->ratio,
+                   lowp_certify_verdict_name((lowp_certify_verdict)w->verdict));
         }
         if (r->counts[2] + r->counts[3] > 0 && seq < 0)
             printf("# reproduce the first: %s --seq %zu\n", command, r->worst[0].batch);
@@ -262,19 +416,20 @@ static int report(const char *header, const lowp_certify_result *r, long seq, co
     return r->counts[2] + r->counts[3] > 0;
 }
 
-/* ---- results (tools/shard.h): a unit is one sequence b of the batch, certified alone
- * (only_seq b), with the verdict of every alternative reading of the diagnosis on it: 'p'
+/* ---- results (tools/shard.h): a unit is one sequence b of the batch (an extend batch's:
+ * with all its query rows, qo_indptr[b] .. qo_indptr[b+1] - 1), certified alone (only_seq b), with the verdict of every alternative reading of the diagnosis on it: 'p'
  * every output within bound, 'f' not, 'x' the reading is no valid cache, '-' it does not
  * apply. combine gives the certificate of one lowp_certify_run (lowp/certify.h: the run in
  * parts). ----------------------------------------------------------------------------------- */
 
 /* the fields of a worst element (lowp_certify_worst) but its verdict */
-#define WORST_SIZES(X) X(batch) X(head) X(dim) X(seq_len)
+#define WORST_SIZES(X) X(batch) X(head) X(dim) X(seq_len) X(q_pos) X(row)
 #define WORST_DOUBLES(X) X(got) X(exact) X(ref_err) X(bound) X(ratio)
 
 static const char *const verdict_keys[LOWP_CERTIFY_VERDICT_COUNT] = {"exact", "within", "outside", "nan_mismatch"};
 
-static json_t *run_units(const certify_opts *o, const lowp_certify_args *args, const char *header)
+static json_t *run_units(const certify_opts *o, const lowp_certify_args *args, const char *header,
+                         const char *extend)
 {
     char why[512];
     size_t batch = args->cache.batch;
@@ -283,6 +438,7 @@ static json_t *run_units(const certify_opts *o, const lowp_certify_args *args, c
         lowp_cli_fail("out of memory");
     lowp_json_set_str(a, "command", o->command);
     lowp_json_set_str(a, "header", header);
+    lowp_json_set_str(a, "extend", extend);
     lowp_json_set_u64(a, "worst", args->n_worst);
     lowp_json_set_i64(a, "diagnose", args->diagnose);
     for (int alt = 0; alt < LOWP_CERTIFY_ALT_COUNT && args->diagnose; alt++) {
@@ -352,6 +508,8 @@ static int by_element(const void *pa, const void *pb)
     const lowp_certify_worst *a = pa, *b = pb;
     if (a->batch != b->batch)
         return a->batch < b->batch ? -1 : 1;
+    if (a->row != b->row)
+        return a->row < b->row ? -1 : 1;
     if (a->head != b->head)
         return a->head < b->head ? -1 : 1;
     return a->dim < b->dim ? -1 : a->dim > b->dim;
@@ -395,7 +553,7 @@ static int combine(const json_t *res, lowp_certify_result *r)
                 lowp_cli_fail("merge: unit %zu has a worst element of verdict %d", u, w->verdict);
         }
     }
-    /* ties in the list go by element order (batch, head, dim), as in one run */
+    /* ties in the list go by element order (batch, row, head, dim), as in one run */
     qsort(all, nw, sizeof *all, by_element);
     for (size_t i = 0; i < nw; i++)
         lowp_certify_worst_offer(r, want, &all[i]);
@@ -438,7 +596,7 @@ static int certify_merge(certify_opts *o)
     const json_t *a = lowp_result_args(res);
     lowp_certify_result r;
     combine(res, &r);
-    int bad = report(lowp_json_str(a, "header"), &r, -1, lowp_json_str(a, "command"));
+    int bad = report(lowp_json_str(a, "header"), lowp_json_str(a, "extend"), &r, -1, lowp_json_str(a, "command"));
     if (o->so.result != NULL)
         lowp_result_write(res, o->so.result);
     json_decref(res);
@@ -508,6 +666,17 @@ int lowp_cmd_certify(int argc, char **argv)
     c.v_sf = tvs ? tvs->data : NULL;
     c.k_scale = (float)o.k_scale;
     c.v_scale = (float)o.v_scale;
+    if (o.kv_write) {
+        int rc = certify_kv_write(&o, &c);
+        lowp_shard_opts_free(&o.so);
+        lowp_tensor_file_free(&fk);
+        lowp_tensor_file_free(&fv);
+        if (nvfp4) {
+            lowp_tensor_file_free(&fks);
+            lowp_tensor_file_free(&fvs);
+        }
+        return rc;
+    }
 
     /* page table */
     size_t sh[2], sh2[2], sh3[2];
@@ -531,20 +700,24 @@ int lowp_cmd_certify(int argc, char **argv)
     }
 
     /* queries and the kernel's output */
+    lowp_tensor_file fqo;
+    size_t rows;
+    const int32_t *qo = load_qo_indptr(o.qo, &fqo, c.batch, &rows);
+    const char *rn = qo != NULL ? "total_q" : "batch";
     lowp_tensor tq, to;
     if (lowp_tensor_load_float(o.q, NULL, &tq, NULL, NULL, why, sizeof why))
         lowp_cli_fail("--q %s: %s", o.q, why);
     if (lowp_tensor_load_float(o.out, NULL, &to, NULL, NULL, why, sizeof why))
         lowp_cli_fail("--out %s: %s", o.out, why);
-    expect_rank("--q", &tq, 3, "[batch, num_q_heads, qk_dim]");
-    expect_rank("--out", &to, 3, "[batch, num_q_heads, vo_dim]");
+    expect_rank("--q", &tq, 3, qo ? "[total_q, num_q_heads, qk_dim]" : "[batch, num_q_heads, qk_dim]");
+    expect_rank("--out", &to, 3, qo ? "[total_q, num_q_heads, vo_dim]" : "[batch, num_q_heads, vo_dim]");
     size_t Hq = tq.shape[1];
-    if (tq.shape[0] != c.batch || tq.shape[2] != Dk)
-        lowp_cli_fail("--q: shape [%zu, %zu, %zu], expected [batch %zu, num_q_heads, qk_dim %zu]", tq.shape[0],
-                      tq.shape[1], tq.shape[2], c.batch, Dk);
-    if (to.shape[0] != c.batch || to.shape[1] != Hq || to.shape[2] != Dv)
+    if (tq.shape[0] != rows || tq.shape[2] != Dk)
+        lowp_cli_fail("--q: shape [%zu, %zu, %zu], expected [%s %zu, num_q_heads, qk_dim %zu]", tq.shape[0],
+                      tq.shape[1], tq.shape[2], rn, rows, Dk);
+    if (to.shape[0] != rows || to.shape[1] != Hq || to.shape[2] != Dv)
         lowp_cli_fail("--out: shape [%zu, %zu, %zu], expected [%zu, %zu, %zu]", to.shape[0], to.shape[1], to.shape[2],
-                      c.batch, Hq, Dv);
+                      rows, Hq, Dv);
     const float *qf = (const float *)(const void *)tq.data;
     for (size_t i = 0; i < tq.count; i++)
         if (!isfinite(qf[i]))
@@ -555,6 +728,7 @@ int lowp_cmd_certify(int argc, char **argv)
     args.diagnose = !o.no_diag;
     args.threads = (int)o.threads;
     args.n_worst = o.worst;
+    args.qo_indptr = qo;
 
     /* the report's first lines: what the inputs and the declaration are */
     char *header = NULL;
@@ -581,18 +755,22 @@ int lowp_cmd_certify(int argc, char **argv)
             ar.sm_scale != 0 ? ar.sm_scale : 1.0 / sqrt((double)Dk));
     if (fclose(hf) != 0)
         lowp_cli_fail("out of memory");
+    char extend[200] = "";
+    if (qo != NULL)
+        snprintf(extend, sizeof extend, "# extend: %zu causal queries over %zu sequences (--qo-indptr), each certified "
+                 "over its visible prefix\n", rows, c.batch);
 
     lowp_certify_result r;
     int bad;
     if (o.so.shard.n == 1 && o.so.result == NULL) { /* one run of the library over the batch */
         if (lowp_certify_run(&args, &r, why, sizeof why))
             lowp_cli_fail("certify: %s", why);
-        bad = report(header, &r, o.seq, o.command);
+        bad = report(header, extend, &r, o.seq, o.command);
     } else {
-        json_t *res = run_units(&o, &args, header);
+        json_t *res = run_units(&o, &args, header, extend);
         if (o.so.shard.n == 1) {
             combine(res, &r);
-            bad = report(header, &r, -1, o.command);
+            bad = report(header, extend, &r, -1, o.command);
         } else {
             bad = combine(res, &r);
             printf("certify: shard %zu/%zu: %zu of %zu sequences, %zu outputs (%zu outside, %zu nan mismatch); "
@@ -618,5 +796,6 @@ int lowp_cmd_certify(int argc, char **argv)
     lowp_tensor_file_free(&f1);
     lowp_tensor_file_free(&f2);
     lowp_tensor_file_free(&f3);
+    lowp_tensor_file_free(&fqo);
     return bad ? LOWP_EXIT_MISMATCH : LOWP_EXIT_OK;
 }

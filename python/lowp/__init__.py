@@ -1,4 +1,4 @@
-"""lowp: certify a paged-decode attention kernel against the arithmetic it declares.
+"""lowp: certify a paged-decode (or extend / prefill) attention kernel against the arithmetic it declares.
 
 A thin ctypes binding of liblowp (lowp/certify.h, lowp/block.h): every computation is the C
 library's; this module only hands it the framework's tensors as they sit in memory (numpy
@@ -67,7 +67,8 @@ class _Arith(ctypes.Structure):
 
 
 class _Worst(ctypes.Structure):
-    _fields_ = [("batch", _sz), ("head", _sz), ("dim", _sz), ("seq_len", _sz), ("got", _d), ("exact", _d),
+    _fields_ = [("batch", _sz), ("head", _sz), ("dim", _sz), ("seq_len", _sz), ("q_pos", _sz), ("row", _sz),
+                ("got", _d), ("exact", _d),
                 ("ref_err", _d), ("bound", _d), ("ratio", _d), ("verdict", _i)]
 
 
@@ -79,7 +80,8 @@ class _Result(ctypes.Structure):
 class _Args(ctypes.Structure):
     _fields_ = [("cache", _Cache), ("arith", _Arith), ("num_q_heads", _sz), ("q", _p), ("out", _p),
                 ("only_seq", ctypes.c_long), ("diagnose", _i), ("threads", _i), ("n_worst", _sz),
-                ("exact", _p), ("bound", _p), ("verdict", _p)]
+                ("exact", _p), ("bound", _p), ("verdict", _p), ("qo_indptr", _p),
+                ("causal_extra", _sz)]
 
 
 class _GlobalScale(ctypes.Structure):
@@ -175,7 +177,8 @@ class Certificate:
         self.counts = {VERDICTS[i]: int(res.counts[i]) for i in range(4)}
         self.oracle_rows = res.oracle_rows
         self.worst_ratio = res.worst_ratio
-        self.worst = [{"batch": w.batch, "head": w.head, "dim": w.dim, "seq_len": w.seq_len, "got": w.got,
+        self.worst = [{"batch": w.batch, "head": w.head, "dim": w.dim, "seq_len": w.seq_len, "q_pos": w.q_pos,
+                       "row": w.row, "got": w.got,
                        "exact": w.exact, "bound": w.bound, "ratio": w.ratio, "verdict": VERDICTS[w.verdict]}
                       for w in res.worst[:res.n_worst]]
         self.diagnosis = res.diagnosis.decode()
@@ -196,11 +199,15 @@ def certify(layout, key_cache, value_cache, *, k_scale, v_scale, query, output, 
             seq_lens=None, kv_indptr=None, kv_indices=None, kv_last_page_len=None, k_block_scales=None,
             v_block_scales=None, kv_layout="NHD", k_sf_order=None, v_sf_order=None, q_dtype="f32",
             q_scale=0.0, p_dtype="bf16", out_dtype="bf16", split_tokens=0, partial_dtype="f32", mma_k=1,
-            v_scale_after_output=False, sm_scale=0.0, seq=None, diagnose=True, threads=0, worst=8):
+            v_scale_after_output=False, sm_scale=0.0, seq=None, diagnose=True, threads=0, worst=8,
+            qo_indptr=None):
     """Certify a decode kernel's output (lowp/certify.h). The cache tensors are the
     framework's own (layout: vllm-fp8, flashinfer, sglang-nvfp4, trtllm); query is [batch,
     num_q_heads, qk_dim] before the kernel's cast, output [batch, num_q_heads, vo_dim].
     k_scale / v_scale are the decode-side scales (required: 1.0 for an unscaled cache).
+    Extend / prefill: qo_indptr (int32 [batch + 1]) makes query and output [qo_indptr[-1],
+    num_q_heads, ...]; sequence b's queries are its last qo_indptr[b+1] - qo_indptr[b] tokens,
+    causal (query i sees positions 0 .. prefix + i).
     Raises ValueError on bad input; returns a Certificate."""
     if layout not in LAYOUTS:
         raise ValueError("lowp.certify: layout %r is not one of %s" % (layout, ", ".join(LAYOUTS)))
@@ -246,12 +253,20 @@ def certify(layout, key_cache, value_cache, *, k_scale, v_scale, query, output, 
                              "[kv_indptr[-1]] expected")
         keep += [ip, ix, lp]
         c.indptr, c.indices, c.last_page_len, c.batch = ip.ctypes.data, ix.ctypes.data, lp.ctypes.data, lp.shape[0]
+    rows, qo = c.batch, None
+    if qo_indptr is not None:
+        qo = _i32(qo_indptr, "qo_indptr")
+        if qo.shape != (c.batch + 1,) or qo[-1] <= 0:
+            raise ValueError("lowp.certify: qo_indptr must be [batch + 1] = [%d] ending at the number of queries "
+                             "(shape %s)" % (c.batch + 1, qo.shape))
+        keep.append(qo)
+        rows = int(qo[-1])
     q, o = _floats(query, "query"), _floats(output, "output")
-    if q.ndim != 3 or q.shape[0] != c.batch or q.shape[2] != c.qk_dim:
+    if q.ndim != 3 or q.shape[0] != rows or q.shape[2] != c.qk_dim:
         raise ValueError("lowp.certify: query shape %s, expected [%d, num_q_heads, %d]" %
-                         (q.shape, c.batch, c.qk_dim))
-    if o.shape != (c.batch, q.shape[1], c.vo_dim):
-        raise ValueError("lowp.certify: output shape %s, expected %s" % (o.shape, (c.batch, q.shape[1], c.vo_dim)))
+                         (q.shape, rows, c.qk_dim))
+    if o.shape != (rows, q.shape[1], c.vo_dim):
+        raise ValueError("lowp.certify: output shape %s, expected %s" % (o.shape, (rows, q.shape[1], c.vo_dim)))
     a = _lib.lowp_certify_arith_default()
     a.q_dtype, a.p_dtype = _dtype(q_dtype, "q_dtype"), _dtype(p_dtype, "p_dtype")
     a.out_dtype, a.partial_dtype = _dtype(out_dtype, "out_dtype"), _dtype(partial_dtype, "partial_dtype")
@@ -263,7 +278,7 @@ def certify(layout, key_cache, value_cache, *, k_scale, v_scale, query, output, 
     args = _Args(cache=c, arith=a, num_q_heads=q.shape[1], q=q.ctypes.data, out=o.ctypes.data,
                  only_seq=-1 if seq is None else int(seq), diagnose=int(bool(diagnose)), threads=int(threads),
                  n_worst=int(worst), exact=exact.ctypes.data, bound=bound.ctypes.data,
-                 verdict=verdict.ctypes.data)
+                 verdict=verdict.ctypes.data, qo_indptr=None if qo is None else qo.ctypes.data)
     res = _Result()
     if _lib.lowp_certify_run(ctypes.byref(args), ctypes.byref(res), why, 512):
         raise ValueError("lowp.certify: " + why.value.decode())

@@ -89,6 +89,32 @@
  * declared arithmetic (random and adversarial cases) to B and checks that a kernel doing
  * one more rounding than it declares is caught.
  *
+ * ---- Extend / prefill: the same bound per query row ------------------------------------
+ * With qo_indptr, query i of sequence b (position P_b + i, P_b = n_b - q_len_b) is certified
+ * as a decode over its visible prefix of n = P_b + i + 1 keys: exact value, bound and
+ * verdict of that row alone. lowp_certify_row_bound needs nothing else, because every term
+ * above is a property of one row: a row's scores, max, weights, sums and division involve
+ * only its own query and its visible keys, whatever the kernel packs into one MMA tile
+ * (other rows of the tile are other rows of the M dimension: their products never enter
+ * this row's sums). What a causal kernel adds, per row, is
+ *   - masked positions (past P_b + i) in a partially visible key tile: their score is -Inf
+ *     and their weight exp(-Inf - m) = +0 exactly, so they add exact zeros to l and o (x + 0
+ *     = x in binary32) and leave the running max, hence alpha, unchanged: no error term, and
+ *     no extra step in the chain c (b positions per step over positions 0 .. n - 1 from 0
+ *     is still ceil(n / b) steps however the tile boundaries fall, each tile aligned at 0);
+ *   - key tiles processed entirely past the row (a warp streaming to its last row's
+ *     prefix): m' = m, p = +0 and alpha = exp(0). A value of alpha other than 1 would be a
+ *     factor common to o and l (it cancels in o / l) plus one rounding of each rescale per
+ *     such tile, which the chain does not charge; the bound takes alpha(0) = 1 exactly as
+ *     part of the declaration (exp, exp2, ex2.approx.f32 and lowp's exp2_sw give 1 at 0;
+ *     lowp/attn_gpu_extend.h's kernel streams such tiles and is certified in
+ *     tests/test_certify.c);
+ *   - a split of a row's key range across CTAs (split-KV prefill): that is split-K, and
+ *     the kernel declares it with split_tokens (each split's length at most split_tokens,
+ *     C = ceil(n / split_tokens) splits, counted per row).
+ * A kernel that lets a row see a key past P_b + i is not covered by any bound: its exact
+ * attention is another function, and the certificate reports the row outside.
+ *
  * ---- Verdicts ---------------------------------------------------------------------------
  * The exact output lies within r of the binary64 reference ref (r = lowp_attn_ref_bounds,
  * widened by two binary64 ulps). EXACT when every value of [ref - r, ref + r] rounds (RN,
@@ -575,22 +601,46 @@ static size_t pool_off(lowp_kv_layout o, size_t P, size_t H, size_t page, size_t
     return (o == LOWP_KV_NHD ? (page * P + slot) * H + head : (page * H + head) * P + slot) * unit;
 }
 
+/* The owner's byte offsets of row (page, slot t, head h) of side w of c: its codes, and its
+ * block scale s (0 .. S-1) of that row. */
+static size_t user_code_off(const lowp_certify_cache *c, size_t rb, size_t p, size_t t, size_t h)
+{
+    return pool_off(c->code_order, c->page_size, c->num_kv_heads, p, t, h, rb);
+}
+static size_t user_scale_off(const lowp_certify_cache *c, int w, size_t S, size_t p, size_t t, size_t h, size_t s)
+{
+    size_t tt, ss;
+    tile_pos(w ? c->v_sf_order : c->k_sf_order, t, s, S, &tt, &ss);
+    return pool_off(c->sf_order, c->page_size, c->num_kv_heads, p, tt, h, S) + ss;
+}
+
+/* A lowp cache (NHD, linear scales) of c's sizes, format and global scales, recipe given
+ * (the cache's default when NULL); its config in *cfg. */
+static int model_cache(const lowp_certify_cache *c, const lowp_recipe *recipe, lowp_kv_config *cfg,
+                       lowp_kvcache **out, char *why, size_t why_len)
+{
+    *out = NULL;
+    *cfg = lowp_kv_config_default(c->format, c->num_pages, c->page_size, c->num_kv_heads, c->qk_dim, c->vo_dim);
+    if (recipe != NULL)
+        cfg->recipe = *recipe;
+    if (lowp_kv_config_check(cfg, why, why_len) || lowp_kvcache_create(cfg, out, why, why_len))
+        return -1;
+    if (lowp_block_has_global_scale(c->format) &&
+        lowp_kvcache_set_global_scales(*out, &c->k_scale, &c->v_scale, 1, why, why_len)) {
+        lowp_kvcache_destroy(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static int build_cache(const lowp_certify_cache *c, const lowp_kv_page_table *pt, lowp_kvcache **out, char *why,
                        size_t why_len)
 {
-    *out = NULL;
-    lowp_kv_config cfg = lowp_kv_config_default(c->format, c->num_pages, c->page_size, c->num_kv_heads, c->qk_dim,
-                                                c->vo_dim);
-    if (lowp_kv_config_check(&cfg, why, why_len))
-        return -1;
+    lowp_kv_config cfg;
     lowp_kvcache *kc;
-    if (lowp_kvcache_create(&cfg, &kc, why, why_len))
+    if (model_cache(c, NULL, &cfg, &kc, why, why_len))
         return -1;
-    if (lowp_block_has_global_scale(c->format) &&
-        lowp_kvcache_set_global_scales(kc, &c->k_scale, &c->v_scale, 1, why, why_len)) {
-        lowp_kvcache_destroy(kc);
-        return -1;
-    }
     unsigned char *used = calloc(c->num_pages, 1);
     if (used == NULL) {
         lowp_kvcache_destroy(kc);
@@ -603,7 +653,6 @@ static int build_cache(const lowp_certify_cache *c, const lowp_kv_page_table *pt
         lowp_kv_which which = w ? LOWP_KV_V : LOWP_KV_K;
         size_t rb = lowp_kv_row_code_bytes(&cfg, which), S = lowp_kv_row_scales(&cfg, which);
         const uint8_t *src = w ? c->v : c->k, *ssrc = w ? c->v_sf : c->k_sf;
-        lowp_kv_sf_order so = w ? c->v_sf_order : c->k_sf_order;
         uint8_t *codes = lowp_kvcache_buffer(kc, which, LOWP_KV_CODES, NULL);
         uint8_t *scales = S ? lowp_kvcache_buffer(kc, which, LOWP_KV_SCALES, NULL) : NULL;
         for (size_t p = 0; p < c->num_pages; p++) {
@@ -611,20 +660,65 @@ static int build_cache(const lowp_certify_cache *c, const lowp_kv_page_table *pt
                 continue;
             for (size_t t = 0; t < P; t++)
                 for (size_t h = 0; h < H; h++) {
-                    memcpy(codes + lowp_kvcache_code_offset(kc, which, p, t, h),
-                           src + pool_off(c->code_order, P, H, p, t, h, rb), rb);
-                    for (size_t s = 0; s < S; s++) {
-                        size_t tt, ss;
-                        tile_pos(so, t, s, S, &tt, &ss);
+                    memcpy(codes + lowp_kvcache_code_offset(kc, which, p, t, h), src + user_code_off(c, rb, p, t, h),
+                           rb);
+                    for (size_t s = 0; s < S; s++)
                         scales[lowp_kvcache_scale_offset(kc, which, p, t, h, s)] =
-                            ssrc[pool_off(c->sf_order, P, H, p, tt, h, S) + ss];
-                    }
+                            ssrc[user_scale_off(c, w, S, p, t, h, s)];
                 }
         }
     }
     free(used);
     *out = kc;
     return 0;
+}
+
+/* ---- the query layout ---------------------------------------------------------------------- */
+/* The rows of q / out per sequence: a's qo_indptr, checked against the sequences' lengths,
+ * or (decode) the identity 0, 1, .., batch in *own. */
+static int query_rows(const lowp_certify_args *a, const lowp_kv_page_table *pt, size_t P, const int32_t **qo,
+                      int32_t **own, char *why, size_t why_len)
+{
+    const size_t B = pt->batch;
+    *own = NULL;
+    *qo = a->qo_indptr;
+    if (a->qo_indptr == NULL) {
+        if (B > (size_t)INT32_MAX || (*own = malloc((B + 1) * sizeof **own)) == NULL)
+            return lowp_why_set(why, why_len, "out of memory for the query rows");
+        for (size_t b = 0; b <= B; b++)
+            (*own)[b] = (int32_t)b;
+        *qo = *own;
+        return 0;
+    }
+    const int32_t *q = a->qo_indptr;
+    if (q[0] != 0)
+        return lowp_why_set(why, why_len, "qo_indptr[0] is %d, expected 0", (int)q[0]);
+    if (q[B] <= 0)
+        return lowp_why_set(why, why_len, "qo_indptr[%zu] is %d: the batch has no queries", B, (int)q[B]);
+    for (size_t b = 0; b < B; b++) {
+        if (q[b + 1] < q[b])
+            return lowp_why_set(why, why_len, "qo_indptr decreases at %zu (%d after %d)", b + 1, (int)q[b + 1],
+                                (int)q[b]);
+        size_t ql = (size_t)(q[b + 1] - q[b]), n = lowp_kv_seq_len(pt, P, b);
+        if (ql > n)
+            return lowp_why_set(why, why_len, "qo_indptr: sequence %zu has %zu queries but holds %zu tokens (a chunk "
+                                "is the sequence's last tokens)", b, ql, n);
+    }
+    return 0;
+}
+
+/* The sequence whose queries hold row t (qo non-decreasing, qo[0] <= t < qo[B]). */
+static size_t seq_of_row(const int32_t *qo, size_t B, size_t t)
+{
+    size_t lo = 0, hi = B; /* qo[lo] <= t < qo[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((size_t)qo[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* ---- verdicts ---------------------------------------------------------------------------- */
@@ -695,7 +789,9 @@ void lowp_certify_worst_offer(lowp_certify_result *res, size_t want, const lowp_
         res->n_worst++;
 }
 
-/* One run without the diagnosis. Per-output arrays ex/rerr/bnd/ratio/verd are owned here. */
+/* One run without the diagnosis. Per-output arrays ex/rerr/bnd/ratio/verd are owned here.
+ * a->causal_extra: each query row sees that many positions more than causal (clipped at its
+ * sequence's end): 0 as declared, 1 for the diagnosis of a causal off-by-one. */
 static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, char *why, size_t why_len)
 {
     const lowp_certify_cache *c = &a->cache;
@@ -724,13 +820,20 @@ static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, ch
         free_pt(&own);
         return -1;
     }
+    const int32_t *qo;
+    int32_t *own_qo;
+    if (query_rows(a, &pt, c->page_size, &qo, &own_qo, why, why_len)) {
+        free_pt(&own);
+        return -1;
+    }
     lowp_kvcache *kc;
     if (build_cache(c, &pt, &kc, why, why_len)) {
+        free(own_qo);
         free_pt(&own);
         return -1;
     }
     lowp_kv_view view = lowp_kvcache_view(kc);
-    const size_t nout = B * Hq * Dv, nq = B * Hq * D;
+    const size_t rows = (size_t)qo[B], nout = rows * Hq * Dv, nq = rows * Hq * D;
     double *qh = malloc(nq * sizeof *qh), *ex = malloc(nout * sizeof *ex), *rerr = malloc(nout * sizeof *rerr);
     double *bnd = malloc(nout * sizeof *bnd), *ratio = malloc(nout * sizeof *ratio);
     signed char *verd = malloc(nout);
@@ -767,35 +870,44 @@ static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, ch
             snprintf(w, sizeof w, "out of memory for sequence %zu (%zu tokens)", b, n);
         else if (lowp_kvcache_gather_range(kc, &view, &pt, b, 0, n, g, 1, kb, vb, w, sizeof w))
             bad = 1;
-        lowp_attn_shape sub = {1, G, 1, D, Dv, n, n - 1, sm};
-        const double *qg = qh + (b * Hq + g * G) * D;
-        size_t base = (b * Hq + g * G) * Dv;
-        /* the a-posteriori bound (about 10^3 times tighter than lowp_attn_ref_bounds at 32K
-         * tokens) decides nearly every output without the MPFR oracle */
-        if (!bad && lowp_attn_ref_f64_bounded(&sub, qg, kb, vb, ex + base, rerr + base, w, sizeof w))
-            bad = 1;
-        for (size_t r = 0; r < G && !bad; r++)
-            if (lowp_certify_row_bound(ar, n, D, Dv, sm, (double)c->v_scale, qg + r * D, kb, vb, bnd + base + r * Dv)) {
-                snprintf(w, sizeof w, "the declared arithmetic is too coarse for a first-order bound at sequence %zu, "
-                         "head %zu (its relative error terms exceed 1/8)", b, g * G + r);
+        /* one decode per query row over its visible prefix (the bound's basis: the header) */
+        const size_t ql = (size_t)(qo[b + 1] - qo[b]);
+        for (size_t i = 0; i < ql && !bad; i++) {
+            const size_t t = (size_t)qo[b] + i;
+            const size_t causal = n - ql + i + 1; /* <= n: the chunk is the sequence's last ql tokens */
+            const size_t vis = a->causal_extra < n - causal ? causal + a->causal_extra : n;
+            lowp_attn_shape sub = {1, G, 1, D, Dv, vis, vis - 1, sm};
+            const double *qg = qh + (t * Hq + g * G) * D;
+            size_t base = (t * Hq + g * G) * Dv;
+            /* the a-posteriori bound (about 10^3 times tighter than lowp_attn_ref_bounds at 32K
+             * tokens) decides nearly every output without the MPFR oracle */
+            if (lowp_attn_ref_f64_bounded(&sub, qg, kb, vb, ex + base, rerr + base, w, sizeof w))
                 bad = 1;
-            }
-        int open = 0;
-        for (size_t x = 0; x < G * Dv && !bad; x++) {
-            size_t i = base + x;
-            verd[i] = (signed char)classify(&ro, (double)a->out[i], ex[i], rerr[i], bnd[i], 0, &ratio[i]);
-            open |= verd[i] == OPEN;
-        }
-        if (open && !bad) {
-            if (lowp_attn_oracle_mpfr(&sub, qg, kb, vb, 0, NULL, o64, w, sizeof w))
-                bad = 1;
+            for (size_t r = 0; r < G && !bad; r++)
+                if (lowp_certify_row_bound(ar, vis, D, Dv, sm, (double)c->v_scale, qg + r * D, kb, vb,
+                                           bnd + base + r * Dv)) {
+                    snprintf(w, sizeof w, "the declared arithmetic is too coarse for a first-order bound at "
+                             "sequence %zu, position %zu, head %zu (its relative error terms exceed 1/8)", b,
+                             vis - 1, g * G + r);
+                    bad = 1;
+                }
+            int open = 0;
             for (size_t x = 0; x < G * Dv && !bad; x++) {
-                size_t i = base + x;
-                ex[i] = o64[x];
-                rerr[i] = isfinite(o64[x]) ? 0.5 * (nextafter(fabs(o64[x]), INFINITY) - fabs(o64[x])) : 0.0;
-                verd[i] = (signed char)classify(&ro, (double)a->out[i], ex[i], rerr[i], bnd[i], 1, &ratio[i]);
+                size_t k = base + x;
+                verd[k] = (signed char)classify(&ro, (double)a->out[k], ex[k], rerr[k], bnd[k], 0, &ratio[k]);
+                open |= verd[k] == OPEN;
             }
-            oracle_rows += G;
+            if (open && !bad) {
+                if (lowp_attn_oracle_mpfr(&sub, qg, kb, vb, 0, NULL, o64, w, sizeof w))
+                    bad = 1;
+                for (size_t x = 0; x < G * Dv && !bad; x++) {
+                    size_t k = base + x;
+                    ex[k] = o64[x];
+                    rerr[k] = isfinite(o64[x]) ? 0.5 * (nextafter(fabs(o64[x]), INFINITY) - fabs(o64[x])) : 0.0;
+                    verd[k] = (signed char)classify(&ro, (double)a->out[k], ex[k], rerr[k], bnd[k], 1, &ratio[k]);
+                }
+                oracle_rows += G;
+            }
         }
         if (bad) {
 #pragma omp critical(lowp_certify_err)
@@ -824,8 +936,9 @@ static int certify_once(const lowp_certify_args *a, lowp_certify_result *res, ch
             res->worst_ratio = ratio[i];
         if (want == 0)
             continue;
-        size_t bq = i / (Hq * Dv);
-        lowp_certify_worst w = {bq, (i / Dv) % Hq, i % Dv, lowp_kv_seq_len(&pt, c->page_size, bq),
+        size_t row = i / (Hq * Dv), bq = seq_of_row(qo, B, row);
+        size_t n = lowp_kv_seq_len(&pt, c->page_size, bq), ql = (size_t)(qo[bq + 1] - qo[bq]);
+        lowp_certify_worst w = {bq, (i / Dv) % Hq, i % Dv, n, n - ql + (row - (size_t)qo[bq]), row,
                                 (double)a->out[i], ex[i], rerr[i], bnd[i], ratio[i], verd[i]};
         lowp_certify_worst_offer(res, want, &w);
     }
@@ -847,6 +960,7 @@ done:
     free(ratio);
     free(verd);
     lowp_kvcache_destroy(kc);
+    free(own_qo);
     free_pt(&own);
     return rc;
 }
@@ -868,7 +982,7 @@ static const char *sf_words(lowp_kv_sf_order o)
 int lowp_certify_alternative(const lowp_certify_args *a, int alt, lowp_certify_args *b, char *what, size_t what_len)
 {
     const lowp_certify_cache *c = &a->cache;
-    enum { ALT_V_SF, ALT_K_SF, ALT_KV_SF, ALT_PAGES, ALT_V_SCALE, ALT_K_SCALE, ALT_KV_SCALE, ALT_COUNT };
+    enum { ALT_V_SF, ALT_K_SF, ALT_KV_SF, ALT_PAGES, ALT_V_SCALE, ALT_K_SCALE, ALT_KV_SCALE, ALT_CAUSAL, ALT_COUNT };
     _Static_assert(ALT_COUNT == LOWP_CERTIFY_ALT_COUNT, "the header's count of alternatives");
     *b = *a;
     b->diagnose = 0;
@@ -878,6 +992,13 @@ int lowp_certify_alternative(const lowp_certify_args *a, int alt, lowp_certify_a
     lowp_certify_cache *d = &b->cache;
     int nvfp4 = c->format == LOWP_NVFP4;
     switch (alt) {
+    case ALT_CAUSAL:
+        if (a->qo_indptr == NULL || a->causal_extra != 0)
+            return 0;
+        b->causal_extra = 1;
+        snprintf(what, what_len, "causal mask off by one: query i of a chunk looks to see position prefix + i + 1, "
+                 "one past its own");
+        return 1;
     case ALT_V_SF:
     case ALT_K_SF:
     case ALT_KV_SF:
@@ -960,5 +1081,133 @@ int lowp_certify_run(const lowp_certify_args *a, lowp_certify_result *res, char 
         return -1;
     if (a->diagnose && res->counts[LOWP_CERTIFY_OUTSIDE] + res->counts[LOWP_CERTIFY_NAN_MISMATCH] > 0)
         diagnose(a, res);
+    return 0;
+}
+
+/* ---- quantize-on-write ------------------------------------------------------------------- */
+/* The cache's sizes and buffers without its page table (check_cache's rules otherwise). */
+static int check_written(const lowp_certify_cache *c, char *why, size_t why_len)
+{
+    lowp_certify_cache d = *c;
+    static const int32_t one = 1;
+    d.batch = 1;
+    d.block_table = &one;
+    d.max_blocks = 1;
+    d.seq_lens = &one;
+    return check_cache(&d, why, why_len);
+}
+
+/* Compare the tokens' rows of c with lowp's writes in kc; fills r's counts and first
+ * difference, verdict (may be NULL). */
+static void compare_written(const lowp_certify_kv_write_args *a, const lowp_certify_cache *c, const lowp_kvcache *kc,
+                            const lowp_kv_config *cfg, lowp_certify_kv_write_result *r, uint8_t *verdict)
+{
+    const size_t P = c->page_size, H = c->num_kv_heads;
+    r->exact = r->differs = r->padding = 0;
+    r->token = SIZE_MAX;
+    for (size_t i = 0; i < a->num_tokens; i++) {
+        if (a->slot_mapping[i] < 0) {
+            r->padding++;
+            if (verdict != NULL)
+                verdict[i] = LOWP_CERTIFY_KV_PADDING;
+            continue;
+        }
+        size_t p = (size_t)a->slot_mapping[i] / P, t = (size_t)a->slot_mapping[i] % P;
+        int same = 1;
+        for (int w = 0; w < 2 && same; w++) {
+            lowp_kv_which which = w ? LOWP_KV_V : LOWP_KV_K;
+            size_t rb = lowp_kv_row_code_bytes(cfg, which), S = lowp_kv_row_scales(cfg, which);
+            const uint8_t *src = w ? c->v : c->k, *ssrc = w ? c->v_sf : c->k_sf;
+            const uint8_t *codes = lowp_kvcache_cbuffer(kc, which, LOWP_KV_CODES, NULL);
+            const uint8_t *scales = S ? lowp_kvcache_cbuffer(kc, which, LOWP_KV_SCALES, NULL) : NULL;
+            for (size_t h = 0; h < H && same; h++) {
+                const uint8_t *got = src + user_code_off(c, rb, p, t, h);
+                const uint8_t *want = codes + lowp_kvcache_code_offset(kc, which, p, t, h);
+                for (size_t x = 0; x < rb + S && same; x++) {
+                    uint8_t g = x < rb ? got[x] : ssrc[user_scale_off(c, w, S, p, t, h, x - rb)];
+                    uint8_t e = x < rb ? want[x] : scales[lowp_kvcache_scale_offset(kc, which, p, t, h, x - rb)];
+                    if (g == e)
+                        continue;
+                    same = 0;
+                    if (r->token == SIZE_MAX)
+                        *r = (lowp_certify_kv_write_result){r->tokens, r->padding, r->exact, r->differs, i,
+                                                            (size_t)a->slot_mapping[i], w, x >= rb, h,
+                                                            x < rb ? x : x - rb, g, e, ""};
+                }
+            }
+        }
+        r->exact += same;
+        r->differs += !same;
+        if (verdict != NULL)
+            verdict[i] = same ? LOWP_CERTIFY_KV_EXACT : LOWP_CERTIFY_KV_DIFFERS;
+    }
+}
+
+int lowp_certify_kv_write(const lowp_certify_kv_write_args *a, lowp_certify_kv_write_result *r, char *why,
+                          size_t why_len)
+{
+    if (a == NULL || r == NULL)
+        return lowp_why_set(why, why_len, "args and result must not be NULL");
+    memset(r, 0, sizeof *r);
+    const lowp_certify_cache *c = &a->cache;
+    if (check_written(c, why, why_len))
+        return -1;
+    if (a->slot_mapping == NULL || a->k == NULL || a->v == NULL || a->num_tokens == 0)
+        return lowp_why_set(why, why_len, "kv write: slot_mapping, k and v must not be NULL, num_tokens > 0");
+    const size_t slots = c->num_pages * c->page_size;
+    unsigned char *seen = calloc(slots, 1);
+    if (seen == NULL)
+        return lowp_why_set(why, why_len, "out of memory for the slot map");
+    for (size_t i = 0; i < a->num_tokens; i++) {
+        int64_t sl = a->slot_mapping[i];
+        if (sl < 0)
+            continue; /* vLLM's padding token (slot -1): the writer skips it */
+        const char *bad = (uint64_t)sl >= slots ? "past the pool" : seen[sl] ? "written twice" : NULL;
+        if (bad != NULL) {
+            free(seen);
+            return lowp_why_set(why, why_len, "slot_mapping[%zu] = %lld is %s (%zu pages of %zu slots)", i,
+                                (long long)sl, bad, c->num_pages, c->page_size);
+        }
+        seen[sl] = 1;
+    }
+    free(seen);
+    lowp_kv_config cfg;
+    lowp_kvcache *kc;
+    if (model_cache(c, &a->recipe, &cfg, &kc, why, why_len))
+        return -1;
+    const size_t nk = c->num_kv_heads * c->qk_dim, nv = c->num_kv_heads * c->vo_dim;
+    for (size_t i = 0; i < a->num_tokens; i++) {
+        if (a->slot_mapping[i] < 0)
+            continue;
+        size_t sl = (size_t)a->slot_mapping[i];
+        if (lowp_kvcache_write(kc, sl / c->page_size, sl % c->page_size, a->k + i * nk, a->v + i * nv, NULL, NULL,
+                               why, why_len)) {
+            lowp_kvcache_destroy(kc);
+            return -1;
+        }
+    }
+    r->tokens = a->num_tokens;
+    compare_written(a, c, kc, &cfg, r, a->verdict);
+    /* a wrong scale order is named: the same bytes compared under the flipped order(s) */
+    for (int alt = 0; alt < 3 && r->differs > 0 && c->format == LOWP_NVFP4; alt++) {
+        lowp_certify_cache d = *c;
+        if (alt != 1)
+            d.v_sf_order = flip_sf(c->v_sf_order);
+        if (alt != 0)
+            d.k_sf_order = flip_sf(c->k_sf_order);
+        if (check_written(&d, NULL, 0))
+            continue;
+        lowp_certify_kv_write_result q = *r;
+        compare_written(a, &d, kc, &cfg, &q, NULL);
+        if (q.differs == 0) {
+            snprintf(r->diagnosis, sizeof r->diagnosis,
+                     "%s scales look %s, layout says %s (under that reading all %zu written tokens are exact)",
+                     alt == 0 ? "V" : alt == 1 ? "K" : "K and V",
+                     sf_words(alt == 1 ? d.k_sf_order : d.v_sf_order), sf_words(alt == 1 ? c->k_sf_order : c->v_sf_order),
+                     q.exact);
+            break;
+        }
+    }
+    lowp_kvcache_destroy(kc);
     return 0;
 }

@@ -1,7 +1,8 @@
-/* lowp/certify.h: certify someone else's paged-decode attention kernel.
+/* lowp/certify.h: certify someone else's paged-decode or extend / prefill attention kernel.
  *
  * Input: a paged KV cache exactly as a production framework holds it in memory (a named
- * layout, below), the decode queries, the kernel's output, and the arithmetic the kernel
+ * layout, below), the decode queries (or a ragged batch of causal extend chunks,
+ * lowp_certify_args.qo_indptr), the kernel's output, and the arithmetic the kernel
  * declares (lowp_certify_arith). Output: for every output element a verdict
  *
  *   EXACT         the kernel's value is a correct rounding, in the declared output dtype,
@@ -154,6 +155,9 @@ lowp_certify_arith lowp_certify_arith_default(void);
  * sequence `batch` of the cache: its pages, its query, head `head`). */
 typedef struct lowp_certify_worst {
     size_t batch, head, dim, seq_len;
+    size_t q_pos;  /* the query's position in its sequence (decode: seq_len - 1); it saw
+                      positions 0 .. q_pos */
+    size_t row;    /* the query's row of q / out (decode: batch) */
     double got, exact, ref_err, bound, ratio;
     int verdict; /* lowp_certify_verdict */
 } lowp_certify_worst;
@@ -184,6 +188,19 @@ typedef struct lowp_certify_args {
     double *exact;       /* the exact value (binary64, within ref_err) */
     double *bound;       /* B */
     uint8_t *verdict;    /* lowp_certify_verdict */
+    /* Extend / prefill (NULL: decode, one query per sequence, q and out [batch][..]):
+     * qo_indptr [batch + 1], int32, qo_indptr[0] = 0, non-decreasing; sequence b has q_len_b
+     * = qo_indptr[b+1] - qo_indptr[b] <= its cache length n_b queries, rows qo_indptr[b] ..
+     * qo_indptr[b+1] - 1 of q and out (then [qo_indptr[batch]][num_q_heads][..], and so are
+     * the per-output arrays above). Query i sits at position n_b - q_len_b + i (the chunk is
+     * the sequence's last q_len_b tokens, after a prefix of n_b - q_len_b; prefill: prefix
+     * 0) and sees positions 0 .. n_b - q_len_b + i (causal). */
+    const int32_t *qo_indptr;
+    /* Extend only: each query row sees causal_extra positions past its own (clipped at its
+     * sequence's end). 0, the causal mask, is the declaration; the diagnosis's reading of a
+     * causal off-by-one (lowp_certify_alternative) sets 1. No effect on decode rows, which
+     * see their whole sequence. */
+    size_t causal_extra;
 } lowp_certify_args;
 
 /* Args with the cache and arith given, only_seq -1, diagnose 1, n_worst 8, rest zero. */
@@ -192,7 +209,8 @@ lowp_certify_args lowp_certify_args_init(const lowp_certify_cache *c, const lowp
 
 /* Run the certificate. -1 with a reason for bad input: a size or order the layout cannot
  * have, a scale not finite and > 0, a page table that does not fit the pool, an empty
- * sequence, a declared arithmetic whose first-order bound does not apply (its relative
+ * sequence, a qo_indptr that does not start at 0, decreases, or gives a sequence more
+ * queries than it holds tokens, a declared arithmetic whose first-order bound does not apply (its relative
  * terms exceed 1/8 at some output: the arithmetic is too coarse for the case). */
 int lowp_certify_run(const lowp_certify_args *a, lowp_certify_result *res, char *why, size_t why_len);
 
@@ -200,20 +218,21 @@ int lowp_certify_run(const lowp_certify_args *a, lowp_certify_result *res, char 
  * a time, as `lowp certify --shard` does) and combines the parts into the certificate one
  * lowp_certify_run gives:
  *   counts, outputs, oracle_rows add up; worst_ratio is the largest;
- *   worst: lowp_certify_worst_offer of every part's entries, in increasing (batch, head,
- *     dim) order, gives the list one run makes (an element of the whole list is among its
+ *   worst: lowp_certify_worst_offer of every part's entries, in increasing (batch, row,
+ *     head, dim) order, gives the list one run makes (an element of the whole list is among its
  *     sequence's n_worst worst);
  *   diagnosis: the first alternative reading (0 .. LOWP_CERTIFY_ALT_COUNT - 1) that applies
  *     (lowp_certify_alternative) and under which every part runs and has every output within
  *     bound; lowp_certify_diagnosis_set writes its line. */
-#define LOWP_CERTIFY_ALT_COUNT 7
+#define LOWP_CERTIFY_ALT_COUNT 8
 /* Offer w to res's worst list of at most want entries (res->n_worst, res->worst): NaN
  * mismatches first, then outside, then the rest, each by ratio descending; an entry offered
  * later goes after those it ties with. */
 void lowp_certify_worst_offer(lowp_certify_result *res, size_t want, const lowp_certify_worst *w);
-/* Alternative reading alt of a's cache: 1 with *b = a read that way (diagnose 0, n_worst 0,
- * no per-output arrays) and what describing it; 0 when it does not apply to this cache
- * (or alt is out of range). */
+/* Alternative reading alt of a's cache (or, for an extend batch, of its causal mask:
+ * causal_extra 1): 1 with *b = a read that way (diagnose 0, n_worst 0, no per-output
+ * arrays) and what describing it; 0 when it does not apply to this case (or alt is out of
+ * range). */
 int lowp_certify_alternative(const lowp_certify_args *a, int alt, lowp_certify_args *b, char *what,
                              size_t what_len);
 /* res->diagnosis for the alternative `what` under which all alt_outputs outputs were within
@@ -232,6 +251,52 @@ int lowp_certify_row_bound(const lowp_certify_arith *a, size_t n, size_t qk_dim,
 
 /* The declared rounding of one query element (q_dtype, q_scale), exact in binary64. */
 double lowp_certify_round_q(const lowp_certify_arith *a, float q);
+
+/* ---- Quantize-on-write -----------------------------------------------------------------
+ * A third party's cache writer (vLLM reshape_and_cache_flash, SGLang's set_kv_buffer with
+ * NVFP4 quantization, ...) against lowp's cache model (lowp_kvcache_write with the declared
+ * recipe and decode-side global scales): the tokens k, v (binary32 values, e.g. the BF16
+ * the model produced) are written by lowp into a cache of the same sizes, and every
+ * written row of the user's pools (codes, and NVFP4 block scales, in the layout's memory
+ * order) is compared byte for byte. Verdict per token: exact, or differs (the first
+ * differing byte of the batch is named: token, K/V, codes/scales, head, byte, both values).
+ * Bytes of slots no token was written to are not read. With NVFP4, a failure is re-compared
+ * under the flipped K / V scale orders and a reading under which every token is exact is
+ * named in diagnosis. */
+typedef enum lowp_certify_kv_verdict {
+    LOWP_CERTIFY_KV_EXACT = 0,
+    LOWP_CERTIFY_KV_DIFFERS = 1,
+    LOWP_CERTIFY_KV_PADDING = 2 /* slot < 0: not written (vLLM's padding tokens) */
+} lowp_certify_kv_verdict;
+
+typedef struct lowp_certify_kv_write_args {
+    lowp_certify_cache cache;    /* the written pools, sizes, orders and global scales (the
+                                    page table fields are not used) */
+    lowp_recipe recipe;          /* the writer's declared recipe (lowp/block.h; SGLang's NVFP4:
+                                    LOWP_RECIPE_SGLANG_KV, vLLM's FP8: the format's default) */
+    size_t num_tokens;
+    const int64_t *slot_mapping; /* [num_tokens]: page * page_size + slot; < 0: padding */
+    const float *k, *v;          /* [num_tokens][num_kv_heads][qk_dim], [..][vo_dim] */
+    uint8_t *verdict;            /* optional [num_tokens], lowp_certify_kv_verdict */
+} lowp_certify_kv_write_args;
+
+typedef struct lowp_certify_kv_write_result {
+    size_t tokens, padding, exact, differs;
+    /* the first differing byte (lowest token; K before V, codes before scales), when
+     * differs > 0: */
+    size_t token, slot;
+    int which;                   /* 0 K, 1 V */
+    int scales;                  /* 0 element codes, 1 block scales */
+    size_t head, index;          /* head, and byte (codes) or scale (scales) of the row */
+    uint8_t got, want;           /* the user's byte and lowp's */
+    char diagnosis[256];         /* a scale-order finding, "" when none */
+} lowp_certify_kv_write_result;
+
+/* 0 (the result says exact or not), or -1 with a reason: the cache's checks of
+ * lowp_certify_run (page table excepted), a recipe the format lacks, a slot past the pool
+ * or written twice, NULL inputs. */
+int lowp_certify_kv_write(const lowp_certify_kv_write_args *a, lowp_certify_kv_write_result *r, char *why,
+                          size_t why_len);
 
 /* sizeof of the argument structs, for bindings that mirror them (python/lowp): which = 0
  * lowp_certify_cache, 1 lowp_certify_arith, 2 lowp_certify_args, 3 lowp_certify_result,
