@@ -6,7 +6,8 @@ Standard library only.
 
   python3 tools/report_extend.py --conform reports/gpu-extend-conform-h200.md \\
       --bench reports/gpu-extend-bench-h200.csv --sdpa reports/sdpa-extend-bench-h200.csv \\
-      --call "<the device command>" --commit <hash> --out reports/gpu-extend-h200.md
+      --call "<the device command>" --commit <hash> [--ab NAME=CSV ...] [--notes NOTES.md] \
+      --out reports/gpu-extend-h200.md
 
 Targets (issue #22): the extend attention >= 0.5x the throughput of the fastest PyTorch SDPA
 backend (causal, BF16 K/V) on the same shape; the prefix dequantize into the workspace >= 80%
@@ -34,6 +35,7 @@ def main():
     ap.add_argument("--date", default="2026-12-02")
     ap.add_argument("--ab", nargs="*", default=[], metavar="NAME=CSV",
                     help="other kernel variants' bench CSVs (LOWP_GPU_EXTEND_KERNEL=NAME), same call")
+    ap.add_argument("--notes", help="a Markdown file appended as the report's last section (its figures quote the tables)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
@@ -52,7 +54,9 @@ def main():
          "Written by `tools/report_extend.py` (its docstring has the command) from that call's",
          "[gpu-extend-conform-h200.md](gpu-extend-conform-h200.md),",
          "[gpu-extend-bench-h200.csv](gpu-extend-bench-h200.csv) and",
-         "[sdpa-extend-bench-h200.csv](sdpa-extend-bench-h200.csv).", "",
+         "[sdpa-extend-bench-h200.csv](sdpa-extend-bench-h200.csv)" +
+         (", the variants' CSVs named below" if a.ab else "") +
+         (", and the last section from %s (its figures quote the tables)" % a.notes.split("/")[-1] if a.notes else "") + ".", "",
          "## Conformance (the conformance report, as written)", ""]
     L += ["> " + l if l else ">" for l in conform.splitlines()]
     L += ["", "## Speed", "",
@@ -85,7 +89,7 @@ def main():
         L.append("| %s | %d | %d | %.1f | %.1f | %s | %s %s" % (
             r["kernel"], c, p, us, float(r["tflops"]),
             "%.1f (%s)" % (s[best], best) if best else "-",
-            "%.2f" % ratio if ratio is not None else "-", ws))
+            "%.3f" % ratio if ratio is not None else "-", ws))
     L += ["", "Targets met: attention >= 0.5x the fastest SDPA at %d of %d shapes; workspace fill >= 0.80 "
           "of the copy at %d of %d; quantize-on-write <= 1%% of the attention at %d of %d." % (
               met["attn"][1], sum(met["attn"]), met["ws"][1], sum(met["ws"]), met["kvw"][1], sum(met["kvw"])), ""]
@@ -107,6 +111,9 @@ def main():
             cells = ["%.1f (%.2f)" % (v[k], v[k] / us) if k in v else "-" for _, v in var]
             L.append("| %s | %d | %d | %.1f | %s |" % (k[0], k[1], k[2], us, " | ".join(cells)))
         L.append("")
+    if a.notes:
+        with open(a.notes) as f:
+            L += [f.read().rstrip("\n"), ""]
     with open(a.out, "w") as f:
         f.write("\n".join(L) + "\n")
     return 0

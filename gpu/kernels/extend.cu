@@ -1021,8 +1021,13 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
     } else {
         if (nw == 0) {
             /* 8 warps (128 rows share each converted tile) unless the grid of 128-row
-             * tiles would give fewer than 2 CTAs an SM (short chunks), or the device's
-             * shared memory a CTA cannot hold them (sm_120: 99 KiB): then 4 */
+             * tiles would give fewer than 2 CTAs an SM (short chunks) - or fewer than 1
+             * when the prefix is at least as long as the chunk (many key blocks a CTA) -,
+             * or the device's shared memory a CTA cannot hold them (sm_120: 99 KiB): then
+             * 4. Measured on the H200 (reports/gpu-extend-h200.md, kernel variants, 32/8
+             * heads, d 128): at chunk 1024 8 warps took 0.77-0.81x the 4-warp time over
+             * prefixes 4K-128K and 1.11x on the prefill; at chunk 512 (128 CTAs of 8) 4
+             * warps were faster everywhere. Either choice computes the same bits. */
             int dev = 0, nsm = 0, smax = 0;
             e = cudaGetDevice(&dev);
             if (e == cudaSuccess)
@@ -1033,9 +1038,11 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
                 return lowp_why_set(why, why_len, "extend: device attributes: %s",
                                     cudaGetErrorString(e));
             const size_t ctas8 = (qmax * G + 127) / 128 * a->num_kv_heads * a->batch;
-            nw = ctas8 >= 2 * (size_t)nsm && smem_v2(a->qk_dim, a->vo_dim, 8) <= (size_t)smax
-                     ? 8
-                     : 4;
+            size_t pmax = 0;
+            for (size_t b = 0; a->prefix_len != NULL && b < a->batch; b++)
+                pmax = (size_t)a->prefix_len[b] > pmax ? (size_t)a->prefix_len[b] : pmax;
+            const int many = ctas8 >= 2 * (size_t)nsm || (ctas8 >= (size_t)nsm && pmax >= qmax);
+            nw = many && smem_v2(a->qk_dim, a->vo_dim, 8) <= (size_t)smax ? 8 : 4;
         }
         smem = smem_v2(a->qk_dim, a->vo_dim, nw);
         p.q2_rs = 2 * p.Dq + 16;
