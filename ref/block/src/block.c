@@ -706,7 +706,8 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
             /* nvfp4_quantize and _to_mx_rceil clamp to +-6 first; E2M1 saturates anyway */
             ec[i] = torchao_e2m1(vi);
         } else { /* MXFP8: modelopt, torchao (torch.clamp), compressed-tensors (T7 on CUDA) */
-            float cv = c->recipe == LOWP_RECIPE_COMPRESSED_TENSORS ? ct_clamp(c, vi, 448.0f) : clamp_sym(vi, 448.0f);
+            float cv = c->recipe == LOWP_RECIPE_COMPRESSED_TENSORS ? ct_clamp(c, vi, 448.0f)
+                                                                   : clamp_sym(vi, 448.0f);
             lowp_encode_f32_u8(&c->torch_e4m3, &cv, &ec[i], 1);
         }
     }
