@@ -2,6 +2,7 @@
 """tools/quantlib_check.py: third-party NVFP4 / MX quantizers against lowp's recipes, byte for byte.
 
     python3 tools/quantlib_check.py --out quantlib-check.md [--quick] [--device cpu|cuda]
+    python3 tools/quantlib_check.py --probe [--device cuda]   (the device probe only, to stdout)
 
 For each (library, format, mode) it quantizes one fixed, seeded adversarial set of blocks
 with the library (torch tensors on --device) and with lowp (`import lowp`, liblowp.so through
@@ -17,6 +18,10 @@ max_elem * 2^k (the scale rounding boundaries of FLOOR / CEIL / RCEIL / E4M3 sca
 scale midpoints for NVFP4 at the global scale in use; zero and -0 blocks; subnormal blocks;
 NaN (both signs) and +-Inf elements; FLT_MAX and the overflow bands; random normals across
 scales and heavy tails (Cauchy). --quick keeps every kind, with fewer exponents and draws.
+
+The report also carries the device probe (probe()): the values of the torch / Triton
+operations that lowp/block.h's LOWP_BLOCK_CUDA_OPS models from source reading
+(ref/recipes.md T6-T8), measured on --device, each against what lowp assumes.
 
 Libraries missing are reported as not installed. Exit status: 0 every comparison made
 agrees, 1 a lowp recipe differs from the library it is named after, 2 bad usage or lowp not
@@ -239,6 +244,71 @@ LIBS = [("modelopt", lib_modelopt), ("torchao", lib_torchao), ("compressed_tenso
 FMT = {"nvfp4": (16, 6.0), "mxfp4": (32, 6.0), "mxfp8": (32, 448.0)}
 
 
+# What LOWP_BLOCK_CUDA_OPS assumes (ref/block/src/block.c CUDA_EXP2_M127_BITS, recipes.md T8):
+# torch.exp2(-127.0) on a CUDA float32 tensor, as bits
+MODEL_EXP2_M127_CUDA = 0x003FFFFF
+
+
+def probe(device, lowp, flags):
+    """Lines measuring the CUDA op semantics behind LOWP_BLOCK_CUDA_OPS (recipes.md T6-T8) on
+    device, each with what lowp assumes there (lowp's own bytes under flags for the
+    compressed-tensors blocks; the CPU's x86 values are printed for comparison)."""
+    import torch
+    out = []
+    bits = lambda t: " ".join("%08x" % (int(v) & 0xFFFFFFFF) for v in t.view(torch.int32).cpu().tolist())
+    ex = torch.tensor([-127.0, -126.0, -128.0, -149.0, -150.0, -63.5, 0.0], device=device)
+    e2 = torch.exp2(ex)
+    out.append("T8 torch.exp2([-127, -126, -128, -149, -150, -63.5, 0]) bits: %s" % bits(e2))
+    got = int(e2[0:1].view(torch.int32).item()) & 0xFFFFFFFF
+    want = MODEL_EXP2_M127_CUDA if device == "cuda" else 0x00400000
+    out.append("T8 exp2(-127) = %08x; lowp assumes %08x on %s: %s" % (got, want, device,
+               "agrees" if got == want else "DISAGREES (set CUDA_EXP2_M127_BITS in ref/block/src/block.c)"))
+    ints = torch.arange(-150, 128, dtype=torch.float32, device=device)
+    exact = torch.from_numpy(np.ldexp(np.float32(1.0), np.arange(-150, 128)).astype(np.float32)).to(device)
+    off = [int(k) for k in ints[torch.exp2(ints) != exact].cpu().tolist()]
+    out.append("T8 torch.exp2(k) != 2^k for the integers k in [-150, 127]: %s" % (off or "none"))
+    p2 = 2.00 ** ints  # compressed-tensors maybe_convert_from_mx_exp
+    off2 = [int(k) for k in ints[p2 != exact].cpu().tolist()]
+    out.append("T8 2.0 ** k (compressed-tensors) != 2^k for k in [-150, 127]: %s" % (off2 or "none"))
+    q = torch.tensor([2.0 ** -129, 1.25 * 2.0 ** -127], device=device)
+    out.append("T8 x / torch.exp2(-127) for x = 2^-129, 1.25 * 2^-127 (exact: 3e800000 3fa00000): %s"
+               % bits(q / torch.exp2(torch.full_like(q, -127.0))))
+    sp = torch.tensor([float("inf"), float("-inf"), float("nan"), 3e9, -1.0], device=device)
+    out.append("T6 [inf, -inf, nan, 3e9, -1].to(int32): %s (lowp: cuda 7fffffff 80000000 00000000 "
+               "7fffffff ffffffff; x86 80000000 for the first four)" % bits(sp.to(torch.int32)))
+    out.append("T6 (127 + floor(log2(inf)).to(int32)).to(uint8) (compress_mx_scale): %02x (lowp: cuda 7e, x86 7f)"
+               % int((127 + torch.floor(torch.log2(sp[0:1])).to(torch.int32)).to(torch.uint8).item()))
+    out.append("T6 ([inf, nan] + 127).to(uint8) (ModelOpt MXFP4 e8m0): %s (lowp: cuda ff 00, x86 00 00)"
+               % " ".join("%02x" % v for v in (sp[[0, 2]] + 127).to(torch.uint8).cpu().tolist()))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, _, cases = lib_compressed_tensors()
+        # a NaN block (scale code 0, the NaN element clamped) and an Inf block (scale Inf)
+        x = np.zeros((2, 32), dtype=np.float32)
+        x[0] = np.random.default_rng(1).standard_normal(32)  # as make_blocks' "nan" blocks
+        x[0, 3] = f32(0x7FC00000)
+        x[1, :5] = f32([0x7F800000, 0xFF800000, 0x3F800000, 0xBF800000, 0x80000000])
+        # as many rows as the comparison has: torch.aminmax's CPU NaN sign depends on the
+        # reduction kernel, which depends on the shape (2 rows alone give +NaN, not -NaN)
+        x = np.tile(x, (4000, 1))
+        for fmt, _, recipe, fn, _ in cases[1:]:
+            c, sc, _ = fn(torch.from_numpy(x).to(device), 1.0)
+            oc, osc = lowp.quantize(x, fmt, recipe=recipe, flags=flags)
+            for b, what in enumerate(("[normals, nan at 3]", "[inf, -inf, 1, -1, -0, 0...]")):
+                got = "scale %02x codes %s" % (int(np.asarray(sc).reshape(-1)[b]),
+                                               " ".join("%x" % v for v in unpack(c, fmt, 32)[b][:6]))
+                want = "scale %02x codes %s" % (int(osc.reshape(-1)[b]),
+                                                " ".join("%x" % v for v in unpack(oc, fmt, 32)[b][:6]))
+                out.append("T6/T7 compressed-tensors %s %s: %s; lowp %s" %
+                           (fmt, what, got, "agrees" if got == want else "DISAGREES: " + want))
+    except ImportError as err:
+        out.append("T7 compressed-tensors not installed (%s)" % err)
+    except Exception as err:  # a probe that fails says so and the comparison still runs
+        out.append("T7 compressed-tensors probe failed: %s: %s" % (type(err).__name__, str(err).splitlines()[0][:160]))
+    return out
+
+
 def hexblock(b):
     return " ".join(float(v).hex() if np.isfinite(v) else "%s(%08x)" % (v, int(np.float32(v).view(np.uint32)))
                     for v in b)
@@ -292,6 +362,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer exponents and draws (CI)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (torch tensors on it)")
     ap.add_argument("--seed", type=int, default=int(os.environ.get("LOWP_SEED", "20")))
+    ap.add_argument("--probe", action="store_true", help="print the device probe (recipes.md T6-T8) and exit")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "python"))
     try:
@@ -307,9 +378,15 @@ def main(argv=None):
     if a.device not in ("cpu", "cuda") or (a.device == "cuda" and not torch.cuda.is_available()):
         print("%s: --device %s is not available" % (PROG, a.device), file=sys.stderr)
         return 2
-    # torch on CUDA tensors: canonical NaNs, and a division by a Python number done as a multiply
-    # by its binary32 reciprocal (lowp/block.h LOWP_BLOCK_CUDA_SCALAR_DIV)
-    flags = lowp.NAN_CANONICAL | lowp.CUDA_SCALAR_DIV if a.device == "cuda" else 0
+    # torch on CUDA tensors: canonical NaNs, a division by a Python number done as a multiply
+    # by its binary32 reciprocal (lowp/block.h LOWP_BLOCK_CUDA_SCALAR_DIV), and the CUDA
+    # casts, Triton clamp and exp2(-127) of compressed-tensors / ModelOpt MX (LOWP_BLOCK_CUDA_OPS)
+    flags = lowp.NAN_CANONICAL | lowp.CUDA_SCALAR_DIV | lowp.CUDA_OPS if a.device == "cuda" else 0
+    probe_lines = probe(a.device, lowp, flags)
+    for line in probe_lines:
+        log("probe: " + line)
+    if a.probe:
+        return 0
     rng = np.random.default_rng(a.seed)
     sets = {}
     for fmt, (bs, emax) in FMT.items():
@@ -367,13 +444,13 @@ def main(argv=None):
                     (name, ver, fmt, label, recipe, r["blocks"], r["differ"], verdict))
     for line in details:
         print(line)
-    write_report(a, rows, details, alt_details, torch)
+    write_report(a, rows, details, alt_details, torch, probe_lines)
     if any(r[8] == "DIFFERS" or r[8].startswith("ERROR") for r in rows):
         return 1
     return 77 if missing else 0
 
 
-def write_report(a, rows, details, alt_details, torch):
+def write_report(a, rows, details, alt_details, torch, probe_lines):
     with open(a.out, "w") as f:
         f.write("# Third-party quantizers vs lowp recipes (tools/quantlib_check.py)\n\n")
         f.write("- date: %s; machine: %s %s; torch %s; device %s%s; seed %d%s\n\n" %
@@ -384,6 +461,8 @@ def write_report(a, rows, details, alt_details, torch):
                 "source; differences by class |\n|---|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             f.write("| " + " | ".join(str(c) for c in r) + " |\n")
+        f.write("\n## Device probe (ref/recipes.md T6-T8, LOWP_BLOCK_CUDA_OPS)\n\n```\n" +
+                "\n".join(probe_lines) + "\n```\n")
         if details:
             f.write("\n## First differing blocks\n\n```\n" + "\n".join(details) + "\n```\n")
         if alt_details:

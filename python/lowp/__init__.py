@@ -30,6 +30,7 @@ RECIPES = ("trtllm", "exact", "modelopt", "ocp", "rceil", "sglang-kv", "torchao"
            "torchao-ceil", "torchao-even", "torchao-rceil", "compressed-tensors")
 NAN_CANONICAL = 2  # LOWP_BLOCK_NAN_CANONICAL: NaN element values as CUDA makes them
 CUDA_SCALAR_DIV = 4  # LOWP_BLOCK_CUDA_SCALAR_DIV: tensor / Python number as torch CUDA does it (x * RN(1/b))
+CUDA_OPS = 8  # LOWP_BLOCK_CUDA_OPS: casts, Triton clamp and exp2(-127) of the CUDA paths
 _KV_ORDER = {"nhd": 0, "hnd": 1}
 _SF_ORDER = {"linear": 0, "interleave4": 1}
 
@@ -292,7 +293,7 @@ def quantize(x, fmt="fp8_e4m3", scale=1.0, recipe=None, flags=0):
     cache stores them, with the decode-side global scale `scale` (fp8: code = sat_rne(x /
     scale); nvfp4: E2M1 pairs, low nibble first, and E4M3 scales per 16). recipe: a name
     of RECIPES (ref/recipes.md) or None for the format's default; flags: LOWP_BLOCK_* bits
-    (NAN_CANONICAL, CUDA_SCALAR_DIV)."""
+    (NAN_CANONICAL, CUDA_SCALAR_DIV, CUDA_OPS)."""
     if fmt not in _BLOCK_FORMATS:
         raise ValueError("lowp.quantize: format %r is not one of %s" % (fmt, ", ".join(_BLOCK_FORMATS)))
     f = _BLOCK_FORMATS[fmt]

@@ -488,6 +488,23 @@ static float clamp_sym(float v, float hi)
     return v > hi ? hi : (v < -hi ? -hi : v);
 }
 
+/* compressed-tensors' clamp of x / scale to [-hi, hi]: torch.clamp on CPU tensors (NaN
+ * passes); on CUDA (LOWP_BLOCK_CUDA_OPS, recipes.md T7) Triton's _quantize_kernel
+ * `tl.clamp(output, q_min, q_max)` with q_min / q_max loaded from memory, which lowers to
+ * maxnum(v, -hi) then minnum(., hi): a NaN v gives -hi. Inf clamps as on the CPU. */
+static float ct_clamp(const recipe_ctx *c, float v, float hi)
+{
+    return (c->flags & LOWP_BLOCK_CUDA_OPS) && v != v ? -hi : clamp_sym(v, hi);
+}
+
+/* torch.exp2(-127.0) on a CUDA float32 tensor (LOWP_BLOCK_CUDA_OPS, recipes.md T8): the
+ * H200 run (2026-12-02) puts ModelOpt MXFP4's x / exp2(-127) above x / 2^-127 exactly at
+ * E2M1 midpoints, so the divisor is below 2^-127 = bits 0x00400000; hypothesis: one
+ * subnormal ulp below (exp2f's non-ftz subnormal path squares exp2(x / 2) and rounds once
+ * into the subnormals). Every exponent ModelOpt divides by is >= -127 (its clamp), and the
+ * run shows no difference at -126 and above, so only -127 is modelled. */
+#define CUDA_EXP2_M127_BITS 0x003fffffu
+
 /* log2 rounded once to binary32 (torch.log2 on a float32 tensor, assumed correctly rounded:
  * the binary64 log2 is within an ulp of binary64, far inside half an ulp of binary32 except
  * at exact powers of two, where both are exact). log2(0) = -Inf, log2(Inf) = Inf. */
@@ -644,9 +661,11 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
             e = e < 0.0f ? 0.0f : (e > 255.0f ? 255.0f : e);
             *q = (uint8_t)e;
             r = *q == 255 ? INFINITY : lowp_f32_pow2((int)*q - 127);
-            /* compress_mx_scale: 127 + floor(log2(Inf)).to(int32): INT_MIN + 127 -> 0x7F */
+            /* compress_mx_scale: (127 + floor(log2(Inf)).to(int32)).to(uint8); the cast
+             * gives INT_MIN on x86 (cvttss2si): INT_MIN + 127 -> 0x7F; it saturates to
+             * INT_MAX on CUDA (cvt.rzi.s32.f32, T6): INT_MAX + 127 wraps to 0x8000007E -> 0x7E */
             if (*q == 255)
-                *q = 0x7f;
+                *q = (c->flags & LOWP_BLOCK_CUDA_OPS) ? 0x7e : 0x7f;
         }
         div = 1;
         break;
@@ -656,8 +675,14 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
             float l = log2_f32(torch_div_scalar(c, m, 6.0f)); /* input_amax / E2M1_max */
             l = l != l ? l : (l < -127.0f ? -127.0f : l);
             float e = ceilf(l);
-            *q = isfinite(e) ? (uint8_t)(e + 127.0f) : 0; /* NaN / Inf .to(uint8): 0 on x86 */
+            /* (e + 127).to(uint8) is torch's float -> int64 -> uint8: NaN / Inf give 0 on
+             * x86 (cvttsd2si: INT64_MIN); on CUDA (T6) cvt.rzi.s64.f32 gives NaN -> 0 and
+             * +Inf -> INT64_MAX -> 0xFF (e is never -Inf: the -127 clamp) */
+            *q = isfinite(e) ? (uint8_t)(e + 127.0f)
+                             : ((c->flags & LOWP_BLOCK_CUDA_OPS) && e == e ? 0xff : 0);
             r = isfinite(e) ? lowp_f32_pow2((int)e) : (e != e ? e : INFINITY);
+            if (e == -127.0f && (c->flags & LOWP_BLOCK_CUDA_OPS))
+                r = lowp_f32_from_bits(CUDA_EXP2_M127_BITS); /* torch.exp2(-127) on CUDA */
             div = 1;
         } else { /* e = clamp(ceil(d > 0 ? log2(d) : -127), -127, 127); v = x * exp2(127 - q) */
             float d = torch_div_scalar(c, m, 448.0f); /* amax / E4M3_MAX */
@@ -676,12 +701,13 @@ static void torch_op_block(const recipe_ctx *c, const float *xb, uint8_t *q, uin
         if (c->recipe == LOWP_RECIPE_MODELOPT && fp4) {
             ec[i] = modelopt_mx_e2m1(vi);
         } else if (c->recipe == LOWP_RECIPE_COMPRESSED_TENSORS && fp4) {
-            ec[i] = ct_e2m1(c, clamp_sym(vi, 6.0f));
+            ec[i] = ct_e2m1(c, ct_clamp(c, vi, 6.0f));
         } else if (fp4) {
             /* nvfp4_quantize and _to_mx_rceil clamp to +-6 first; E2M1 saturates anyway */
             ec[i] = torchao_e2m1(vi);
-        } else {
-            float cv = clamp_sym(vi, 448.0f);
+        } else { /* MXFP8: modelopt, torchao (torch.clamp), compressed-tensors (T7 on CUDA) */
+            float cv = c->recipe == LOWP_RECIPE_COMPRESSED_TENSORS ? ct_clamp(c, vi, 448.0f)
+                                                                   : clamp_sym(vi, 448.0f);
             lowp_encode_f32_u8(&c->torch_e4m3, &cv, &ec[i], 1);
         }
     }

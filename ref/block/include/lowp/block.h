@@ -114,6 +114,17 @@ lowp_global_scale lowp_global_scale_from_dec(lowp_block_format f, lowp_recipe r,
                                   amax / 6 is then amax * RN(1/6), which differs at E4M3
                                   rounding midpoints (measured on the H200, reports/quantlibs.md);
                                   ignored by the other recipes */
+#define LOWP_BLOCK_CUDA_OPS 8u /* compressed-tensors and modelopt MX recipes: the remaining
+                                  op semantics of their CUDA paths (ref/recipes.md T6-T8):
+                                  T6 float -> integer casts saturate (+Inf -> the type's max),
+                                  so compress_mx_scale stores an Inf scale as 0x7E (0x7F on
+                                  x86) and ModelOpt MXFP4 an Inf exponent as 0xFF (0x00);
+                                  T7 compressed-tensors' Triton _quantize_kernel clamps with
+                                  maxnum / minnum, so a NaN element value codes as -max;
+                                  T8 ModelOpt MXFP4 divides by torch.exp2(-127) as CUDA
+                                  computes it, one subnormal ulp below 2^-127 (a hypothesis
+                                  that tools/quantlib_check.py --probe measures);
+                                  ignored by the other recipes */
 
 /* What quantizing a tensor did, counted per element or per block. */
 typedef struct lowp_quant_counts {
