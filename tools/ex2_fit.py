@@ -19,9 +19,11 @@ Prints (always):
 --fit (slow, minutes): how close a smooth model of g(k) (the mantissa at k 2^-23) gets:
   - per segment of 2^(23-m) points, a least-squares polynomial of degree 2 / 3, floored,
     with the best constant shift: mismatches over the 2^23 points;
-  - with scipy (optional): the minimax deviation s of the best polynomial from the
-    measured mantissa + 1/2 on some segments; floor(p) can reproduce a segment only when
-    s <= 1/2;
+  - the bias of g over RN and its jumps at segment boundaries; per bit of the low part
+    x_l, how much a set bit lowers the hardware's value against a smooth fit;
+  - with scipy (optional): the minimax deviation s of the best quadratic from the
+    measured mantissa + 1/2 on some segments (and, on two, of a quadratic plus one offset
+    per bit of x_l); floor(p) can reproduce a segment only when s <= 1/2;
 --emit-test: the C tables of tests/test_ex2_approx.c (g samples and (x, hardware) pairs).
 Exit 2 on a missing or short file (one line)."""
 import re
@@ -79,7 +81,41 @@ def split_index(x):
     return f if not neg else (0 if f == 0 else N - 1 - f)
 
 
+def segments_and_bits(mp):
+    """The smooth upward bias of g and its jumps (segment boundaries), then the per-bit
+    regression of section 2 of ref/notes/ex2-approx.md."""
+    F = np.arange(N)
+    y = (np.exp2(F / 2.0**23) - 1) * 2.0**23  # exact mantissa in ulps (binary64)
+    W = 1024
+    lo = (mp - y).reshape(-1, W).max(1)  # floor model: M - y <= bias < M + 1 - y
+    hi = (mp + 1 - y).reshape(-1, W).min(1)
+    d = np.abs(np.diff((lo + hi) / 2))  # d[j - 1]: change from window j - 1 to j
+    print("bias change between adjacent 1024-point windows: median %.4f, 99%% %.4f" %
+          (np.median(d), np.quantile(d, 0.99)))
+    for sh in (18, 17, 16, 15):
+        js = np.arange(1 << sh, N, 1 << sh)
+        if sh < 18:
+            js = js[js % (1 << (sh + 1)) != 0]
+        v = d[js // W - 1]
+        print("  across the %d odd multiples of 2^%d: median %.4f, min %.4f" %
+              (len(js), sh, np.median(v), v.min()))
+    m = 6
+    S = 1 << (23 - m)
+    U = np.empty(N)
+    for i in range(1 << m):
+        s = slice(i * S, (i + 1) * S)
+        t = (F[s] - i * S) / S
+        r = mp[s] + 0.5 - y[s]
+        U[s] = y[s] + np.polyval(np.polyfit(t, r, 4), t) - mp[s]
+    xl = F & (S - 1)
+    print("per bit of x_l (64 segments): mean position of a smooth fit in the hardware's "
+          "ulp, bit set minus bit clear: " +
+          ", ".join("%d: %.4f" % (j, U[((xl >> j) & 1) == 1].mean() - U[((xl >> j) & 1) == 0].mean())
+                    for j in range(23 - m)))
+
+
 def fit(mp):
+    segments_and_bits(mp)
     F = np.arange(N)
     for m in (6, 7, 8, 10):
         W = 1 << (23 - m)
@@ -103,20 +139,28 @@ def fit(mp):
     except ImportError:
         print("minimax: scipy not installed, skipped")
         return
-    for m in (7, 10, 13):
+    def minimax(cols, v):
+        A = np.vstack(cols).T
+        n, d = A.shape
+        Aub = np.vstack([np.hstack([A, -np.ones((n, 1))]), np.hstack([-A, -np.ones((n, 1))])])
+        r = linprog(np.r_[np.zeros(d), 1], A_ub=Aub, b_ub=np.r_[v, -v],
+                    bounds=[(None, None)] * (d + 1), method="highs")
+        return r.x[-1] if r.x is not None else float("nan")
+
+    for m in (6, 7, 10, 13):
         W = 1 << (23 - m)
-        for i in (0, 1, (1 << m) // 2, (1 << m) - 2):
+        for i in (0, 1, 5, (1 << m) // 2, (1 << m) - 2):
             Fs = np.arange(i * W, (i + 1) * W)
-            t = (Fs - i * W) / W
+            xl = Fs - i * W
+            t = xl / W
             v = mp[Fs] + 0.5
-            A = np.vstack([t**j for j in range(3)]).T
-            n = len(t)
-            Aub = np.vstack([np.hstack([A, -np.ones((n, 1))]), np.hstack([-A, -np.ones((n, 1))])])
-            r = linprog([0, 0, 0, 1], A_ub=Aub, b_ub=np.concatenate([v, -v]),
-                        bounds=[(None, None)] * 4, method="highs")
-            s = r.x[-1] if r.x is not None else float("nan")
-            print("minimax quadratic, segment %d of 2^%d (%d points): s = %.4f" % (i, m, W, s),
-                  flush=True)
+            line = "minimax quadratic, segment %d of 2^%d (%d points): s = %.4f" % (
+                i, m, W, minimax([t**0, t, t * t], v))
+            if m == 6 and i in (0, 5):  # plus a free offset per bit of x_l
+                bits = [((xl >> j) & 1).astype(float) for j in range(23 - m)]
+                line += "; with one offset per bit of x_l: s = %.4f" % minimax(
+                    [t**0, t, t * t] + bits, v)
+            print(line, flush=True)
 
 
 def emit_test(hp, hn, pts):
