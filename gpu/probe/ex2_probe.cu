@@ -26,8 +26,13 @@
  *        how many k (bit b clear) give ex2(k) != ex2(k | 2^b): 0 means the hardware ignores
  *        that bit there;
  *     3. a few named inputs' results (zeros, subnormals, edges of the range, NaNs);
- *     4. OUTDIR/ex2-approx-h200.md: device, driver, runtime, the counts, the histograms of
- *        the grid errors, the timings.
+ *     4. the model of ref/hw/include/lowp/ex2_approx.h (its split of x into an exponent and
+ *        an index k, lowp_ex2_approx_ftz_with) against the hardware on all 2^32 inputs, with
+ *        g = the hardware's ex2(k 2^-23) measured here (the [0, 1) grid): mismatches per
+ *        binade and the first 64 listed. 0 mismatches proves the split exact: the whole
+ *        instruction is then the 2^23 values of g;
+ *     5. OUTDIR/ex2-approx-h200.md: device, driver, runtime, the counts, the histograms of
+ *        the grid errors, the model's mismatches, the timings.
  *     Exit 0 when measured (the facts are data, not a pass/fail); 2: usage or file error;
  *     3: CUDA error; 77: no GPU (one line).
  * Built for sm_90 (gpu/probe/ex2.cmake): the H200's instruction. Finishes in seconds. */
@@ -44,6 +49,8 @@
 #include <sys/stat.h>
 
 #include <cuda_runtime.h>
+
+#include "lowp/ex2_approx.h"
 
 #define NGRID (1u << 23)
 #define NBIN 512 /* sign x exponent field of x */
@@ -79,6 +86,14 @@ struct Counters {
     unsigned int n_mis, n_amb;
     uint32_t mis[NLIST][3];              /* x, hardware, H's value */
     uint32_t amb[NLIST][2];              /* grid, k */
+};
+
+/* the model's comparison with the hardware (4) */
+struct ModelCounters {
+    unsigned long long bin[NBIN]; /* mismatches per binade of x */
+    unsigned long long g_outside; /* g entries not in [1, 2) (the model assumes they are) */
+    unsigned int n_mis;
+    uint32_t mis[NLIST][3]; /* x, hardware, model */
 };
 
 /* ------------------------------------------------------------------------- device */
@@ -222,6 +237,37 @@ __global__ void k_grid(int8_t *err0, int8_t *err1, Counters *c)
         }
 }
 
+/* g[k] = the hardware's bits of ex2(k 2^-23), k < 2^23 */
+__global__ void k_gtab(uint32_t *g, ModelCounters *mc)
+{
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t y = __float_as_uint(hw_ex2((float)k * 0x1p-23f));
+    g[k] = y;
+    warp_add(&mc->g_outside, (y >> 23) != 127u);
+}
+
+/* the model with that g against the hardware, CHUNK inputs a thread from base */
+__global__ void k_model(const uint32_t *g, ModelCounters *mc, uint32_t base)
+{
+    const uint32_t u0 = base + (uint32_t)(blockIdx.x * blockDim.x + threadIdx.x) * CHUNK;
+    unsigned bad = 0;
+    for (uint32_t i = 0; i < CHUNK; i++) {
+        const uint32_t u = u0 + i;
+        const uint32_t yb = __float_as_uint(hw_ex2(__uint_as_float(u)));
+        const uint32_t mb = lowp_ex2_approx_ftz_with(u, g);
+        if (mb != yb) {
+            bad++;
+            const unsigned j = atomicAdd(&mc->n_mis, 1u);
+            if (j < NLIST) {
+                mc->mis[j][0] = u;
+                mc->mis[j][1] = yb;
+                mc->mis[j][2] = mb;
+            }
+        }
+    }
+    warp_add(&mc->bin[u0 >> 23], bad);
+}
+
 __global__ void k_points(const uint32_t *in, uint32_t *out, int n)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -312,6 +358,28 @@ int main(int argc, char **argv)
     CK(cudaEventElapsedTime(&ms_sweep, e0, e1));
     CK(cudaEventElapsedTime(&ms_grid, e1, e2));
 
+    /* 4: the model, with g measured here, on all 2^32 inputs */
+    ModelCounters *dmc = NULL;
+    uint32_t *dg = NULL;
+    CK(cudaMalloc(&dmc, sizeof(ModelCounters)));
+    CK(cudaMemset(dmc, 0, sizeof(ModelCounters)));
+    CK(cudaMalloc(&dg, NGRID * sizeof(uint32_t)));
+    CK(cudaEventRecord(e0));
+    k_gtab<<<NGRID / 256, 256>>>(dg, dmc);
+    CK(cudaGetLastError());
+    for (uint32_t q = 0; q < 4; q++)
+        k_model<<<(1u << 22) / 256, 256>>>(dg, dmc, q << 30);
+    CK(cudaGetLastError());
+    CK(cudaEventRecord(e1));
+    CK(cudaDeviceSynchronize());
+    float ms_model = 0;
+    CK(cudaEventElapsedTime(&ms_model, e0, e1));
+    ModelCounters mc;
+    CK(cudaMemcpy(&mc, dmc, sizeof mc, cudaMemcpyDeviceToHost));
+    unsigned long long model_mis = 0;
+    for (int b = 0; b < NBIN; b++)
+        model_mis += mc.bin[b];
+
     /* 3: named inputs */
     static const struct { uint32_t u; const char *what; } pts[] = {
         {0x00000000u, "+0"}, {0x80000000u, "-0"}, {0x00000001u, "smallest +subnormal"},
@@ -361,7 +429,25 @@ int main(int argc, char **argv)
             tot[j] += c->bin[b][j];
     fprintf(r, "# ex2.approx.ftz.f32 on %s (sm_%d%d)\n\n", prop.name, prop.major, prop.minor);
     fprintf(r, "Driver %d, runtime %d; gpu/probe/ex2_probe.cu. 2^32 sweep %.1f ms, grids %.1f ms, "
-               "%.0f s wall in all.\n\n", drv, rtv, ms_sweep, ms_grid, wall);
+               "model %.1f ms, %.0f s wall in all.\n\n", drv, rtv, ms_sweep, ms_grid, ms_model,
+            wall);
+    fprintf(r, "## The model (ref/hw/include/lowp/ex2_approx.h) against the hardware\n\n"
+               "lowp_ex2_approx_ftz_with(x, g), g = the hardware's ex2(k 2^-23) measured in this "
+               "run (%llu of its 2^23 entries outside [1, 2)), on all 2^32 inputs: **%llu "
+               "mismatches**%s\n\n", mc.g_outside, model_mis,
+            model_mis == 0 && mc.g_outside == 0
+                ? " (PASS: the split is exact; ex2.approx.ftz.f32 is its 2^23 values g(k))."
+                : " (FAIL).");
+    for (unsigned i = 0; i < mc.n_mis && i < NLIST; i++)
+        fprintf(r, "- x = 0x%08x (%.9g): hardware 0x%08x, model 0x%08x\n", mc.mis[i][0],
+                f32(mc.mis[i][0]), mc.mis[i][1], mc.mis[i][2]);
+    if (model_mis) {
+        fprintf(r, "\nMismatches per binade (nonzero only):\n\n| x | mismatches |\n|---|---:|\n");
+        for (int b = 0; b < NBIN; b++)
+            if (mc.bin[b])
+                fprintf(r, "| %s | %llu |\n", bin_name(b).c_str(), mc.bin[b]);
+    }
+    fprintf(r, "\n");
     fprintf(r, "## Hypothesis H: ex2(x) == 2^floor(x) * ex2(x - floor(x))\n\n");
     fprintf(r, "All 2^32 inputs: %llu tested (x normal, r exact, result normal), %llu "
                "mismatches, %llu with r = x - floor(x) inexact in binary32 (not tested).\n\n",
@@ -420,9 +506,10 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("lowp_gpu_ex2_probe: H %llu tested, %llu mismatches; grids: ambiguous %llu + %llu, "
-           "saturated %llu + %llu; sweep %.1f ms, grids %.1f ms -> %s\n", tot[C_TESTED],
-           tot[C_MISMATCH], c->grid_amb[0], c->grid_amb[1], c->grid_sat[0], c->grid_sat[1],
-           ms_sweep, ms_grid, md.c_str());
+           "saturated %llu + %llu; model: %llu mismatches of 2^32; sweep %.1f ms, grids %.1f ms, "
+           "model %.1f ms -> %s\n", tot[C_TESTED], tot[C_MISMATCH], c->grid_amb[0],
+           c->grid_amb[1], c->grid_sat[0], c->grid_sat[1], model_mis, ms_sweep, ms_grid,
+           ms_model, md.c_str());
     free(c);
     return 0;
 }
