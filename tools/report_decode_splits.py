@@ -145,6 +145,13 @@ def score(sweep, items, floor_div, cap, fmt=None, floor_cap=1 << 40, few=0):
     return math.exp(tot / n), worst
 
 
+def targets_line(met, where):
+    """The sentence counting issue #22's decode targets met; met[(format, True|False)]."""
+    return ("Issue #22's decode targets at context >= 32K against the fastest SDPA backend %s: " % where +
+            "; ".join("%s met at %d of %d" % (f, met[(f, True)], met[(f, True)] + met[(f, False)])
+                      for f in ["nvfp4", "fp8_e4m3", "bf16"]) + ".")
+
+
 CALL4 = """
 ## Candidate B on the device, and the rule now in the tree (call 4, a later session)
 
@@ -206,10 +213,7 @@ def call4(grid4_path, sdpa4_path, grid3):
             f, b, c, cb, cc, g4[k], "%.1f" % old3[0] if old3 else "-", now,
             "%.1f" % s if s else "-", "%.3f" % ratio if ratio else "-", tgt))
     L.append("")
-    L.append("Issue #22's decode targets at context >= 32K against the fastest SDPA backend of call 4 "
-             "(points where SDPA ran): " + "; ".join(
-                 "%s met at %d of %d" % (f, met[(f, True)], met[(f, True)] + met[(f, False)])
-                 for f in ["nvfp4", "fp8_e4m3", "bf16"]) + ".")
+    L.append(targets_line(met, "of call 4 (points where SDPA ran)"))
     L.append("")
     return L
 
@@ -282,10 +286,7 @@ def call5(grid5_path, sdpa5_path, g4_path):
             "%.1f" % g4[k] if k in g4 else "-",
             "%.1f (%s)" % (s[best], best) if best else "-", "%.3f" % ratio if ratio else "-", tgt))
     L.append("")
-    L.append("Issue #22's decode targets at context >= 32K against the fastest SDPA backend of the same call "
-             "(points where SDPA ran; it skips batch x context over its memory limit): " + "; ".join(
-                 "%s met at %d of %d" % (f, met[(f, True)], met[(f, True)] + met[(f, False)])
-                 for f in ["nvfp4", "fp8_e4m3", "bf16"]) + ".")
+    L.append(targets_line(met, "of the same call (points where SDPA ran; it skips batch x context over its memory limit)"))
     L.append("")
     L.append("At batch 1 (the issue's NVFP4 targets: >= 60% of the streaming read of its bytes, <= 0.65x the FP8 time):")
     L.append("")
