@@ -209,10 +209,14 @@ class Runner:
         return indptr.to(self.dev), indices.to(self.dev), last.to(self.dev), b * per
 
     def cache(self, n_pages, fmt):
+        """A cache of standard normal values in this format, filled 2048 pages (64 MB of BF16)
+        at a time, so that an FP8 cache needs no BF16 copy of itself beside it."""
         torch = self.torch
-        c = torch.empty(n_pages, 2, PAGE, KV_HEADS, HEAD_DIM, device=self.dev, dtype=torch.bfloat16)
-        c.normal_()
-        return c if fmt == "bf16" else c.to(self.dtype[fmt])
+        c = torch.empty(n_pages, 2, PAGE, KV_HEADS, HEAD_DIM, device=self.dev, dtype=self.dtype[fmt])
+        for s in range(0, n_pages, 2048):
+            part = c[s:s + 2048]
+            part.copy_(torch.empty(part.shape, device=self.dev, dtype=torch.bfloat16).normal_())
+        return c
 
     def decode_wrapper(self, b, tokens, fmt):
         w = self.fi.BatchDecodeWithPagedKVCacheWrapper(self.ws, "NHD", use_tensor_cores=True)
@@ -240,7 +244,9 @@ class Runner:
         """K, V of each request as [b, tokens, 8, 128] float32, through the page table."""
         indptr, indices, _ = table
         per = int(indptr[1].item())
-        pages = kv[indices.long().view(b, per)].float()  # [b, per, 2, 16, 8, 128]
+        # gathered as raw bytes (indexing is not defined for every float8 type), then widened
+        raw = kv.view(self.torch.uint8 if kv.element_size() == 1 else self.torch.int16)
+        pages = raw[indices.long().view(b, per)].view(kv.dtype).float()  # [b, per, 2, 16, 8, 128]
         k = pages[:, :, 0].reshape(b, per * PAGE, KV_HEADS, HEAD_DIM)[:, :tokens]
         v = pages[:, :, 1].reshape(b, per * PAGE, KV_HEADS, HEAD_DIM)[:, :tokens]
         return k, v
