@@ -45,6 +45,7 @@ import or no CUDA device (nothing measured).
 """
 import argparse
 import contextlib
+import csv
 import datetime
 import json
 import math
@@ -290,12 +291,50 @@ class Runner:
                 log(f"module {kind}-{fmt}: {times[f'{kind}-{fmt}']}")
         return times
 
-    def measure(self, fn, sets):
-        times, tnote = self.timer.time_calls("flashinfer", fn, sets)
-        return times, tnote
+    def bench(self, row, make, fmt, q_rows, b, tokens, prefix, check, notes):
+        """Time one shape: make() plans it (decode_wrapper or extend_wrapper: wrapper, page
+        table, pages); each set is q [q_rows, 32, 128], its own cache, an output. The first
+        set is checked against the reference when `check`; q_rows = b x (queries per request)."""
+        a, torch = self.a, self.torch
+        set_b = kv_bytes(b, tokens, fmt) + 2 * q_rows * Q_HEADS * HEAD_DIM * 2
+        n = n_sets(set_b, a.mem_gb * 1e9)
+        sets = []
+        try:
+            w, table, n_pages = make()
+            for _ in range(n):
+                q = torch.empty(q_rows, Q_HEADS, HEAD_DIM, device=self.dev, dtype=torch.bfloat16).normal_()
+                sets.append((q, self.cache(n_pages, fmt), torch.empty_like(q)))
+            torch.cuda.synchronize()
+            fn = self.run_fn(w, fmt)
+            if check:
+                q, kv, out = sets[0]
+                fn(q, kv, out)
+                k, v = self.gather(kv, table, b, tokens)
+                ref = self.reference(q.view(b, q_rows // b, Q_HEADS, HEAD_DIM), k, v, prefix)
+                notes.append(self.check_note(out, ref.reshape(q_rows, Q_HEADS, HEAD_DIM)))
+                del k, v, ref
+            times, tnote = self.timer.time_calls("flashinfer", fn, sets)
+            if tnote:
+                notes.append(tnote)
+            notes.append(f"{n} sets")
+            return row(times, "; ".join(notes))
+        except torch.cuda.OutOfMemoryError as ex:
+            return row(note=f"skipped: out of memory ({sb.first_line(ex)[:80]})")
+        except (RuntimeError, ValueError, TypeError, NotImplementedError) as ex:
+            return row(note=f"unsupported: {sb.first_line(ex)[:200]}")
+        finally:
+            del sets
+            torch.cuda.empty_cache()
+
+    def refused(self, row, jit, key, t0):
+        """The row for a shape not run (its module failed, or the budget is spent), else None."""
+        if not isinstance(jit.get(key), float):
+            return row(note=f"unsupported: module {jit.get(key)}")
+        if time.monotonic() - t0 > self.a.budget_s:
+            return row(note="skipped: time budget")
+        return None
 
     def decode_row(self, fmt, b, ctx, t0, jit):
-        a, torch = self.a, self.torch
         name = f"flashinfer-tc-{fmt}"
         kvb = kv_bytes(b, ctx, fmt)
 
@@ -306,46 +345,13 @@ class Runner:
                 r["gbps"] = f"{kvb / (float(r['median_us']) * 1e-6) / 1e9:.1f}"
             return r
 
-        if not isinstance(jit.get(f"decode-{fmt}"), float):
-            return row(note=f"unsupported: module {jit.get(f'decode-{fmt}')}")
-        if kvb > a.max_kv_gb * 1e9:
-            return row(note=f"skipped: K+V {kvb / 1e9:.1f} GB > {a.max_kv_gb:g} GB")
-        if time.monotonic() - t0 > a.budget_s:
-            return row(note="skipped: time budget")
-        set_b = kvb + 2 * b * Q_HEADS * HEAD_DIM * 2
-        n = n_sets(set_b, a.mem_gb * 1e9)
-        sets = None
-        try:
-            w, table, n_pages = self.decode_wrapper(b, ctx, fmt)
-            sets = []
-            for _ in range(n):
-                q = torch.empty(b, Q_HEADS, HEAD_DIM, device=self.dev, dtype=torch.bfloat16).normal_()
-                sets.append((q, self.cache(n_pages, fmt), torch.empty_like(q)))
-            torch.cuda.synchronize()
-            fn = self.run_fn(w, fmt)
-            notes = ["use_tensor_cores", "NHD page 16"]
-            if kvb <= sb.CHECK_MAX_BYTES:
-                q, kv, out = sets[0]
-                fn(q, kv, out)
-                k, v = self.gather(kv, table, b, ctx)
-                notes.append(self.check_note(out, self.reference(q.view(b, 1, Q_HEADS, HEAD_DIM), k, v,
-                                                                 ctx - 1).view(b, Q_HEADS, HEAD_DIM)))
-                del k, v
-            times, tnote = self.measure(fn, sets)
-            if tnote:
-                notes.append(tnote)
-            notes.append(f"{n} sets")
-            return row(times, "; ".join(notes))
-        except torch.cuda.OutOfMemoryError as ex:
-            return row(note=f"skipped: out of memory ({sb.first_line(ex)[:80]})")
-        except (RuntimeError, ValueError, TypeError, NotImplementedError) as ex:
-            return row(note=f"unsupported: {sb.first_line(ex)[:200]}")
-        finally:
-            del sets
-            torch.cuda.empty_cache()
+        if kvb > self.a.max_kv_gb * 1e9:
+            return row(note=f"skipped: K+V {kvb / 1e9:.1f} GB > {self.a.max_kv_gb:g} GB")
+        return self.refused(row, jit, f"decode-{fmt}", t0) or self.bench(
+            row, lambda: self.decode_wrapper(b, ctx, fmt), fmt, b, b, ctx, ctx - 1,
+            kvb <= sb.CHECK_MAX_BYTES, ["use_tensor_cores", "NHD page 16"])
 
     def extend_row(self, fmt, c, p, t0, jit):
-        a, torch = self.a, self.torch
         name = f"flashinfer-fa2-{fmt}"
 
         def row(times=None, note=""):
@@ -356,47 +362,15 @@ class Runner:
             return dict(zip(EXT_COLUMNS, [name, c, p, Q_HEADS, KV_HEADS, HEAD_DIM, f"{us:.2f}",
                                           f"{tf:.2f}", note]))
 
-        if not isinstance(jit.get(f"extend-{fmt}"), float):
-            return row(note=f"unsupported: module {jit.get(f'extend-{fmt}')}")
-        if time.monotonic() - t0 > a.budget_s:
-            return row(note="skipped: time budget")
-        set_b = kv_bytes(1, p + c, fmt) + 2 * c * Q_HEADS * HEAD_DIM * 2
-        n = n_sets(set_b, a.mem_gb * 1e9)
-        sets = None
-        try:
-            w, table, n_pages = self.extend_wrapper(c, p, fmt)
-            sets = []
-            for _ in range(n):
-                q = torch.empty(c, Q_HEADS, HEAD_DIM, device=self.dev, dtype=torch.bfloat16).normal_()
-                sets.append((q, self.cache(n_pages, fmt), torch.empty_like(q)))
-            torch.cuda.synchronize()
-            fn = self.run_fn(w, fmt)
-            notes = ["causal bottom-right", "NHD page 16"]
-            if c * (p + c) <= EXT_CHECK_MAX:
-                q, kv, out = sets[0]
-                fn(q, kv, out)
-                k, v = self.gather(kv, table, 1, p + c)
-                notes.append(self.check_note(out, self.reference(q.view(1, c, Q_HEADS, HEAD_DIM), k, v, p)[0]))
-                del k, v
-            times, tnote = self.measure(fn, sets)
-            if tnote:
-                notes.append(tnote)
-            notes.append(f"{n} sets")
-            return row(times, "; ".join(notes))
-        except torch.cuda.OutOfMemoryError as ex:
-            return row(note=f"skipped: out of memory ({sb.first_line(ex)[:80]})")
-        except (RuntimeError, ValueError, TypeError, NotImplementedError) as ex:
-            return row(note=f"unsupported: {sb.first_line(ex)[:200]}")
-        finally:
-            del sets
-            torch.cuda.empty_cache()
+        return self.refused(row, jit, f"extend-{fmt}", t0) or self.bench(
+            row, lambda: self.extend_wrapper(c, p, fmt), fmt, c, 1, p + c, p,
+            c * (p + c) <= EXT_CHECK_MAX, ["causal bottom-right", "NHD page 16"])
 
 
 def write_rows(path, columns, rows):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
-        import csv
         w = csv.DictWriter(f, fieldnames=columns)
         w.writeheader()
         w.writerows(rows)
