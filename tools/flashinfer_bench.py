@@ -395,6 +395,7 @@ def run(a):
     log(f"{props.name}, torch {torch.__version__}, CUDA {torch.version.cuda}, flashinfer {flashinfer.__version__}")
     torch.manual_seed(a.seed)
     dplan, eplan = decode_plan(a), extend_plan(a)
+    aot = os.path.join(os.path.dirname(flashinfer.__file__), "data", "aot")
     r = Runner(a, torch, flashinfer)
     t = time.monotonic()
     jit = r.jit(sorted({s[0] for s in dplan}), sorted({s[0] for s in eplan}))
@@ -404,6 +405,8 @@ def run(a):
         "cuda": torch.version.cuda, "flashinfer": flashinfer.__version__,
         "flashinfer_path": os.path.dirname(flashinfer.__file__),
         "jit_s": jit, "jit_total_s": round(time.monotonic() - t, 1),
+        # prebuilt modules (tools/flashinfer_bundle.py --build): loaded, never compiled
+        "aot_modules": sorted(os.listdir(aot)) if os.path.isdir(aot) else [],
         "runs": a.runs, "warmup": a.warmup, "mem_gb": a.mem_gb, "quick": a.quick,
         "workspace_bytes": WORKSPACE_BYTES, "page_size": PAGE,
         "sleep_cycles_per_ms": r.timer.cycles_per_ms,
