@@ -167,6 +167,7 @@ def build(args, reduced, out):
                 raise Bad(f"{m['so']} links {bad}: it would tie the device to this machine's torch")
             os.makedirs(os.path.join(tmp, m["name"]))
             shutil.copy2(m["so"], os.path.join(tmp, m["name"], m["name"] + ".so"))
+        os.chmod(tmp, 0o755)  # mkdtemp's 0700 is not a package directory's mode
         dst = os.path.join(out, "flashinfer-aot")
         shutil.rmtree(dst, ignore_errors=True)
         os.replace(tmp, dst)
