@@ -24,9 +24,12 @@ device by carry [".whl"], installed there by tools/gpu_run.sh wheels())
     Dropped: data/cutlass, data/spdlog, cub/ and thrust/ of data/cccl (the decode / prefill
     sources include none of them; nvcc -M says so) and data/csrc's other 300 files.
   The wheels `import flashinfer` needs beyond torch 2.11 (which brings jinja2, filelock,
-    numpy, cuda-bindings): apache-tvm-ffi (its native core, cp312 manylinux, the FFI through
-    which FlashInfer 0.7 loads every module: no torch C++ extension), tqdm, nvidia-ml-py,
-    requests and its four dependencies. Pinned to the versions this was checked with.
+    typing_extensions) and numpy (2.5.2 on the device): apache-tvm-ffi (its native core, cp312
+    manylinux, the FFI through which FlashInfer 0.7 loads every module: no torch C++
+    extension), tqdm, nvidia-ml-py (pynvml), requests and its four dependencies, packaging.
+    Each one's absence makes the import fail (checked by hiding it); einops, click, tabulate,
+    cuda-python and the cuDNN / CUTLASS-DSL packages of its METADATA are not imported by it.
+    Pinned to the versions this was checked with.
   flashinfer-aot/<module>/<module>.so (--build): the two JIT modules the bench uses, built here
     for sm_90a. FlashInfer looks for a prebuilt module at flashinfer/data/aot/<name>/<name>.so
     first (jit/env.py get_aot_artifacts) and then never compiles it; gpu_run.sh copies the
@@ -35,8 +38,8 @@ device by carry [".whl"], installed there by tools/gpu_run.sh wheels())
     K/V strides: BatchDecodeWithPagedKVCacheWrapper(use_tensor_cores=True) and
     BatchPrefillWithPagedKVCacheWrapper (FP8 KV, or backend="fa2") both plan onto them.
     The build runs the generator from the reduced wheel (so it also proves the reduction
-    holds every source the JIT reads), then ninja -j1 under nice -n 19 (20 nvcc runs, about
-    20 minutes on this 2-core machine; a few on the H200 host's 16 cores). Each .so is
+    holds every source the JIT reads), then ninja -j1 under nice -n 19 (20 nvcc runs: 8.5
+    minutes on the shared 2-core build machine; 2.1 and 2.2 MB of sm_90a SASS, no PTX). Each .so is
     checked to link no torch / c10 / libpython (ldd), which is what lets torch 2.11 on the
     device load a module built without it.
 
@@ -67,7 +70,7 @@ FI_WHEEL = f"flashinfer_python-{FI_VERSION}-py3-none-any.whl"
 # name==version: the device's Python (3.12, x86_64 glibc) picks the binary one
 DEPS = ["apache-tvm-ffi==0.1.15.post2", "tqdm==4.70.1", "nvidia-ml-py==13.615.71",
         "requests==2.34.2", "urllib3==2.8.0", "idna==3.20", "certifi==2026.10.19.post1",
-        "charset-normalizer==3.5.3"]
+        "charset-normalizer==3.5.3", "packaging==26.4"]
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
              "manylinux2014_x86_64", "any"]
 # Subpackages no module of which is imported by `import flashinfer, flashinfer.decode,
