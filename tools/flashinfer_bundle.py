@@ -3,11 +3,12 @@
 wheel reduced to what `import flashinfer` and the paged decode / prefill modules need, the few
 pure-Python packages it imports, and (with --build) those modules prebuilt for sm_90a.
 
-    python3 tools/flashinfer_bundle.py [--out .whl] [--dl DIR]
-    python3 tools/flashinfer_bundle.py --build --python /path/to/python-with-torch [--out .whl]
+    python3 tools/flashinfer_bundle.py [--out .whl/flashinfer] [--dl DIR]
+    python3 tools/flashinfer_bundle.py --build --python /path/to/python-with-torch
 
-WHAT IT WRITES (into --out, default .whl/ at the repository root: git-ignored, carried to the
-device by carry [".whl"], installed there by tools/gpu_run.sh wheels())
+WHAT IT WRITES (into --out, default .whl/flashinfer at the repository root: git-ignored, carried
+to the device alone by carry [".whl/flashinfer"], installed there by tools/gpu_run.sh's step
+flashinfer through wheels(); 25 MB)
   flashinfer_python-0.7.4+lowp.reduced-py3-none-any.whl: tools/reduce_wheel.py's reduction of
     the 101 MB PyPI wheel (each kept file the original's bytes, checked against its RECORD):
     - the Python package without its native sources (*.cu, *.cuh, *.h, *.c: 2945 files that
@@ -180,7 +181,8 @@ def build(args, reduced, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join(ROOT, ".whl"), help="where the bundle goes (default .whl/)")
+    ap.add_argument("--out", default=os.path.join(ROOT, ".whl", "flashinfer"),
+                    help="where the bundle goes (default .whl/flashinfer)")
     ap.add_argument("--dl", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "lowp-flashinfer"),
                     help="downloads, the unpacked wheel and the build tree (default $TMPDIR/lowp-flashinfer)")
     ap.add_argument("--build", action="store_true", help="prebuild the two modules for sm_90a")
