@@ -56,12 +56,19 @@
 #   6. step "ex2" (issue #22 item 3, only when asked): lowp_gpu_ex2_probe -> ex2-approx-h200.md,
 #      ex2_err_0_1.i8, ex2_err_m1_0.i8 (ex2.approx.ftz.f32 on all 2^32 inputs and its error on
 #      two 2^23-point grids; the three files stay out of the results archive, returned as is)
+#   6b. step "flashinfer" (issue #22, only when asked): tools/flashinfer_bench.py ->
+#      flashinfer-bench-h200.csv (paged decode, tensor-core path, BF16 and FP8 KV, the shapes
+#      of sdpa_bench.py) and flashinfer-extend-bench-h200.csv (FA2 paged prefill, FP8 KV, the
+#      shapes of sdpa_extend_bench.py); FlashInfer 0.7.4 from the bundle in .whl/flashinfer
+#      written by tools/flashinfer_bundle.py (installed as for quantlib; its prebuilt modules in
+#      .whl/flashinfer/flashinfer-aot are copied into the package, else it JIT-compiles them into
+#      $TMPDIR/lowp-flashinfer-ws); arguments in LOWP_FLASHINFER_ARGS (e.g. --quick).
 #   7. step "mpi" (issue #23, only when asked): tools/gpu_mpi.sh -> mpi-h200.md: lowp gpu
 #      conform (LOWP_GPU_MPI_ARGS, default --cases 20000) unsharded and as 2 MPI ranks
 #      (tools/lowp_mpi.sh, rank 0 merges), results and reports cmp'ed, both timed; Open MPI
 #      from the .deb files carried in .deb/mpi (carry [".deb"]).
 # Steps: LOWP_GPU_RUN_STEPS (default "cvt torch kernels"); any subset of
-#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2 mpi
+#   cvt torch mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2 mpi flashinfer
 #   ("kernels" = mma kvwrite decode sanitize sanitize-kv attn bench; prof = tools/gpu_prof.sh,
 #   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
 #   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
@@ -390,19 +397,21 @@ PYEOF
   done
   rm -f "$OUT"/attn-[qkv].npy
 fi
-# wheels: the packages carried in .whl/ (git-ignored), installed once into $WP without their
-# dependencies (torch and triton are on the machine); 1 when .whl/ holds none. A library whose
-# import still fails is reported as unavailable by the step that wanted it.
+# wheels [DIR]: the packages carried in DIR (default .whl/, git-ignored; .whl/flashinfer for
+# the flashinfer step, so that it can be carried alone), installed once per DIR into $WP without
+# their dependencies (torch and triton are on the machine); 1 when DIR holds none. A library
+# whose import still fails is reported as unavailable by the step that wanted it.
 WP=${TMPDIR:-/tmp}/lowp-wheels-py
 wheels() {
-  ls "$ROOT"/.whl/*.whl >/dev/null 2>&1 || return 1
-  [ -n "${WHEELS_IN:-}" ] && return 0
-  WHEELS_IN=1
-  say "wheels: $(ls "$ROOT"/.whl/*.whl | wc -l), $(du -ch "$ROOT"/.whl/*.whl | tail -1 | cut -f1) in .whl/ -> $WP"
+  local d=${1:-$ROOT/.whl}
+  ls "$d"/*.whl >/dev/null 2>&1 || return 1
+  case " ${WHEELS_IN:-} " in *" $d "*) return 0 ;; esac
+  WHEELS_IN="${WHEELS_IN:-} $d"
+  say "wheels: $(ls "$d"/*.whl | wc -l), $(du -ch "$d"/*.whl | tail -1 | cut -f1) in ${d#"$ROOT"/}/ -> $WP"
   # one wheel a call, so that one refusal does not stop the others; a wheel pip refuses (its
   # tags name another Python, as sglang 0.5.23's cp311 one, reduced by tools/reduce_wheel.py)
   # is extracted by zipfile after every file is checked against its RECORD
-  for w in "$ROOT"/.whl/*.whl; do
+  for w in "$d"/*.whl; do
     python3 -m pip install -q --no-deps --no-index --no-compile --upgrade --target "$WP" "$w" >>"$BLOG" 2>&1 && continue
     if python3 "$ROOT/tools/reduce_wheel.py" unpack "$w" --target "$WP" >>"$BLOG" 2>&1; then
       say "wheels: pip refused $(basename "$w"); unpacked by zipfile into $WP, each file checked against its RECORD"
@@ -429,6 +438,24 @@ if want quantlib; then
     run_step "quantlib_check.py (cpu)" 180 quantlib-check-h200-cpu.md env LOWP_LIBRARY="$B/ref/liblowp.so" \
       PYTHONPATH="$QP" python3 tools/quantlib_check.py --device cpu --out "$OUT/quantlib-check-h200-cpu.md" $QUICK
   else summ "quantlib_check.py" "not run" 0 "liblowp.so or .whl/*.whl missing"; fi
+fi
+if want flashinfer; then
+  # FlashInfer from .whl/flashinfer (tools/flashinfer_bundle.py; carry [".whl/flashinfer"]): the
+  # reduced wheel and its pure-Python dependencies, and the two modules prebuilt for sm_90a when
+  # the bundle has them (FlashInfer loads flashinfer/data/aot/<name>/<name>.so before it would
+  # compile)
+  FB=$ROOT/.whl/flashinfer
+  if wheels "$FB" && [ -d "$WP/flashinfer" ]; then
+    jit=240 # without prebuilt modules: 20 nvcc runs on the host's cores, timed in the .json
+    if [ -d "$FB/flashinfer-aot" ]; then
+      mkdir -p "$WP/flashinfer/data/aot" && cp -r "$FB/flashinfer-aot/." "$WP/flashinfer/data/aot/" && jit=30
+    fi
+    fb=$(($(left) - 40 - jit)); [ $fb -gt 300 ] && fb=300; [ $fb -lt 30 ] && fb=30 # the bench's budget after the JIT
+    run_step "flashinfer_bench.py" $(($(left) - 10)) flashinfer-bench-h200.csv env PYTHONPATH="$WP${PYTHONPATH:+:$PYTHONPATH}" \
+      FLASHINFER_WORKSPACE_BASE="${TMPDIR:-/tmp}/lowp-flashinfer-ws" python3 tools/flashinfer_bench.py \
+      --out "$OUT/flashinfer-bench-h200.csv" --extend-out "$OUT/flashinfer-extend-bench-h200.csv" \
+      --budget-s "$fb" ${LOWP_FLASHINFER_ARGS:-}
+  else summ "flashinfer_bench.py" "not run" 0 "no flashinfer in .whl/flashinfer (tools/flashinfer_bundle.py)"; fi
 fi
 if want bench && [ -x "$LOWP" ]; then
   run_step "lowp gpu bench" 240 gpu-bench-h200.csv sh -c "'$LOWP' gpu bench --csv '$OUT/gpu-bench-h200.csv' ${LOWP_GPU_BENCH_ARGS:-} | tee '$OUT/gpu-bench-h200.txt'"
