@@ -42,7 +42,7 @@ if ls "$MD"/*.deb > /dev/null 2>&1; then
   MPIRUN=(env OPAL_PREFIX="$MP/usr" PMIX_INSTALL_PREFIX="$ML/pmix2" PMIX_MCA_mca_base_component_path="$ML/pmix2/lib/pmix"
     LD_LIBRARY_PATH="$ML:$MP/lib/$(basename "$ML"):$ML/pmix2/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     PATH="$MP/usr/bin:$PATH" "$MP/usr/bin/orterun")
-  how="Debian's Open MPI from $(ls "$MD"/*.deb | wc -l) carried .deb files ($(du -sh "$MD" | cut -f1)), unpacked into $MP"
+  how="Debian's Open MPI from $(ls "$MD"/*.deb | wc -l) carried .deb files ($(du -sh "$MD" | cut -f1)), unpacked into \$TMPDIR/lowp-mpi"
 elif command -v mpirun > /dev/null 2>&1; then
   MPIRUN=(mpirun)
   how="the system's $(command -v mpirun)"
