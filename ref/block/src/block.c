@@ -497,12 +497,10 @@ static float ct_clamp(const recipe_ctx *c, float v, float hi)
     return (c->flags & LOWP_BLOCK_CUDA_OPS) && v != v ? -hi : clamp_sym(v, hi);
 }
 
-/* torch.exp2(-127.0) on a CUDA float32 tensor (LOWP_BLOCK_CUDA_OPS, recipes.md T8): the
- * H200 run (2026-12-02) puts ModelOpt MXFP4's x / exp2(-127) above x / 2^-127 exactly at
- * E2M1 midpoints, so the divisor is below 2^-127 = bits 0x00400000; hypothesis: one
- * subnormal ulp below (exp2f's non-ftz subnormal path squares exp2(x / 2) and rounds once
- * into the subnormals). Every exponent ModelOpt divides by is >= -127 (its clamp), and the
- * run shows no difference at -126 and above, so only -127 is modelled. */
+/* torch.exp2(-127.0) on a CUDA float32 tensor (LOWP_BLOCK_CUDA_OPS, recipes.md T8):
+ * 0x003FFFFF, one subnormal ulp below 2^-127 (measured by tools/quantlib_check.py's probe on
+ * the H200, 2026-12-02: the only integer in [-150, 127] where torch.exp2 is not exact there).
+ * Every exponent ModelOpt divides by is >= -127 (its clamp), so only -127 is modelled. */
 #define CUDA_EXP2_M127_BITS 0x003fffffu
 
 /* log2 rounded once to binary32 (torch.log2 on a float32 tensor, assumed correctly rounded:
