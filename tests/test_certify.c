@@ -62,8 +62,37 @@ typedef struct emu {
     int use_exp2;            /* exp2 with log2 e folded into the scale */
     int l_rounded;           /* l sums the rounded P */
     int exp_jitter;          /* perturb every exp by up to 2^-22 relative */
+    lowp_certify_dtype prod_real; /* what it really rounds each Q.K product to */
+    int mma_f;               /* > 0: both dots are tensor-core steps keeping mma_f fraction bits */
+    size_t qk_g;             /* products per Q.K step when mma_f > 0 */
     uint64_t rng;
 } emu;
+
+/* One tensor-core step, from lowp/certify.h's mma_frac: C and the nt terms t (exact
+ * products) aligned to the largest exponent E among them (2^E <= max |x| < 2^(E+1)), each
+ * truncated toward zero to a multiple of 2^(E - f), summed exactly (binary64 holds the sum:
+ * f + 8 < 53 bits for nt < 128), the sum truncated to min(f, 23) fraction bits. */
+static float mma_step(float C, const double *t, size_t nt, int f)
+{
+    double mx = fabs((double)C);
+    for (size_t i = 0; i < nt; i++)
+        mx = fabs(t[i]) > mx ? fabs(t[i]) : mx;
+    if (mx == 0.0)
+        return C;
+    int E;
+    frexp(mx, &E);
+    E -= 1; /* 2^E <= mx < 2^(E+1) */
+    double sum = trunc(ldexp((double)C, f - E));
+    for (size_t i = 0; i < nt; i++)
+        sum += trunc(ldexp(t[i], f - E));
+    sum = ldexp(sum, E - f);
+    if (sum == 0.0)
+        return 0.0f;
+    int Es, fo = f < 23 ? f : 23;
+    frexp(sum, &Es);
+    Es -= 1;
+    return (float)ldexp(trunc(ldexp(sum, fo - Es)), Es - fo);
+}
 
 static float emu_exp(emu *e, float x)
 {
@@ -92,8 +121,17 @@ static void emu_row(emu *e, size_t n, size_t D, size_t Dv, const float *q8, floa
     float *oc = malloc(C * Dv * sizeof *oc), *o = malloc(Dv * sizeof *o);
     for (size_t j = 0; j < n; j++) {
         float acc = 0.0f;
-        for (size_t d = 0; d < D; d++)
-            acc = acc + q8[d] * k[j * D + d];
+        if (e->mma_f > 0) {
+            double t[128];
+            for (size_t d0 = 0; d0 < D; d0 += e->qk_g) {
+                size_t nt = d0 + e->qk_g < D ? e->qk_g : D - d0;
+                for (size_t i = 0; i < nt; i++)
+                    t[i] = (double)q8[d0 + i] * (double)k[j * D + d0 + i];
+                acc = mma_step(acc, t, nt, e->mma_f);
+            }
+        } else
+            for (size_t d = 0; d < D; d++)
+                acc = acc + rnd(e->prod_real, q8[d] * k[j * D + d]);
         s[j] = acc * sc;
     }
     for (size_t c = 0; c < C; c++) {
@@ -121,6 +159,13 @@ static void emu_row(emu *e, size_t n, size_t D, size_t Dv, const float *q8, floa
                 }
                 l = l + lsum;
                 for (size_t d = 0; d < Dv; d++) {
+                    if (e->mma_f > 0) { /* one tensor-core step of je - jb positions into o */
+                        double t[128];
+                        for (size_t j = jb; j < je; j++)
+                            t[j - jb] = (double)P[j - jb] * (double)v[j * Dv + d];
+                        o[d] = mma_step(o[d], t, je - jb, e->mma_f);
+                        continue;
+                    }
                     float part = 0.0f;
                     for (size_t j = jb; j < je; j++)
                         part = part + P[j - jb] * v[j * Dv + d];
@@ -263,12 +308,23 @@ static lowp_certify_arith draw_arith(uint64_t *r)
     a.partial_dtype = (lowp_certify_dtype)lowp_test_irange(r, 0, 2);
     a.mma_k = lowp_test_irange(r, 0, 1) ? 16 : 1;
     a.v_scale_after_output = lowp_test_irange(r, 0, 1);
+    a.l_unrounded = lowp_test_irange(r, 0, 1);
+    switch (lowp_test_irange(r, 0, 5)) { /* tensor-core steps: H200 mma.sync E4M3, BF16, wgmma FP8 */
+    case 0: a.mma_frac = 23; break;
+    case 1: a.mma_frac = 25; break;
+    case 2: a.mma_frac = 13; break;
+    default: a.mma_frac = 0;
+    }
+    if (a.mma_frac > 0 && lowp_test_irange(r, 0, 1))
+        a.mma_k = 32;
+    if (a.mma_frac == 0) /* products are exact in a tensor core; rounded on CUDA cores */
+        a.prod_dtype = (lowp_certify_dtype)lowp_test_irange(r, 0, 2);
     return a;
 }
 
 START_TEST(test_bound_holds_for_emulated_arithmetics)
 {
-    const int cases = 12000;
+    const int cases = 14000;
     int done = 0, coarse = 0;
     double worst[K_KINDS] = {0};
     for (int i = 0; i < cases; i++) {
@@ -278,6 +334,11 @@ START_TEST(test_bound_holds_for_emulated_arithmetics)
                  .use_exp2 = lowp_test_irange(&r, 0, 1), .l_rounded = lowp_test_irange(&r, 0, 1),
                  .exp_jitter = lowp_test_irange(&r, 0, 1), .rng = lowp_splitmix64(&r)};
         e.p_real = e.decl.p_dtype;
+        e.prod_real = e.decl.prod_dtype;
+        e.mma_f = e.decl.mma_frac;
+        e.qk_g = lowp_test_irange(&r, 0, 1) ? 32 : 16;
+        if (e.decl.l_unrounded)
+            e.l_rounded = 0;
         row_case c;
         make_case(&r, kind, &c);
         double w = run_case(&e, &c);
@@ -287,11 +348,12 @@ START_TEST(test_bound_holds_for_emulated_arithmetics)
             continue;
         }
         done++;
-        ck_assert_msg(w <= 1.0, "case %d (kind %d, q %s p %s out %s split %zu partial %s mma_k %zu v_after %d): "
-                      "error / bound = %g",
+        ck_assert_msg(w <= 1.0, "case %d (kind %d, q %s p %s out %s split %zu partial %s mma_k %zu v_after %d prod %s "
+                      "l_unrounded %d mma_frac %d): error / bound = %g",
                       i, kind, lowp_certify_dtype_name(e.decl.q_dtype), lowp_certify_dtype_name(e.decl.p_dtype),
                       lowp_certify_dtype_name(e.decl.out_dtype), e.decl.split_tokens,
-                      lowp_certify_dtype_name(e.decl.partial_dtype), e.decl.mma_k, e.decl.v_scale_after_output, w);
+                      lowp_certify_dtype_name(e.decl.partial_dtype), e.decl.mma_k, e.decl.v_scale_after_output,
+                      lowp_certify_dtype_name(e.decl.prod_dtype), e.decl.l_unrounded, e.decl.mma_frac, w);
         worst[kind] = w > worst[kind] ? w : worst[kind];
     }
     printf("test_certify: seed 0x%llx, %d emulated rows within bound (%d too coarse for a bound); worst error/bound "
@@ -319,6 +381,118 @@ START_TEST(test_extra_rounding_is_caught)
     }
     ck_assert_msg(caught, "P rounded to e4m3 under a bf16 declaration was not caught in %d cases", tried);
     printf("test_certify: the extra P rounding was caught on case %d\n", tried - 1);
+}
+END_TEST
+
+/* A kernel that does less precise arithmetic than it declares is caught: it differs from
+ * its declaration in exactly one of (products rounded to BF16 | a 13-bit tensor-core window |
+ * l summing the E4M3-rounded P), on one kind of row (more rows of that kind until one is
+ * outside, at most 40). Returns the case that caught it, or -1. */
+static int caught_case(int which, int kind)
+{
+    for (int i = 0; i < 40; i++) {
+        uint64_t r = lowp_test_stream(g_seed, 3, (uint64_t)(which * 1000 + i), 0);
+        emu e = {.decl = lowp_certify_arith_default(), .tile = 16, .rng = 1, .qk_g = 32};
+        e.decl.q_dtype = LOWP_CERTIFY_BF16;
+        e.decl.out_dtype = LOWP_CERTIFY_F32;
+        e.decl.p_dtype = LOWP_CERTIFY_F32;
+        if (which == 0)
+            e.prod_real = LOWP_CERTIFY_BF16; /* declared F32 products */
+        if (which == 1) {
+            e.decl.mma_frac = 23;
+            e.decl.mma_k = 32;
+            e.mma_f = 13;
+        }
+        if (which == 2) {
+            e.decl.p_dtype = LOWP_CERTIFY_E4M3;
+            e.decl.l_unrounded = 1;
+            e.l_rounded = 1;
+        }
+        e.p_real = e.decl.p_dtype;
+        row_case c;
+        make_case(&r, kind, &c);
+        if (which == 2) {
+            /* Where l's rounding shows: one key at score 0 (P = 1 exactly) holds all of V;
+             * the other n - 1 have weight e^-6.59375 = 0.70 x 2^-9, which E4M3 rounds up to
+             * 2^-9, so a rounded l is 1.3x too large in its tail while the numerator is exact:
+             * with n ~ 2000 the output is ~25% low, against a bound of about 2 u_p |o|. */
+            free_case(&c);
+            c.n = 1000 + (size_t)i * 50;
+            c.D = 16;
+            c.Dv = 8;
+            c.q = calloc(c.D, sizeof(float));
+            c.k = calloc(c.n * c.D, sizeof(float));
+            c.v = calloc(c.n * c.Dv, sizeof(float));
+            c.qs = c.ks = c.vs = 1.0f;
+            c.sm = 0.25;
+            c.q[0] = 1.0f;
+            for (size_t j = 1; j < c.n; j++)
+                c.k[j * c.D] = -26.375f;
+            for (size_t d = 0; d < c.Dv; d++)
+                c.v[d] = 1.0f + 0.125f * (float)d;
+        }
+        double w = run_case(&e, &c);
+        free_case(&c);
+        if (w > 1.0)
+            return i;
+    }
+    return -1;
+}
+
+START_TEST(test_less_precise_arithmetic_is_caught)
+{
+    static const char *what[] = {"Q.K products rounded to bf16 under an f32 declaration",
+                                 "a 13-bit tensor-core window under a 23-bit declaration",
+                                 "l summing the e4m3 P under an l_unrounded declaration"};
+    static const int kind[] = {K_PEAKED, K_LONG, K_RANDOM};
+    for (int w = 0; w < 3; w++) {
+        int at = caught_case(w, kind[w]);
+        ck_assert_msg(at >= 0, "%s was not caught in 40 rows", what[w]);
+        printf("test_certify: %s: caught on row %d\n", what[w], at);
+    }
+}
+END_TEST
+
+/* The tensor-core term of the bound is needed and sufficient: a 13-bit window (wgmma FP8)
+ * on P.V over rows whose scores are near 0 (flat softmax, every score term negligible) and
+ * positive V (the accumulator grows, so every step truncates against it) is within the bound
+ * when declared (mma_frac 13), and outside the bound of fp32 steps (mma_frac 0): without the
+ * S e_b V_d term the declared bound would be the latter's. */
+START_TEST(test_mma_window_term_is_needed)
+{
+    int within = 0, outside = 0;
+    for (int i = 0; i < 8; i++) {
+        uint64_t r = lowp_test_stream(g_seed, 4, (uint64_t)i, 0);
+        row_case c = {.n = (size_t)lowp_test_irange(&r, 600, 900), .D = 16, .Dv = 8, .qs = 1.0f, .ks = 1.0f,
+                      .vs = 1.0f, .sm = 0.25};
+        c.q = lowp_test_xmalloc(c.D * sizeof(float));
+        c.k = lowp_test_xmalloc(c.n * c.D * sizeof(float));
+        c.v = lowp_test_xmalloc(c.n * c.Dv * sizeof(float));
+        for (size_t d = 0; d < c.D; d++)
+            c.q[d] = rnd(LOWP_CERTIFY_BF16, (float)(0.01 * lowp_test_gauss(&r)));
+        for (size_t x = 0; x < c.n * c.D; x++)
+            c.k[x] = rnd(LOWP_CERTIFY_BF16, (float)lowp_test_gauss(&r));
+        for (size_t x = 0; x < c.n * c.Dv; x++)
+            c.v[x] = rnd(LOWP_CERTIFY_BF16, (float)(1.0 + lowp_test_urand(&r)));
+        for (int declared = 0; declared < 2; declared++) {
+            emu e = {.decl = lowp_certify_arith_default(), .tile = 64, .rng = 1, .qk_g = 16, .mma_f = 13};
+            e.decl.q_dtype = LOWP_CERTIFY_BF16;
+            e.decl.p_dtype = e.p_real = LOWP_CERTIFY_F32;
+            e.decl.out_dtype = LOWP_CERTIFY_F32;
+            e.decl.mma_k = 32;
+            e.decl.mma_frac = declared ? 13 : 0;
+            double w = run_case(&e, &c);
+            ck_assert_msg(w >= 0, "row %d: the bound refused (too coarse)", i);
+            if (declared)
+                ck_assert_msg(w <= 1.0, "row %d (n %zu): 13-bit steps declared, error / bound %g", i, c.n, w);
+            within += declared && w <= 1.0;
+            outside += !declared && w > 1.0;
+        }
+        free_case(&c);
+    }
+    ck_assert_msg(outside == 8, "13-bit steps under an fp32 declaration: only %d of 8 rows outside", outside);
+    printf("test_certify: 13-bit P.V steps: %d of 8 rows within as declared, %d of 8 outside as fp32 steps\n", within,
+           outside);
 }
 END_TEST
 
@@ -880,7 +1054,8 @@ static Suite *certify_suite(void)
 {
     Suite *s = suite_create("certify");
     lowp_test_tcase(s, "bound", 60,
-                    LOWP_TESTS(test_bound_holds_for_emulated_arithmetics, test_extra_rounding_is_caught));
+                    LOWP_TESTS(test_bound_holds_for_emulated_arithmetics, test_extra_rounding_is_caught,
+                               test_less_precise_arithmetic_is_caught, test_mma_window_term_is_needed));
     lowp_test_tcase(s, "layouts", 60,
                     LOWP_TESTS(test_vllm_fp8_lowp_kernel_within_and_perturbed_outside, test_ignored_k_scale_is_named,
                                test_flashinfer_hnd_and_swap_named, test_trtllm_nvfp4_and_v_scale_order_named,

@@ -67,6 +67,9 @@ static void certify_usage(FILE *f)
           "  --split-tokens N    split-K with N positions per split (default: none)\n"
           "  --partial-dtype T   split-K partial outputs stored in f32 (default) bf16 f16\n"
           "  --mma-k N           positions summed per fp32 accumulation step (default 1)\n"
+          "  --prod-dtype T      each Q.K product rounded to T before the sum: f32 (default) bf16 f16\n"
+          "  --l-unrounded       l sums the weights before their rounding to the P dtype (Triton's e_sum)\n"
+          "  --mma-frac F        tensor-core dots keeping F fraction bits per step (8..25; default 0: fp32 adds)\n"
           "  --v-scale-after-output  out = RN(RN(o/l) x v_scale) (FlashInfer's out *= v_scale)\n"
           "  --sm-scale S        softmax scale (default 1/sqrt(qk_dim))\n"
           "  --seq B             certify sequence B only (the reproducer of a worst element)\n"
@@ -137,9 +140,9 @@ typedef struct {
     const char *layout, *k, *v, *ksf, *vsf, *bt, *sl, *indptr, *indices, *lpl, *q, *out, *qo;
     const char *slots, *k_in, *v_in, *recipe; /* --kv-write */
     int kv_write;
-    const char *page_order, *k_sf_order, *v_sf_order, *q_dtype, *p_dtype, *out_dtype, *partial_dtype;
+    const char *page_order, *k_sf_order, *v_sf_order, *q_dtype, *p_dtype, *out_dtype, *partial_dtype, *prod_dtype;
     double k_scale, v_scale, q_scale, sm_scale;
-    int k_scale_set, v_scale_set, v_after, no_diag;
+    int k_scale_set, v_scale_set, v_after, no_diag, l_unrounded, mma_frac;
     size_t split, mma_k, worst, threads;
     long seq;
     lowp_shard_opts so; /* --shard, --result, --merge */
@@ -160,6 +163,7 @@ static void kv_write_opts(const certify_opts *o)
                       "for an unscaled cache)");
     if (o->q || o->out || o->qo || o->bt || o->sl || o->indptr || o->indices || o->lpl || o->seq >= 0 ||
         o->q_dtype || o->p_dtype || o->out_dtype || o->partial_dtype || o->split || o->mma_k || o->v_after ||
+        o->prod_dtype || o->l_unrounded || o->mma_frac ||
         o->sm_scale != 0 || o->q_scale != 0)
         lowp_cli_fail("certify --kv-write: --q, --out, --qo-indptr, --seq, page tables and the declared arithmetic "
                       "belong to the attention check, not to a cache write");
@@ -206,6 +210,7 @@ static void parse(int argc, char **argv, certify_opts *o)
         else if (strcmp(s, "--p-dtype") == 0) str = &o->p_dtype;
         else if (strcmp(s, "--out-dtype") == 0) str = &o->out_dtype;
         else if (strcmp(s, "--partial-dtype") == 0) str = &o->partial_dtype;
+        else if (strcmp(s, "--prod-dtype") == 0) str = &o->prod_dtype;
         if (str != NULL)
             *str = lowp_cli_option_value(argc, argv, &i);
         else if (strcmp(s, "--k-scale") == 0) {
@@ -231,6 +236,10 @@ static void parse(int argc, char **argv, certify_opts *o)
             o->seq = (long)lowp_cli_parse_i64(s, lowp_cli_option_value(argc, argv, &i), 0, INT32_MAX);
         else if (strcmp(s, "--v-scale-after-output") == 0)
             o->v_after = 1;
+        else if (strcmp(s, "--l-unrounded") == 0)
+            o->l_unrounded = 1;
+        else if (strcmp(s, "--mma-frac") == 0)
+            o->mma_frac = (int)lowp_cli_parse_u64(s, lowp_cli_option_value(argc, argv, &i), 8, 25);
         else if (strcmp(s, "--no-diagnose") == 0)
             o->no_diag = 1;
         else if (strcmp(s, "--kv-write") == 0)
@@ -623,6 +632,9 @@ int lowp_cmd_certify(int argc, char **argv)
     ar.split_tokens = o.split;
     ar.mma_k = o.mma_k;
     ar.v_scale_after_output = o.v_after;
+    ar.prod_dtype = dtype_opt("--prod-dtype", o.prod_dtype, ar.prod_dtype);
+    ar.l_unrounded = o.l_unrounded;
+    ar.mma_frac = o.mma_frac;
     lowp_kv_layout page_order = LOWP_KV_NHD;
     if (o.page_order != NULL && lowp_kv_layout_parse(o.page_order, &page_order))
         lowp_cli_fail("--page-order: '%s' is not nhd or hnd", o.page_order);
@@ -749,6 +761,12 @@ int lowp_cmd_certify(int argc, char **argv)
         fprintf(hf, " (q_scale %.9g)", ar.q_scale > 0 ? (double)ar.q_scale : 1.0);
     fprintf(hf, ", P %s, out %s, fp32 accumulation in steps of %zu position%s", lowp_certify_dtype_name(ar.p_dtype),
             lowp_certify_dtype_name(ar.out_dtype), ar.mma_k > 1 ? ar.mma_k : 1, ar.mma_k > 1 ? "s" : "");
+    if (ar.prod_dtype != LOWP_CERTIFY_F32)
+        fprintf(hf, ", Q.K products rounded to %s", lowp_certify_dtype_name(ar.prod_dtype));
+    if (ar.l_unrounded)
+        fprintf(hf, ", l of the unrounded weights");
+    if (ar.mma_frac)
+        fprintf(hf, ", tensor-core steps keeping %d fraction bits", ar.mma_frac);
     if (ar.split_tokens)
         fprintf(hf, ", split-K %zu (partials %s)", ar.split_tokens, lowp_certify_dtype_name(ar.partial_dtype));
     fprintf(hf, ", v_scale %s; sm_scale %.9g\n", ar.v_scale_after_output ? "after the output rounding" : "inside",

@@ -64,7 +64,8 @@ class _Cache(ctypes.Structure):
 
 class _Arith(ctypes.Structure):
     _fields_ = [("q_dtype", _i), ("q_scale", _f), ("p_dtype", _i), ("out_dtype", _i), ("partial_dtype", _i),
-                ("split_tokens", _sz), ("mma_k", _sz), ("v_scale_after_output", _i), ("sm_scale", _d)]
+                ("split_tokens", _sz), ("mma_k", _sz), ("v_scale_after_output", _i), ("sm_scale", _d),
+                ("prod_dtype", _i), ("l_unrounded", _i), ("mma_frac", _i)]
 
 
 class _Worst(ctypes.Structure):
@@ -200,15 +201,16 @@ def certify(layout, key_cache, value_cache, *, k_scale, v_scale, query, output, 
             seq_lens=None, kv_indptr=None, kv_indices=None, kv_last_page_len=None, k_block_scales=None,
             v_block_scales=None, kv_layout="NHD", k_sf_order=None, v_sf_order=None, q_dtype="f32",
             q_scale=0.0, p_dtype="bf16", out_dtype="bf16", split_tokens=0, partial_dtype="f32", mma_k=1,
-            v_scale_after_output=False, sm_scale=0.0, seq=None, diagnose=True, threads=0, worst=8,
-            qo_indptr=None):
+            v_scale_after_output=False, sm_scale=0.0, prod_dtype="f32", l_unrounded=False, mma_frac=0, seq=None,
+            diagnose=True, threads=0, worst=8, qo_indptr=None):
     """Certify a decode kernel's output (lowp/certify.h). The cache tensors are the
     framework's own (layout: vllm-fp8, flashinfer, sglang-nvfp4, trtllm); query is [batch,
     num_q_heads, qk_dim] before the kernel's cast, output [batch, num_q_heads, vo_dim].
     k_scale / v_scale are the decode-side scales (required: 1.0 for an unscaled cache).
     Extend / prefill: qo_indptr (int32 [batch + 1]) makes query and output [qo_indptr[-1],
     num_q_heads, ...]; sequence b's queries are its last qo_indptr[b+1] - qo_indptr[b] tokens,
-    causal (query i sees positions 0 .. prefix + i).
+    causal (query i sees positions 0 .. prefix + i). The declared arithmetic (q_dtype ..
+    mma_frac) is lowp_certify_arith's, field by field.
     Raises ValueError on bad input; returns a Certificate."""
     if layout not in LAYOUTS:
         raise ValueError("lowp.certify: layout %r is not one of %s" % (layout, ", ".join(LAYOUTS)))
@@ -273,6 +275,7 @@ def certify(layout, key_cache, value_cache, *, k_scale, v_scale, query, output, 
     a.out_dtype, a.partial_dtype = _dtype(out_dtype, "out_dtype"), _dtype(partial_dtype, "partial_dtype")
     a.q_scale, a.split_tokens, a.mma_k = float(q_scale), int(split_tokens), int(mma_k)
     a.v_scale_after_output, a.sm_scale = int(bool(v_scale_after_output)), float(sm_scale)
+    a.prod_dtype, a.l_unrounded, a.mma_frac = _dtype(prod_dtype, "prod_dtype"), int(bool(l_unrounded)), int(mma_frac)
     exact = np.full(o.shape, np.nan)
     bound = np.full(o.shape, np.nan)
     verdict = np.full(o.shape, 255, dtype=np.uint8)

@@ -61,19 +61,30 @@
  * 1. Scores: a fp32 sum of D exact or once-rounded products in any order is off by at most
  *    D u_acc sum|terms| (Higham 3.5 with u_acc per step), the scale by at most 2 roundings
  *    forming it, 1 applying it and 2 for log2 e, the subtraction s^ - m by 1:
- *      |(s^_j - m^) - (s_j - m)|  <=  D u_acc A_j + 6u (|s_j| + |s_j - m|)  (+ the common
- *    shift, which cancels in o / l). With exp's error and the split merge's w_c (one more
- *    exp of the same kind), each weight is p_j c (1 + d_j) with one common c and
- *      |d_j| <= delta = max_j [D u_acc A_j + 6u (|s_j| + |s_j - m|)] + 2 u_exp.
+ *      |(s^_j - m^) - (s_j - m)|  <=  a_j + 6u (|s_j| + |s_j - m|)  (+ the common
+ *    shift, which cancels in o / l), a_j = D u_acc A_j. Products rounded to prod_dtype add
+ *    u_x A_j + D u_x x_min |sm| to a_j. Tensor-core steps (mma_frac f, fo = min(f, 23)): a
+ *    step adding g terms to its accumulator C is off by at most (g + 1) 2^-f max + 2^-fo |C'|
+ *    <= ((g + 1) 2^-f + 2^-fo) M (M = |C| + the |terms|, >= the largest and >= |C'|); over the
+ *    S = ceil(D / g) steps of the dot, M <= sum|terms| and S (g + 1) <= 2 D + 2 for every
+ *    1 <= g <= D, so a_j = max(D u_acc, (2 D + 2) 2^-f + D 2^-fo) A_j, whatever the width.
+ *    With exp's error and the split merge's w_c (one more exp of the same kind), each
+ *    weight is p_j c (1 + d_j) with one common c and
+ *      |d_j| <= delta = max_j [a_j + 6u (|s_j| + |s_j - m|)] + 2 u_exp.
  *    Weights p(1+d) in both sums move o by sum_j p_j d_j (v_j - o) / sum_j p_j (1 + d_j):
  *      E1 = delta (V_d + |o_d|).
  * 2. P rounded to p_dtype: each P_j is off by u_p max(p~_j, p_min) (p~_j <= 1 relative to
  *    the running max; a later rescale by alpha <= 1 only shrinks it), in the numerator,
- *    and in the denominator if l sums the rounded P: E2 = u_p (W_d + W_l |o_d|).
+ *    and in the denominator if l sums the rounded P: E2 = u_p (W_d + W_l |o_d|), without
+ *    the W_l term when l_unrounded declares that l sums the weights before the rounding.
  * 3. Accumulation of o and l: a chain of at most c = ceil(len / b) + b + C + 2 steps per
  *    term (len = split_tokens or n, b = mma_k positions summed per step, C splits merged,
  *    the rescale and the division), each one add (u_acc) and one rescale multiply (u):
  *      E3 = 2 c u_acc (V_d + |o_d|).
+ *    Tensor-core steps (mma_frac): each of the S = ceil(len / b) steps of o's chain is off
+ *    by at most e_b M_s, e_b = (b + 1) 2^-f + 2^-fo (item 1), M_s <= sum_j P_j |v_jd| (its
+ *    accumulator and its terms), so o / l moves by at most S e_b V_d more: E3 += S e_b V_d
+ *    (kept beside the chain term, which still charges the rescales and the merge).
  * 4. Split-K partials stored in partial_dtype (not F32): E4 = u_part (V_d + part_min).
  * 5. The division o / l and the V scale (its product and the rounding of a folded bmm2
  *    scale): E5 = 4u |o_d|.
@@ -82,7 +93,8 @@
  * 7. Output rounding: E7 = u_o max(|o_d|, o_min); with v_scale_after_output, plus the
  *    rounding before the scale: u_o max(|o_d| / v_scale, o_min) v_scale.
  * All terms are first-order; when the relative ones are small, delta + u_p W_l + 2 c u_acc
- * + 4u <= 1/8 (else -1: the analysis does not apply), the second-order remainder is below
+ * [+ S e_b] + 4u <= 1/8 (else -1: the analysis does not apply; u_p W_l only when l may sum
+ * the rounded P), the second-order remainder is below
  * (1 - 1/8)^-2 - 1 < 1/3 of the first-order sum, so
  *      B_d = 2 (E1 + E2 + E3 + E4 + E5 + E6 + E7)
  * is an upper bound on |out_d - o_d|. tests/test_certify.c holds emulations of every
@@ -366,7 +378,15 @@ int lowp_certify_row_bound(const lowp_certify_arith *a, size_t n, size_t D, size
             bound[d] = INFINITY;
         return -1;
     }
-    /* scores and delta */
+    /* scores and delta: a_j = (acc_rate + u_prod) A_j + D u_prod x_min |sm| (item 1) */
+    const int mf = a->mma_frac;
+    const double ff = mf > 0 ? ldexp(1.0, -mf) : 0.0, ffo = mf > 0 ? ldexp(1.0, -(mf < 23 ? mf : 23)) : 0.0;
+    double acc_rate = (double)D * U_ACC;
+    if (mf > 0 && (2.0 * (double)D + 2.0) * ff + (double)D * ffo > acc_rate)
+        acc_rate = (2.0 * (double)D + 2.0) * ff + (double)D * ffo;
+    const int prod = a->prod_dtype != LOWP_CERTIFY_F32;
+    const double up_prod = prod ? dt_u[a->prod_dtype] : 0.0;
+    const double prod_tiny = prod ? (double)D * dt_u[a->prod_dtype] * dt_min[a->prod_dtype] * fabs(sm) : 0.0;
     double m = -INFINITY, dmax = 0.0;
     int finite = 1;
     for (size_t j = 0; j < n && finite; j++) {
@@ -379,7 +399,7 @@ int lowp_certify_row_bound(const lowp_certify_arith *a, size_t n, size_t D, size
         s[j] = sm * dot;
         if (!isfinite(s[j]) || !isfinite(abs))
             finite = 0;
-        double aj = (double)D * U_ACC * fabs(sm) * abs;
+        double aj = (acc_rate + up_prod) * fabs(sm) * abs + prod_tiny;
         if (aj > dmax)
             dmax = aj;
         if (s[j] > m)
@@ -408,7 +428,10 @@ int lowp_certify_row_bound(const lowp_certify_arith *a, size_t n, size_t D, size
     size_t len = a->split_tokens > 0 && a->split_tokens < n ? a->split_tokens : n;
     size_t C = a->split_tokens > 0 ? (n + a->split_tokens - 1) / a->split_tokens : 1;
     double chain = (double)((len + b - 1) / b + b + C + 2);
-    double rel = delta + up * Wl + 2.0 * chain * U_ACC + 4.0 * U;
+    /* tensor-core steps of o's chain (item 3): S e_b */
+    const double mma_chain = mf > 0 ? (double)((len + b - 1) / b) * ((double)(b + 1) * ff + ffo) : 0.0;
+    const double up_l = a->l_unrounded ? 0.0 : up;
+    double rel = delta + up_l * Wl + 2.0 * chain * U_ACC + mma_chain + 4.0 * U;
     if (!(rel <= 0.125))
         bad = 1;
     const int part = a->split_tokens > 0 && C > 1 && a->partial_dtype != LOWP_CERTIFY_F32;
@@ -432,8 +455,8 @@ int lowp_certify_row_bound(const lowp_certify_arith *a, size_t n, size_t D, size
         Vd /= L;
         Wd /= L;
         double E1 = delta * (Vd + o);
-        double E2 = up * (Wd + Wl * o);
-        double E3 = 2.0 * chain * U_ACC * (Vd + o);
+        double E2 = up * Wd + up_l * Wl * o;
+        double E3 = 2.0 * chain * U_ACC * (Vd + o) + mma_chain * Vd;
         double E4 = upart * (Vd + partmin);
         double E5 = 4.0 * U * o;
         double E6 = ((double)n + chain) * 0x1p-126 * vmax;
@@ -462,6 +485,13 @@ static int check_arith(const lowp_certify_arith *a, char *why, size_t why_len)
         return lowp_why_set(why, why_len, "arith: sm_scale must be finite");
     if (a->mma_k > 4096)
         return lowp_why_set(why, why_len, "arith: mma_k %zu is not an MMA width (at most 4096)", a->mma_k);
+    if (a->prod_dtype == LOWP_CERTIFY_E4M3 || (unsigned)a->prod_dtype >= LOWP_CERTIFY_DTYPE_COUNT)
+        return lowp_why_set(why, why_len, "arith: prod_dtype must be f32, bf16 or f16");
+    if (a->l_unrounded != 0 && a->l_unrounded != 1)
+        return lowp_why_set(why, why_len, "arith: l_unrounded must be 0 or 1, not %d", a->l_unrounded);
+    if (a->mma_frac != 0 && (a->mma_frac < 8 || a->mma_frac > 25))
+        return lowp_why_set(why, why_len, "arith: mma_frac %d is not a tensor-core window (0, or 8..25 fraction bits)",
+                            a->mma_frac);
     return 0;
 }
 

@@ -144,9 +144,26 @@ typedef struct lowp_certify_arith {
     int v_scale_after_output;         /* out = RN_o(RN_o(o / l) * v_scale), FlashInfer's
                                          `out *= v_scale` in the output dtype */
     double sm_scale;                  /* 0: 1/sqrt(qk_dim) */
+    lowp_certify_dtype prod_dtype;    /* each Q.K product rounded (RN) to this before the sum: a
+                                         CUDA-core dot of BF16 tensors (SGLang's MHA decode,
+                                         tl.sum(q * k) on BF16) declares BF16; F32: the products
+                                         are exact or rounded once in binary32 (F32, BF16, F16) */
+    int l_unrounded;                  /* 1: l sums the weights before their rounding to p_dtype,
+                                         so P's rounding enters the numerator only (Triton's
+                                         e_sum += tl.sum(p) beside tl.dot(p.to(v.dtype), v));
+                                         0: l may sum either */
+    int mma_frac;                     /* 0: every accumulation step is at least as accurate as a
+                                         binary32 add (u_acc, certify.c). 8..25: both dots run as
+                                         tensor-core steps (Q.K of any width, P.V of mma_k
+                                         positions) that align every term and the accumulator to
+                                         the step's largest exponent keeping mma_frac fraction
+                                         bits (truncated) and round the step's result to
+                                         min(mma_frac, 23) fraction bits: Hopper mma.sync E4M3
+                                         keeps 23 (research probe), wgmma FP8 13 (e8m13) */
 } lowp_certify_arith;
 
-/* F32 q, BF16 P, BF16 out, F32 partials, no split, mma_k 1, v_scale inside, sm_scale 0. */
+/* F32 q, BF16 P, BF16 out, F32 partials, no split, mma_k 1, v_scale inside, sm_scale 0,
+ * F32 products, l either, mma_frac 0. */
 lowp_certify_arith lowp_certify_arith_default(void);
 
 /* One worst element, TestFloat-style: where, what the kernel gave, the exact value (the
