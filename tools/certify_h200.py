@@ -19,9 +19,10 @@ Kernels (names for --kernels; default: all but the emulator ones):
                                            (vLLM layout; power-of-two scales, so the dequantized
                                            values are exact in BF16 and the cache's values are
                                            what the kernel reads);
-  flashinfer-fp8                           flashinfer.BatchDecodeWithPagedKVCacheWrapper, NHD,
-                                           FP8 E4M3 KV, k_scale != v_scale (needs the
-                                           flashinfer-python wheel and nvcc for its JIT);
+  flashinfer-fp8, flashinfer-bf16          flashinfer.BatchDecodeWithPagedKVCacheWrapper
+                                           (use_tensor_cores, NHD), FP8 E4M3 KV (k_scale !=
+                                           v_scale) or BF16, head dim 128 (the modules of the
+                                           bundle in .whl/flashinfer, tools/flashinfer_bundle.py);
   lowp-gpu-fp8, lowp-gpu-bf16              lowp's own kernel, `lowp gpu attn` (one sequence a
                                            call: the command is a batch-1 decode);
   emulator, emulator-bf16                  `lowp gpu attn --emulate` (CPU; the fake kernels the
@@ -192,18 +193,28 @@ def flashinfer_setup():
     return torch, flashinfer
 
 
-def flashinfer_run(state, c):
-    torch, flashinfer = state
-    kc, vc = c.fp8_pool()
-    ws = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device="cuda")
-    w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
-    dev = lambda a: torch.from_numpy(a).cuda()  # noqa: E731
-    w.plan(dev(c.indptr), dev(c.indices), dev(c.last), c.Hq, c.Hkv, c.D, P, q_data_type=torch.bfloat16,
-           kv_data_type=torch.float8_e4m3fn)
-    k = dev(kc).view(torch.float8_e4m3fn)
-    v = dev(vc).view(torch.float8_e4m3fn)
-    o = w.run(dev(c.q).bfloat16(), (k, v), k_scale=KS, v_scale=VS)
-    return certify_fp8(c, o.float().cpu().numpy(), layout="flashinfer", v_scale_after_output=True)
+def flashinfer_run(fp8):
+    """FlashInfer's paged decode as vLLM builds it for GQA models and as tools/flashinfer_bench.py
+    times it (use_tensor_cores=True: the FA2 prefill kernel with one query row per head, the
+    modules tools/flashinfer_bundle.py prebuilds), BF16 Q, a BF16 or FP8 E4M3 cache; the FP8
+    path's v_scale is `out *= v_scale` after the BF16 output (v_scale_after_output)."""
+    def run(state, c):
+        torch, flashinfer = state
+        kc, vc = c.fp8_pool() if fp8 else c.bf16_pool()
+        ws = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+        w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", use_tensor_cores=True)
+        dev = lambda a: torch.from_numpy(a).cuda()  # noqa: E731
+        kvdt = torch.float8_e4m3fn if fp8 else torch.bfloat16
+        w.plan(dev(c.indptr), dev(c.indices), dev(c.last), c.Hq, c.Hkv, c.D, P, pos_encoding_mode="NONE",
+               q_data_type=torch.bfloat16, kv_data_type=kvdt)
+        if fp8:
+            o = w.run(dev(c.q).bfloat16(), (dev(kc).view(kvdt), dev(vc).view(kvdt)), k_scale=KS, v_scale=VS)
+            return certify_fp8(c, o.float().cpu().numpy(), layout="flashinfer", v_scale_after_output=True)
+        k = dev(kc.view(np.int16)).view(kvdt)
+        v = dev(vc.view(np.int16)).view(kvdt)
+        o = w.run(dev(c.q).bfloat16(), (k, v))
+        return certify_bf16(c, o.float().cpu().numpy())
+    return run
 
 
 # ---- SGLang's Triton decode attention, imported from the sglang wheel (never copied here) ----
@@ -301,6 +312,8 @@ def sglang_setup(device):
     def setup():
         if device == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"  # read when triton.jit wraps the kernels
+        else:  # a fresh cache: the PTX this run compiles is the evidence for sg_mma (read at compile time)
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="lowp-triton-cache-")
         import importlib.util
         import inspect
         import torch
@@ -353,7 +366,8 @@ def sglang_setup(device):
         about = "sglang %s (%s, sha256 as in %s), triton %s%s, torch %s" % (
             ver, SG_FILE, os.path.relpath(rec, site), triton.__version__, INTERP_NOTE if device == "cpu" else "",
             torch.__version__)
-        return {"torch": torch, "fwd": fwd, "device": device, "about": about, "version": ver}
+        return {"torch": torch, "fwd": fwd, "device": device, "about": about, "version": ver,
+                "cache": os.environ.get("TRITON_CACHE_DIR") if device == "cuda" else None}
     return setup
 
 
@@ -408,7 +422,8 @@ def sglang_run(fp8, k_scale_factor=1.0, p_declared=None):
         st["fwd"](q, buf(kp), buf(vp), o, ti(indptr), ti(slots), logits, lse, ti(nsplit), SG_MAX_SPLITS,
                   1.0 / np.sqrt(D), (KS if fp8 else 1.0) * k_scale_factor, VS if fp8 else 1.0)
         out = o.float().cpu().numpy()
-        decl = sg_declared(fp8, mha, cpu)
+        mma = sg_mma(st.get("cache"), "_fwd_kernel_stage1" if mha else "_fwd_grouped_kernel_stage1")
+        decl = sg_declared(fp8, mha, cpu, mma)
         if p_declared:
             decl["p_dtype"] = p_declared
         certs, na = [], []
@@ -432,12 +447,52 @@ def sglang_run(fp8, k_scale_factor=1.0, p_declared=None):
         m.declared = "%s; split_tokens per sequence %d..%d (num_kv_splits %s)%s" % (
             ", ".join("%s %s" % kv for kv in decl.items()), per.min(), per.max(),
             ",".join(str(x) for x in nsplit[:8]) + (",..." if c.B > 8 else ""),
-            sg_undeclared(fp8, mha, cpu))
+            sg_undeclared(fp8, mha, cpu, mma))
         return m
     return run
 
 
-def sg_declared(fp8, mha, cpu):
+MMA_RE = None
+
+
+def sg_mma(cache, kernel):
+    """The tensor-core instructions in the PTX Triton compiled for `kernel` in this run (its
+    cache directory, fresh per setup: sglang_setup), as a sorted list of mnemonics without
+    their operands, e.g. ['mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32']; [] when
+    there is no cache (the interpreter) or no such file."""
+    global MMA_RE
+    if not cache:
+        return []
+    import glob
+    import re
+    MMA_RE = MMA_RE or re.compile(r"^\s*((?:wgmma\.mma_async|mma\.sync)\.[a-z0-9_.]+)", re.M)
+    found = set()
+    for f in glob.glob(os.path.join(cache, "**", kernel + ".ptx"), recursive=True):
+        with open(f) as fh:
+            found.update(MMA_RE.findall(fh.read()))
+    return sorted(found)
+
+
+def sg_mma_frac(mma):
+    """The declared tensor-core window of the dots in `mma` (sg_mma): the fraction bits a step
+    keeps below its largest term, as measured on Hopper (research notes, conformance-and-style
+    4.5: mma.sync bf16 25 bits - lowp's own probe, reports/gpu-mma-probe-h200.md, fits
+    g16 f25 -, mma.sync e4m3 23, wgmma FP8 13 with an e8m13 result); 0 (binary32 adds) when
+    there is no tensor core; the smallest window when the PTX holds several."""
+    fr = []
+    for m in mma:
+        if m.startswith("wgmma") and "e4m3" in m:
+            fr.append(13)
+        elif m.startswith("mma.sync") and "e4m3" in m:
+            fr.append(23)
+        elif m.startswith("mma.sync") and "bf16" in m:
+            fr.append(25)
+        else:
+            raise ValueError("no declared window for the tensor-core instruction %s" % m)
+    return min(fr) if fr else 0
+
+
+def sg_declared(fp8, mha, cpu, mma=()):
     """The arithmetic decode_attention.py (sglang 0.5.23) does, in lowp certify terms (lines
     of that file; Triton's promotion rules: language/semantic.py computation_type_impl). The
     entry point (1191) folds k_scale into the score scale, sm_scale * k_scale (1282 MHA, 1305
@@ -450,19 +505,21 @@ def sg_declared(fp8, mha, cpu):
       qk = tl.dot(q_k, k) (692): a BF16 MMA of k width 16, or an FP8 (E4M3 x E4M3) one of
         k width 32, fp32 accumulator; qk *= sm_scale_withk (708) f32; no logit_cap (0),
         xai temperature (-1) or score_mod (None): 710-726 not taken;
-      p = tl.exp(qk - max) f32 (752), e_sum sums the unrounded p (764); P.V is
+      p = tl.exp(qk - max) f32 (752), e_sum sums the unrounded p (764): l_unrounded; P.V is
         tl.dot(p.to(v.dtype), v) (762): P rounded to the cache dtype (BF16, or E4M3: p_dtype
         e4m3), the MMA k width 16 (BF16) / 32 (FP8), Triton folding `acc +=` into the MMA
         accumulator (unfolded, each 32-position tile adds one step: the same bound);
+      the tensor cores' window (mma_frac) from the instructions found in the PTX this run
+        compiled (sg_mma, sg_mma_frac): on sm_90 Triton gives FP8 dots no promotion
+        (nvidia/compiler.py max_num_imprecise_acc_default 2**30, and the kernel passes no
+        max_num_imprecise_acc), so the instruction's own accumulation is the declaration;
       on the CPU the interpreter's dot is one f32 matmul per 32-position tile: mma_k 32,
         and a f32 V (BF16 values) gives p.to(f32), P unrounded: p_dtype f32.
     MHA (kv_group_num 1, 1269), _fwd_kernel_stage1 (235), BLOCK_N 64 (448):
       qk = tl.sum((q[None, :] * k).to(tl.float32), 1) (352): for a BF16 cache bf16 * bf16
         is BF16 (rule 5), so each product is rounded to BF16 before the f32 sum (new since
-        0.5.10, whose sum was BF16 too), which lowp's arithmetic cannot declare (it sums the
-        exact products): declared as the f32 sum of exact products, and an outside verdict
-        on the GPU is the kernel's BF16 products (sg_undeclared); on the CPU the operands
-        are f32 and the products exact. For FP8, bf16 * fp8 is f32 (rule 5's second line):
+        0.5.10, whose sum was BF16 too): prod_dtype bf16; on the CPU the operands are f32
+        and the products exact. For FP8, bf16 * fp8 is f32 (rule 5's second line):
         exact products, Q as given (q_dtype bf16). qk *= sm_scale_withk (353) f32;
       p = tl.exp (398) f32, never rounded: p_dtype f32; acc += tl.sum(p[:, None] * v, 0)
         (400): f32 products, a tree over BLOCK_N 64: mma_k 64.
@@ -479,23 +536,21 @@ def sg_declared(fp8, mha, cpu):
         p, k = "e4m3", 32
     else:
         p, k = ("f32", 32) if cpu else ("bf16", 16)
-    return dict(q_dtype="e4m3" if fp8 and not mha else "bf16", p_dtype=p, out_dtype="f32" if cpu else "bf16",
-                mma_k=k, partial_dtype="f32")
+    d = dict(q_dtype="e4m3" if fp8 and not mha else "bf16", p_dtype=p, out_dtype="f32" if cpu else "bf16",
+             mma_k=k, partial_dtype="f32", l_unrounded=True)
+    if mha and not fp8 and not cpu:
+        d["prod_dtype"] = "bf16"
+    if not mha and not cpu:
+        d["mma_frac"] = sg_mma_frac(mma)
+    return d
 
 
-def sg_undeclared(fp8, mha, cpu):
-    """What the GPU kernel does that sg_declared cannot state, appended to the case's
-    declaration: an outside verdict there is this, reported as the kernel's arithmetic."""
-    if cpu:
+def sg_undeclared(fp8, mha, cpu, mma=()):
+    """What the case's declaration rests on besides the source lines (appended to it): the
+    tensor-core instructions found in the compiled PTX (sg_mma), which set mma_frac."""
+    if cpu or mha:
         return ""
-    if mha and not fp8:
-        return ("; the kernel rounds each q.k product to BF16 before its f32 sum (decode_attention.py:352), "
-                "which this declaration cannot state: outside is possible")
-    if fp8 and not mha:
-        return ("; Triton on sm_90 leaves FP8 dots' accumulation to the tensor core, unpromoted "
-                "(nvidia/compiler.py max_num_imprecise_acc_default 2**30 at capability 90; the kernel passes no "
-                "max_num_imprecise_acc, 692 / 762), which this declaration (fp32 accumulation) cannot state")
-    return ""
+    return "; PTX of _fwd_grouped_kernel_stage1: %s" % (", ".join(mma) or "no tensor-core instruction found")
 
 
 class NotCertifiable(ValueError):
@@ -558,8 +613,11 @@ def kernels(lowp_bin, device="cuda"):
         ks["sdpa-%s-bf16" % be] = (torch_setup, sdpa_run(be, False), "torch SDPA (%s backend), BF16 cache" % be)
         ks["sdpa-%s-fp8dq" % be] = (torch_setup, sdpa_run(be, True),
                                     "torch SDPA (%s backend), FP8 E4M3 cache dequantized to BF16" % be)
-    ks["flashinfer-fp8"] = (flashinfer_setup, flashinfer_run,
-                            "flashinfer BatchDecodeWithPagedKVCacheWrapper, NHD, FP8 E4M3 KV")
+    fi_shapes = [x for x in SHAPES if x[4] == 128]  # the head dim of the bundle's prebuilt modules
+    for fp8 in (True, False):
+        ks["flashinfer-%s" % ("fp8" if fp8 else "bf16")] = (
+            flashinfer_setup, flashinfer_run(fp8), "flashinfer BatchDecodeWithPagedKVCacheWrapper (use_tensor_cores, "
+            "NHD, page 16), %s KV" % ("FP8 E4M3" if fp8 else "BF16"), fi_shapes)
     ks["lowp-gpu-fp8"] = (lowp_setup(lowp_bin), lowp_run("fp8_e4m3", False), "lowp gpu attn, FP8 E4M3 cache")
     ks["lowp-gpu-bf16"] = (lowp_setup(lowp_bin), lowp_run("bf16", False), "lowp gpu attn, BF16 cache")
     ks["emulator"] = (lowp_setup(lowp_bin), lowp_run("fp8_e4m3", True), "lowp gpu attn --emulate (CPU), FP8")

@@ -62,7 +62,9 @@
 #      shapes of sdpa_extend_bench.py); FlashInfer 0.7.4 from the bundle in .whl/flashinfer
 #      written by tools/flashinfer_bundle.py (installed as for quantlib; its prebuilt modules in
 #      .whl/flashinfer/flashinfer-aot are copied into the package, else it JIT-compiles them into
-#      $TMPDIR/lowp-flashinfer-ws); arguments in LOWP_FLASHINFER_ARGS (e.g. --quick).
+#      $TMPDIR/lowp-flashinfer-ws); arguments in LOWP_FLASHINFER_ARGS (e.g. --quick). Then
+#      tools/certify_h200.py --kernels flashinfer-fp8,flashinfer-bf16 -> certify-h200-flashinfer.md
+#      (issue #20: the same modules' decode certified through import lowp).
 #   7. step "mpi" (issue #23, only when asked): tools/gpu_mpi.sh -> mpi-h200.md: lowp gpu
 #      conform (LOWP_GPU_MPI_ARGS, default --cases 20000) unsharded and as 2 MPI ranks
 #      (tools/lowp_mpi.sh, rank 0 merges), results and reports cmp'ed, both timed; Open MPI
@@ -141,14 +143,14 @@ STEPS=${STEPS/ kernels / mma kvwrite decode sanitize sanitize-kv attn bench }
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 say "steps:$STEPS"
 KERNELS=0
-for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2 mpi; do want $k && KERNELS=1; done
+for k in mma kvwrite decode sanitize sanitize-kv attn bench tune prof certify extend select quantlib ex2 mpi flashinfer; do want $k && KERNELS=1; done
 [ -n "${LOWP_GPU_RUN_EXTRA:-}" ] && KERNELS=1
 # the kernel targets the chosen steps run (lowp always)
 TARGETS=lowp_cli
 want mma && TARGETS="$TARGETS lowp_gpu_mma_probe"
 { want kvwrite || want sanitize-kv; } && TARGETS="$TARGETS lowp_gpu_kv_write_check"
 want sanitize && TARGETS="$TARGETS lowp_gpu_decode_check"
-{ want certify || want quantlib; } && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
+{ want certify || want quantlib || want flashinfer; } && TARGETS="$TARGETS lowp" # liblowp.so, for import lowp
 # extend: lowp_cli alone (lowp gpu conform / bench --kernel extend,prefill)
 want select && TARGETS="$TARGETS lowp_gpu_select_check"
 want ex2 && TARGETS="$TARGETS lowp_gpu_ex2_probe"
@@ -455,6 +457,14 @@ if want flashinfer; then
       FLASHINFER_WORKSPACE_BASE="${TMPDIR:-/tmp}/lowp-flashinfer-ws" python3 tools/flashinfer_bench.py \
       --out "$OUT/flashinfer-bench-h200.csv" --extend-out "$OUT/flashinfer-extend-bench-h200.csv" \
       --budget-s "$fb" ${LOWP_FLASHINFER_ARGS:-}
+    # its certificates (issue #20): the same modules, head dim 128, through import lowp
+    if [ -f "$B/ref/liblowp.so" ] && [ $(left) -gt 60 ]; then
+      fc=$(($(left) - 30)); [ $fc -gt 240 ] && fc=240
+      run_step "certify_h200.py (flashinfer)" $((fc + 20)) certify-h200-flashinfer.md env LOWP_LIBRARY="$B/ref/liblowp.so" \
+        PYTHONPATH="$WP${PYTHONPATH:+:$PYTHONPATH}" FLASHINFER_WORKSPACE_BASE="${TMPDIR:-/tmp}/lowp-flashinfer-ws" \
+        python3 tools/certify_h200.py --out "$OUT" --lowp "$LOWP" --kernels flashinfer-fp8,flashinfer-bf16 \
+        --report certify-h200-flashinfer --budget-s "$fc"
+    else summ "certify_h200.py (flashinfer)" "not run" 0 "liblowp.so missing or no time left"; fi
   else summ "flashinfer_bench.py" "not run" 0 "no flashinfer in .whl/flashinfer (tools/flashinfer_bundle.py)"; fi
 fi
 if want bench && [ -x "$LOWP" ]; then
