@@ -477,7 +477,9 @@ def sg_mma_frac(mma):
     """The declared tensor-core window of the dots in `mma` (sg_mma): the fraction bits a step
     keeps below its largest term, as measured on Hopper (research notes, conformance-and-style
     4.5: mma.sync bf16 25 bits - lowp's own probe, reports/gpu-mma-probe-h200.md, fits
-    g16 f25 -, mma.sync e4m3 23, wgmma FP8 13 with an e8m13 result); 0 (binary32 adds) when
+    g16 f25 -, mma.sync e4m3 23, wgmma FP8 13 with an e8m13 result; mma.sync f16, which
+    Triton 3.6 emits for an FP8 tl.dot on sm_90 with E4M3 operands widened to f16, 25: the
+    probe's f16 section holds E4M3-valued tiles through it to the bf16 model); 0 (binary32 adds) when
     there is no tensor core; the smallest window when the PTX holds several."""
     fr = []
     for m in mma:
@@ -485,7 +487,7 @@ def sg_mma_frac(mma):
             fr.append(13)
         elif m.startswith("mma.sync") and "e4m3" in m:
             fr.append(23)
-        elif m.startswith("mma.sync") and "bf16" in m:
+        elif m.startswith("mma.sync") and ("bf16" in m or ".f16.f16." in m):
             fr.append(25)
         else:
             raise ValueError("no declared window for the tensor-core instruction %s" % m)

@@ -23,19 +23,25 @@
  * Bits pass through float registers unchanged (no arithmetic touches C or D on the way),
  * so NaN payloads and -0 in C reach the instruction as given.
  *
+ * f16 = 1 runs mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 instead (the instruction
+ * Triton 3.6 emits for an FP8 tl.dot on sm_90: its E4M3 operands widened to f16), each bf16
+ * operand converted to f16 on the way (exact for the values the caller puts there: E4M3
+ * values and the like; the caller checks which are).
+ *
  * Every CUDA call is checked; a failure returns 3 with one line in err. */
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 /* The interface with gpu/probe/mma_probe_main.c (C), declared identically there. */
 extern "C" {
 int lowp_mma_gpu_device(char *desc, size_t len);
 int lowp_mma_gpu_run(const uint16_t *A, const uint16_t *B, const uint32_t *C, uint32_t *D,
-                     size_t ntiles, char *err, size_t errlen);
+                     size_t ntiles, int f16, char *err, size_t errlen);
 int lowp_mma_gpu_bf16_mul_sweep(unsigned long long *bad, unsigned long long *bad_sub,
                                 uint32_t *first_bad, char *err, size_t errlen);
 }
@@ -51,6 +57,14 @@ int lowp_mma_gpu_bf16_mul_sweep(unsigned long long *bad, unsigned long long *bad
         }                                                                                \
     } while (0)
 
+/* A bf16 bit pattern as f16 bits (RN: exact for the values lowp_mma_gpu_run's f16 callers give). */
+__device__ __forceinline__ uint32_t f16_of_bf16(uint16_t x)
+{
+    const __half h = __float2half_rn(__uint_as_float((uint32_t)x << 16));
+    return (uint32_t)__half_as_ushort(h);
+}
+
+template <bool F16>
 __global__ void mma_tiles(const uint16_t *__restrict__ A, const uint16_t *__restrict__ B,
                           const uint32_t *__restrict__ C, uint32_t *__restrict__ D,
                           size_t ntiles)
@@ -65,21 +79,32 @@ __global__ void mma_tiles(const uint16_t *__restrict__ A, const uint16_t *__rest
         const uint32_t *c = C + tile * 128;
         uint32_t *d = D + tile * 128;
         const unsigned r0 = g * 16, r1 = (g + 8) * 16, k0 = 2 * t, k1 = 2 * t + 8;
-        const uint32_t ra0 = a[r0 + k0] | (uint32_t)a[r0 + k0 + 1] << 16;
-        const uint32_t ra1 = a[r1 + k0] | (uint32_t)a[r1 + k0 + 1] << 16;
-        const uint32_t ra2 = a[r0 + k1] | (uint32_t)a[r0 + k1 + 1] << 16;
-        const uint32_t ra3 = a[r1 + k1] | (uint32_t)a[r1 + k1 + 1] << 16;
-        const uint32_t rb0 = b[k0 * 8 + g] | (uint32_t)b[(k0 + 1) * 8 + g] << 16;
-        const uint32_t rb1 = b[k1 * 8 + g] | (uint32_t)b[(k1 + 1) * 8 + g] << 16;
+        /* two 16-bit operands a register, the lower index in the low half (f16: converted) */
+        auto pk = [](uint16_t lo, uint16_t hi) -> uint32_t {
+            return F16 ? f16_of_bf16(lo) | f16_of_bf16(hi) << 16 : (uint32_t)lo | (uint32_t)hi << 16;
+        };
+        const uint32_t ra0 = pk(a[r0 + k0], a[r0 + k0 + 1]);
+        const uint32_t ra1 = pk(a[r1 + k0], a[r1 + k0 + 1]);
+        const uint32_t ra2 = pk(a[r0 + k1], a[r0 + k1 + 1]);
+        const uint32_t ra3 = pk(a[r1 + k1], a[r1 + k1 + 1]);
+        const uint32_t rb0 = pk(b[k0 * 8 + g], b[(k0 + 1) * 8 + g]);
+        const uint32_t rb1 = pk(b[k1 * 8 + g], b[(k1 + 1) * 8 + g]);
         const unsigned c0 = g * 8 + 2 * t, c2 = (g + 8) * 8 + 2 * t;
         const float fc0 = __uint_as_float(c[c0]), fc1 = __uint_as_float(c[c0 + 1]);
         const float fc2 = __uint_as_float(c[c2]), fc3 = __uint_as_float(c[c2 + 1]);
         float d0, d1, d2, d3;
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-                     : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
-                     : "r"(ra0), "r"(ra1), "r"(ra2), "r"(ra3), "r"(rb0), "r"(rb1), "f"(fc0),
-                       "f"(fc1), "f"(fc2), "f"(fc3));
+        if (F16)
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                         : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+                         : "r"(ra0), "r"(ra1), "r"(ra2), "r"(ra3), "r"(rb0), "r"(rb1), "f"(fc0),
+                           "f"(fc1), "f"(fc2), "f"(fc3));
+        else
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                         : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+                         : "r"(ra0), "r"(ra1), "r"(ra2), "r"(ra3), "r"(rb0), "r"(rb1), "f"(fc0),
+                           "f"(fc1), "f"(fc2), "f"(fc3));
         d[c0] = __float_as_uint(d0);
         d[c0 + 1] = __float_as_uint(d1);
         d[c2] = __float_as_uint(d2);
@@ -114,9 +139,10 @@ extern "C" int lowp_mma_gpu_device(char *desc, size_t len)
     return p.major == 9 ? 0 : 1; /* 1: runs, but not the sm_90 this probe is about */
 }
 
-/* D for ntiles tiles (layout above). 0, or 3 with a reason in err. */
+/* D for ntiles tiles (layout above), through the bf16 instruction or (f16) the f16 one. 0, or 3
+ * with a reason in err. */
 extern "C" int lowp_mma_gpu_run(const uint16_t *A, const uint16_t *B, const uint32_t *C,
-                                uint32_t *D, size_t ntiles, char *err, size_t errlen)
+                                uint32_t *D, size_t ntiles, int f16, char *err, size_t errlen)
 {
     int rc = 0;
     uint16_t *dA = nullptr, *dB = nullptr;
@@ -138,7 +164,10 @@ extern "C" int lowp_mma_gpu_run(const uint16_t *A, const uint16_t *B, const uint
         size_t blocks = (ntiles + 7) / 8;
         if (blocks > 65535)
             blocks = 65535; /* the kernel strides over the rest */
-        mma_tiles<<<(unsigned)blocks, threads>>>(dA, dB, dC, dD, ntiles);
+        if (f16)
+            mma_tiles<true><<<(unsigned)blocks, threads>>>(dA, dB, dC, dD, ntiles);
+        else
+            mma_tiles<false><<<(unsigned)blocks, threads>>>(dA, dB, dC, dD, ntiles);
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(D, dD, ntiles * 128 * sizeof(uint32_t), cudaMemcpyDeviceToHost));

@@ -19,14 +19,21 @@
  *    under every candidate: group {8, 16} x n_frac 23..27 x C in window {0, 1} x zero
  *    rule {arithmetic.py, e_zero -132, -133, -134, skip} x prod_norm {0, 1} = 200 sets
  *    (plus lowp_mma_sm90_bf16 if it is none of them). OpenMP over tiles.
- * 4. REPORT.md: device, summary, layout, probe table, candidate table (mismatches per
- *    kind, sorted), the first mismatching cases of the best candidates and the default.
- *    One summary line on stdout.
- * Exit: 0 iff lowp_mma_sm90_bf16 matches every probe and every random output and the
- * layout check passes; 1 otherwise; 2 usage or file error; 3 CUDA error; 77 no GPU.
+ * 4. The f16 instruction (mma.sync...f32.f16.f16.f32, what Triton 3.6 emits for an FP8
+ *    tl.dot on sm_90, E4M3 operands widened to f16): the probes whose operands are all exact
+ *    in f16, and 10^6 outputs (--quick: 10^5) of tiles of E4M3 values (as Triton's Q.K and
+ *    P.V see them: any E4M3 x any E4M3, P in [0, 1] x V with a growing C, and C swamping the
+ *    products), each compared with lowp_mma_sm90_bf16 on the same values: whether the f16
+ *    datapath is the measured bf16 one (lowp/certify.h's mma_frac 25 for it rests on this).
+ * 5. REPORT.md: device, summary, layout, probe table, candidate table (mismatches per
+ *    kind, sorted), the first mismatching cases of the best candidates and the default,
+ *    the f16 section. One summary line on stdout.
+ * Exit: 0 iff lowp_mma_sm90_bf16 matches every probe and every random output (bf16 and f16)
+ * and the layout check passes; 1 otherwise; 2 usage or file error; 3 CUDA error; 77 no GPU.
  * Cases depend only on the seed (LOWP_SEED overrides the default) and the tile index. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,13 +43,14 @@
 #include "cli_parse.h"
 
 #include "lowp/cases.h"
+#include "lowp/format.h"
 #include "lowp/mma.h"
 #include "lowp_test_base.h" /* tests/lib, named in gpu/probe/mma.cmake */
 
 /* gpu/probe/mma_probe.cu (declared identically there). */
 int lowp_mma_gpu_device(char *desc, size_t len);
 int lowp_mma_gpu_run(const uint16_t *A, const uint16_t *B, const uint32_t *C, uint32_t *D,
-                     size_t ntiles, char *err, size_t errlen);
+                     size_t ntiles, int f16, char *err, size_t errlen);
 int lowp_mma_gpu_bf16_mul_sweep(unsigned long long *bad, unsigned long long *bad_sub,
                                 uint32_t *first_bad, char *err, size_t errlen);
 
@@ -417,6 +425,61 @@ static int cmp_rank(const void *x, const void *y)
 
 static const char *usage = "usage: lowp_gpu_mma_probe REPORT.md [--quick]\n";
 
+/* ---- the f16 instruction on E4M3-valued tiles (step 4) ----------------------------------- */
+#define F16_FULL_OUTPUTS 1000000u
+#define F16_QUICK_OUTPUTS 100000u
+enum { F_ANY, F_PV, F_CBIG, F_NKINDS };
+static const char *f16_kind_name[F_NKINDS] = {"e4m3 x e4m3, C 0 or small", "P in [0,1] x V, C growing",
+                                              "C swamping the products"};
+
+/* A random finite E4M3 value (code 0x00..0x7E, either sign; lim < 0x7F bounds the code), as
+ * bf16 bits: exact (4 significant bits, exponents 2^-9..2^8), and exact in f16 too. */
+static uint16_t e4m3_bf(uint64_t *s, unsigned lim)
+{
+    unsigned code = (unsigned)(lowp_splitmix64(s) % (lim + 1));
+    const float v = lowp_decode_f32(LOWP_E4M3, (uint16_t)code);
+    const uint16_t bits = (uint16_t)(lowp_f32_bits(v) >> 16);
+    return (lowp_splitmix64(s) & 1) ? (uint16_t)(bits | 0x8000u) : bits;
+}
+
+static void gen_f16_tile(uint64_t *s, int kind, uint16_t *A, uint16_t *B, uint32_t *C)
+{
+    for (int i = 0; i < 16; i++)
+        for (int k = 0; k < 16; k++)
+            A[AI(i, k)] = kind == F_PV ? (uint16_t)(e4m3_bf(s, 0x38) & 0x7FFFu) : e4m3_bf(s, 0x7E);
+    for (int k = 0; k < 16; k++)
+        for (int j = 0; j < 8; j++)
+            B[BI(k, j)] = e4m3_bf(s, 0x7E);
+    for (int x = 0; x < 128; x++) {
+        /* C: 0, small, a running sum of P.V (up to 2^14) or one swamping the products (2^10..2^24) */
+        const uint64_t r = lowp_splitmix64(s);
+        int e = kind == F_ANY ? -12 + (int)(r % 16) : kind == F_PV ? (int)(r % 15) : 10 + (int)(r % 15);
+        float c = ldexpf(1.0f + (float)((r >> 8) & 0xFFFFFF) * 0x1p-24f, e);
+        if ((r >> 40) & 1)
+            c = -c;
+        if (kind == F_ANY && (r >> 41) % 4 == 0)
+            c = 0.0f;
+        C[x] = lowp_f32_bits(c);
+    }
+}
+
+/* 1 when every value of the 16 bf16 operands is exact in f16 (normal or subnormal range,
+ * no more than 11 significant bits), so that the f16 instruction sees the same values. */
+static int f16_exact(const uint16_t *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = lowp_f32_from_bits((uint32_t)x[i] << 16);
+        if (v != v || v > 65504.0f || v < -65504.0f)
+            return 0;
+        const float a = v < 0 ? -v : v;
+        if (a != 0.0f && a < 0x1p-24f)
+            return 0;
+        if (a != 0.0f && a < 0x1p-14f && ldexpf(a, 24) != (float)(long)ldexpf(a, 24))
+            return 0; /* a subnormal f16 is a multiple of 2^-24 */
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *report = NULL;
@@ -499,7 +562,7 @@ int main(int argc, char **argv)
 
     /* The hardware. */
     char err[512] = "";
-    const int grc = lowp_mma_gpu_run(A, B, C, D, nt, err, sizeof err);
+    const int grc = lowp_mma_gpu_run(A, B, C, D, nt, 0, err, sizeof err);
     if (grc != 0) {
         fprintf(stderr, "lowp_gpu_mma_probe: %s\n", err);
         fprintf(rep, "# lowp_gpu_mma_probe: CUDA error\n\n%s\n", err);
@@ -615,6 +678,76 @@ int main(int argc, char **argv)
     sort_key = rank_key;
     qsort(order, nc, sizeof order[0], cmp_rank);
     const double t_model = lowp_test_now();
+
+    /* 4. The f16 instruction: exact-in-f16 probes and E4M3-valued tiles vs lowp_mma_sm90_bf16. */
+    size_t f16_probes = 0, f16_probe_bad = 0;
+    const size_t nf = ((quick ? F16_QUICK_OUTPUTS : F16_FULL_OUTPUTS) + 127) / 128, nft = nprobe + nf;
+    uint16_t *FA = xcalloc(nft * 256, sizeof *FA), *FB = xcalloc(nft * 128, sizeof *FB);
+    uint32_t *FC = xcalloc(nft * 128, sizeof *FC), *FD = xcalloc(nft * 128, sizeof *FD);
+    int *probe_f16 = xcalloc(nprobe, sizeof *probe_f16);
+    memcpy(FA, A + t_probe0 * 256, nprobe * 256 * sizeof *FA);
+    memcpy(FB, B + t_probe0 * 128, nprobe * 128 * sizeof *FB);
+    memcpy(FC, C + t_probe0 * 128, nprobe * 128 * sizeof *FC);
+    for (size_t p = 0; p < nprobe; p++)
+        probe_f16[p] = f16_exact(probes[p].a, 16) && f16_exact(probes[p].b, 16);
+    for (size_t r = 0; r < nf; r++) {
+        uint64_t s = lowp_test_stream(seed, 0x663136, r, 0);
+        gen_f16_tile(&s, (int)(r % F_NKINDS), FA + (nprobe + r) * 256, FB + (nprobe + r) * 128,
+                     FC + (nprobe + r) * 128);
+    }
+    if (lowp_mma_gpu_run(FA, FB, FC, FD, nft, 1, err, sizeof err) != 0) {
+        fprintf(stderr, "lowp_gpu_mma_probe: %s\n", err);
+        fprintf(rep, "# lowp_gpu_mma_probe: CUDA error\n\n%s\n", err);
+        fclose(rep);
+        return 3;
+    }
+    for (size_t p = 0; p < nprobe; p++) {
+        if (!probe_f16[p])
+            continue;
+        f16_probes++;
+        const float m = lowp_mma_dot_add_bf16(probes[p].a, probes[p].b, 16, lowp_f32_from_bits(probes[p].c),
+                                              &lowp_mma_sm90_bf16);
+        for (int x = 0; x < 128; x++)
+            if (FD[p * 128 + x] != lowp_f32_bits(m)) {
+                f16_probe_bad++;
+                probe_f16[p] = 2; /* differs */
+                break;
+            }
+    }
+    unsigned long long f16_bad[F_NKINDS] = {0}, f16_out[F_NKINDS] = {0};
+    firstmis f16_first[NFIRST];
+    int f16_nfirst = 0;
+#pragma omp parallel
+    {
+        unsigned long long bad[F_NKINDS] = {0};
+        uint16_t a[16], b[16];
+#pragma omp for schedule(static)
+        for (size_t r = 0; r < nf; r++) {
+            const size_t t = nprobe + r;
+            const int kind = (int)(r % F_NKINDS);
+            for (int i = 0; i < 16; i++)
+                for (int j = 0; j < 8; j++) {
+                    gather(FA + t * 256, FB + t * 128, i, j, a, b);
+                    const uint32_t hw = FD[t * 128 + CI(i, j)];
+                    const uint32_t m = lowp_f32_bits(lowp_mma_dot_add_bf16(
+                        a, b, 16, lowp_f32_from_bits(FC[t * 128 + CI(i, j)]), &lowp_mma_sm90_bf16));
+                    if (m == hw)
+                        continue;
+                    bad[kind]++;
+#pragma omp critical
+                    if (f16_nfirst < NFIRST)
+                        f16_first[f16_nfirst++] = (firstmis){t, i, j, hw, m};
+                }
+        }
+#pragma omp critical
+        for (int k = 0; k < F_NKINDS; k++)
+            f16_bad[k] += bad[k];
+    }
+    unsigned long long f16_tot = 0;
+    for (size_t r = 0; r < nf; r++)
+        f16_out[r % F_NKINDS] += 128;
+    for (int k = 0; k < F_NKINDS; k++)
+        f16_tot += f16_bad[k];
 
     /* Verdict. */
     int lanes_bad = 0;
@@ -754,14 +887,36 @@ int main(int argc, char **argv)
         }
         fprintf(f, "```\n\n");
     }
+    fprintf(f, "## The f16 instruction on E4M3 values (mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32)\n\n");
+    fprintf(f, "Triton 3.6 compiles an FP8 `tl.dot` on sm_90 (SGLang's FP8 GQA decode) to this instruction, "
+               "its E4M3 operands widened to f16 exactly. The same tiles through it, compared with "
+               "lowp_mma_sm90_bf16 on the same values (every operand is exact in f16 and in bf16):\n\n");
+    fprintf(f, "- probes with f16-exact operands: %zu of %zu, %zu differ from the model%s\n", f16_probes, nprobe,
+            f16_probe_bad, f16_probe_bad ? ":" : "");
+    for (size_t p = 0; p < nprobe; p++)
+        if (probe_f16[p] == 2)
+            fprintf(f, "  - %s: hardware (f16) 0x%08x\n", probes[p].name, FD[p * 128]);
+    fprintf(f, "- random E4M3-valued tiles: %zu outputs, %llu differ from the model\n\n", nf * 128, f16_tot);
+    fprintf(f, "| kind | outputs | differ |\n|---|---:|---:|\n");
+    for (int k = 0; k < F_NKINDS; k++)
+        fprintf(f, "| %s | %llu | %llu |\n", f16_kind_name[k], f16_out[k], f16_bad[k]);
+    fprintf(f, "\n%s\n", f16_tot == 0 && f16_probe_bad == 0
+                               ? "**The f16 datapath on these values is the measured bf16 one** "
+                                 "(`g16 f25 cin1 z-133 pn0`): lowp/certify.h's mma_frac 25 for it rests on this."
+                               : "**The f16 instruction does not follow the bf16 model on these values.**");
+    for (int x = 0; x < f16_nfirst; x++)
+        fprintf(f, "- tile %zu row %d col %d: hardware 0x%08x, model 0x%08x\n", f16_first[x].tile,
+                f16_first[x].i, f16_first[x].j, f16_first[x].hw, f16_first[x].model);
+    fprintf(f, "\n");
     const int close_rc = fclose(f);
 
     printf("lowp_gpu_mma_probe: %zu random outputs + %zu probes on %s: default %s %s "
            "(%llu random, %llu probe mismatches); %zu of %zu candidates match everything; "
-           "layout %s; BF16 multiply %llu of 2^32 differ; report %s (%.1f s)\n",
+           "layout %s; BF16 multiply %llu of 2^32 differ; f16 instruction on E4M3 values: %llu of %zu "
+           "random and %zu of %zu probes differ from the model; report %s (%.1f s)\n",
            nrand * 128, nprobe, dev, ps, def_ok ? "MATCHES" : "DOES NOT MATCH", tot[idef],
-           cand_probe_bad[idef], nperfect, nc, layout_bad ? "FAILED" : "ok", mul_bad, report,
-           lowp_test_now() - t_start);
+           cand_probe_bad[idef], nperfect, nc, layout_bad ? "FAILED" : "ok", mul_bad, f16_tot, nf * 128,
+           f16_probe_bad, f16_probes, report, lowp_test_now() - t_start);
     free(A);
     free(B);
     free(C);
@@ -776,5 +931,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "lowp_gpu_mma_probe: error writing %s\n", report);
         return 2;
     }
-    return def_ok && mul_bad == 0 ? 0 : 1;
+    free(FA);
+    free(FB);
+    free(FC);
+    free(FD);
+    free(probe_f16);
+    return def_ok && mul_bad == 0 && f16_tot == 0 && f16_probe_bad == 0 ? 0 : 1;
 }
