@@ -58,6 +58,7 @@ kernel is within bound everywhere, 1 when any is outside or a NaN mismatch, 2 on
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -544,6 +545,9 @@ def sg_declared(fp8, mha, cpu, mma=()):
         d["prod_dtype"] = "bf16"
     if not mha and not cpu:
         d["mma_frac"] = sg_mma_frac(mma)
+        ks = [int(x) for m in mma for x in re.findall(r"\.m\d+n\d+k(\d+)\.", m)]
+        if ks:  # positions a tensor-core step fuses: the instruction's k (m16n8k16 f16: 16, not the tile's 32)
+            d["mma_k"] = min(ks)
     return d
 
 
