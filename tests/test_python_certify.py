@@ -57,6 +57,17 @@ print(cert)
 assert cert.ok, cert
 assert cert.outputs == B * Hq * D and cert.counts["exact"] + cert.counts["within"] == cert.outputs
 assert np.all(np.abs(out - cert.exact) <= cert.bound), "per-output arrays disagree with the counts"
+try:  # the same example from torch tensors (CI has no torch; tools/certify_h200.py's torch-vllm-fp8 on the GPU)
+    import torch
+except ImportError:
+    torch = None
+    print("test_python_certify: torch not installed; the example from torch tensors not run")
+if torch is not None:
+    tc = lowp.certify("vllm-fp8", torch.from_numpy(kc), torch.from_numpy(vc), k_scale=ks, v_scale=vs,
+                      block_table=torch.from_numpy(bt), seq_lens=torch.from_numpy(sl), query=torch.from_numpy(q),
+                      output=torch.from_numpy(out), p_dtype="f32", out_dtype="f32")
+    assert tc.counts == cert.counts and np.array_equal(tc.exact, cert.exact), (tc, cert)
+    print("test_python_certify: the example from torch %s tensors: %r" % (torch.__version__, tc))
 
 bad = my_kernel(q, kc, vc, ks, vs, bt, sl, apply_v_scale=False)
 cert = lowp.certify("vllm-fp8", kc, vc, k_scale=ks, v_scale=vs, block_table=bt, seq_lens=sl,

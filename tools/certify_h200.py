@@ -23,6 +23,10 @@ Kernels (names for --kernels; default: all but the emulator ones):
                                            (use_tensor_cores, NHD), FP8 E4M3 KV (k_scale !=
                                            v_scale) or BF16, head dim 128 (the modules of the
                                            bundle in .whl/flashinfer, tools/flashinfer_bundle.py);
+  torch-vllm-fp8                           the README's Python example as a PyTorch user runs it:
+                                           torch tensors (on --device) for the vLLM FP8 cache, the
+                                           page table, Q and the output of a float32 torch decode,
+                                           handed to lowp.certify as they are;
   lowp-gpu-fp8, lowp-gpu-bf16              lowp's own kernel, `lowp gpu attn` (one sequence a
                                            call: the command is a batch-1 decode);
   emulator, emulator-bf16                  `lowp gpu attn --emulate` (CPU; the fake kernels the
@@ -216,6 +220,46 @@ def flashinfer_run(fp8):
         o = w.run(dev(c.q).bfloat16(), (k, v))
         return certify_bf16(c, o.float().cpu().numpy())
     return run
+
+
+def torch_vllm_setup(device):
+    def setup():
+        import torch
+        if device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("torch %s sees no CUDA device" % torch.__version__)
+        return torch, device
+    return setup
+
+
+def torch_vllm_run(state, c):
+    """The README's Python example as a PyTorch user runs it: a vLLM FP8 cache held in torch
+    tensors on the device (uint8 [num_blocks, block_size, H, D], int32 block table and
+    sequence lengths), a binary32 decode written in torch (the kernel under test: E4M3 codes
+    viewed as float8_e4m3fn, times k_scale / v_scale, softmax and P.V in float32, TF32 off),
+    and lowp.certify handed those torch tensors (read through .cpu(), no conversion by the
+    caller). Declared: Q as given, P f32, f32 out, sums in any order (mma_k 1), no split."""
+    torch, dev = state
+    torch.backends.cuda.matmul.allow_tf32 = False
+    kc, vc = c.fp8_pool()
+    kt = torch.from_numpy(kc).to(dev)                     # the framework's cache tensors
+    vt = torch.from_numpy(vc).to(dev)
+    bt = torch.from_numpy(c.bt).to(dev)
+    sl = torch.from_numpy(c.lens).to(dev)
+    q = torch.from_numpy(c.q).to(dev)
+    G = c.Hq // c.Hkv
+    out = torch.empty((c.B, c.Hq, c.D), dtype=torch.float32, device=dev)
+    for b in range(c.B):
+        n = int(sl[b])
+        pages = bt[b, : (n + P - 1) // P].long()
+        K = kt[pages].view(torch.float8_e4m3fn).float().reshape(-1, c.Hkv, c.D)[:n] * KS
+        V = vt[pages].view(torch.float8_e4m3fn).float().reshape(-1, c.Hkv, c.D)[:n] * VS
+        K = K.repeat_interleave(G, 1).permute(1, 0, 2)     # [Hq, n, D]
+        V = V.repeat_interleave(G, 1).permute(1, 0, 2)
+        s = torch.einsum("hnd,hd->hn", K, q[b]) * (1.0 / float(np.sqrt(c.D)))
+        p = torch.exp(s - s.max(dim=1, keepdim=True).values)
+        out[b] = torch.einsum("hn,hnd->hd", p, V) / p.sum(dim=1, keepdim=True)
+    return lowp.certify("vllm-fp8", kt, vt, k_scale=KS, v_scale=VS, block_table=bt, seq_lens=sl, query=q,
+                        output=out, p_dtype="f32", out_dtype="f32")
 
 
 # ---- SGLang's Triton decode attention, imported from the sglang wheel (never copied here) ----
@@ -624,6 +668,9 @@ def kernels(lowp_bin, device="cuda"):
         ks["flashinfer-%s" % ("fp8" if fp8 else "bf16")] = (
             flashinfer_setup, flashinfer_run(fp8), "flashinfer BatchDecodeWithPagedKVCacheWrapper (use_tensor_cores, "
             "NHD, page 16), %s KV" % ("FP8 E4M3" if fp8 else "BF16"), fi_shapes)
+    ks["torch-vllm-fp8"] = (torch_vllm_setup(device), torch_vllm_run,
+                            "the README's Python example with torch tensors: a float32 torch decode over a "
+                            "vLLM FP8 cache held in torch tensors, certified from those tensors")
     ks["lowp-gpu-fp8"] = (lowp_setup(lowp_bin), lowp_run("fp8_e4m3", False), "lowp gpu attn, FP8 E4M3 cache")
     ks["lowp-gpu-bf16"] = (lowp_setup(lowp_bin), lowp_run("bf16", False), "lowp gpu attn, BF16 cache")
     ks["emulator"] = (lowp_setup(lowp_bin), lowp_run("fp8_e4m3", True), "lowp gpu attn --emulate (CPU), FP8")
