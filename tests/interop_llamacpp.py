@@ -200,10 +200,12 @@ def llama(model, **kw):
     return llama_cpp.Llama(**args)
 
 
-def llama_greedy(llm, ids, gen, recompute=False):
+def llama_greedy(llm, ids, gen, recompute=False, forced=None):
     """gen greedy tokens after ids (argmax, the first index of the max, as lowp) and the logits
     [gen, vocab] each was chosen from. llm.eval splits what it is given into llm.n_batch
-    batches; recompute evaluates the whole context afresh (one batch) at every step."""
+    batches; recompute evaluates the whole context afresh (one batch) at every step. forced
+    (gen tokens): the context of step i is ids + forced[:i] whatever was chosen (teacher
+    forcing), i.e. the logits this mode computes along another continuation."""
     llm.reset()
     llm.eval(ids)
     out, z = [], []
@@ -212,11 +214,12 @@ def llama_greedy(llm, ids, gen, recompute=False):
         z.append(s)
         out.append(int(np.argmax(s)))
         if i + 1 < gen:
+            ctx = forced[:i + 1] if forced else out
             if recompute:
                 llm.reset()
-                llm.eval(ids + out)
+                llm.eval(ids + ctx)
             else:
-                llm.eval([out[-1]])
+                llm.eval([ctx[-1]])
     return out, np.array(z)
 
 
@@ -225,76 +228,101 @@ def first_difference(x, y):
     return next((i for i in range(len(x)) if x[i] != y[i]), len(x))
 
 
-def greedy_verdict(j, p, mine, zl, runs, llm, sigma, e32):
-    """Prints prompt j's comparison and returns its failures. mine: lowp's continuation, zl
-    [GEN, vocab] lowp's logits at each step; runs: mode -> (continuation, logits [GEN, vocab]).
-    A lowp continuation that parts at step k from its closest llama.cpp mode passes when
-    llama.cpp's own modes part from each other before step k (lowp is then as close to
-    llama.cpp as llama.cpp is to itself), or when lowp's margin between its token and that
-    mode's is within the near-tie band of 6 sigma. (Parting from each other *at* k is no
-    excuse: the modes then chose two tokens and lowp a third, since it agrees with none of them
-    at k; that case is judged by the margin.) The premise is checked too: where two modes
-    part, each one's margin between the two tokens is within the same band."""
+def greedy_verdict(j, p, mine, runs, along_lowp, along_llama, llm, sigma, e32):
+    """Prints prompt j's comparison and returns its failures. mine: lowp's continuation; runs:
+    mode -> (continuation, logits [GEN, vocab]); along_lowp(X), along_llama(mode, X): the
+    logits [GEN, vocab] of lowp, of a llama.cpp mode, on the ids p + X[:i] of every step i.
+    1. Free-running (the issue's criterion, reported): a lowp continuation that parts at step
+       k from its closest llama.cpp mode passes when llama.cpp's own modes part from each
+       other before step k (lowp is then as close to llama.cpp as llama.cpp is to itself), or
+       when lowp's margin between its token and that mode's is within the near-tie band of 6
+       sigma. (Parting from each other *at* k is no excuse: the modes then chose two tokens
+       and lowp a third, since it agrees with none of them at k; the margin judges it.)
+    2. Teacher-forced (what makes the check able to fail: rule 1 alone passed a lowp with the
+       wrong RoPE base on all 5 prompts, since llama.cpp parts from itself as early as step
+       2): along every llama.cpp continuation, at every step, lowp's token on the same ids is
+       that continuation's or within 6 sigma of it; and, the premise, so is every other
+       llama.cpp mode's."""
     fails = 0
     band = 6 * sigma
 
     def tok(t):
         return repr(llm.detokenize([t]).decode("utf-8", "replace"))
 
-    def split(name_x, x, zx, name_y, y, zy):
-        """The first step where x and y part, and the line that shows it."""
-        k = first_difference(x, y)
+    def parting(x, y):
+        """The first step where continuations x and y part; the line that shows it, with the
+        logits of the two tokens there in each of the (name, continuation, logits) in x and y
+        (every member of a class shares the context up to the parting)."""
+        k = first_difference(x[0][1], y[0][1])
+        nx, ny = ",".join(m[0] for m in x), ",".join(m[0] for m in y)
         if k == GEN:
-            return k, f"{name_x} vs {name_y}: identical for {GEN}"
-        tx, ty = x[k], y[k]
-        return k, (f"{name_x} vs {name_y}: identical for {k}, then {name_x} {tx} {tok(tx)} vs {name_y} {ty} {tok(ty)}; "
-                   f"logits of the two: {name_x}'s {zx[k][tx]:.4f} {zx[k][ty]:.4f} (margin {zx[k][tx] - zx[k][ty]:.4f}), "
-                   f"{name_y}'s {zy[k][tx]:.4f} {zy[k][ty]:.4f} (margin {zy[k][ty] - zy[k][tx]:.4f})")
+            return k, f"{nx} vs {ny}: identical for {GEN}"
+        tx, ty = x[0][1][k], y[0][1][k]
+        z = "; ".join(f"{m[0]} {m[2][k][tx]:.4f} {m[2][k][ty]:.4f}" for m in x + y)
+        return k, f"{nx} vs {ny}: identical for {k}, then {tx} {tok(tx)} vs {ty} {tok(ty)}; their logits: {z}"
+
+    def differs(z, X):
+        """(step, margin) where the argmax of z differs from X's token: z[argmax] - z[X[i]]."""
+        return [(i, float(z[i].max() - z[i][X[i]])) for i in range(GEN) if int(np.argmax(z[i])) != X[i]]
 
     print(f"greedy prompt {j} ({len(p)} tokens, {llm.detokenize(p).decode('utf-8', 'replace')[:40]!r}):")
-    # lowp's own logits must reproduce its generate (both are its exact binary32 pass), up to a
+    zl = along_lowp(mine)
+    # lowp's logits reproduce its generate (both are its exact binary32 pass), up to a
     # binary32-sized tie (interop_model's argmax rule)
-    for i in range(GEN):
-        t = int(np.argmax(zl[i]))
-        if t != mine[i] and zl[i][t] - zl[i][mine[i]] > 8 * e32:
-            print(f"FAIL: lowp model generate's token {i} is {mine[i]}, its logits' argmax {t} "
-                  f"({zl[i][t] - zl[i][mine[i]]:.3e} higher)")
+    for i, m in differs(zl, mine):
+        if m > 8 * e32:
+            print(f"FAIL: lowp model generate's token {i} is {mine[i]}, its logits' argmax {int(np.argmax(zl[i]))} "
+                  f"({m:.3e} higher)")
             fails += 1
-    names = list(runs)
+    # 1. free-running: llama.cpp's modes in classes of identical continuations, each pair of
+    # classes, and lowp against each class
+    classes = {}
+    for name, (t, z) in runs.items():
+        classes.setdefault(tuple(t), []).append((name, t, z))
+    classes = list(classes.values())
     kself = GEN
-    for x in range(len(names)):
-        for y in range(x + 1, len(names)):
-            nx, ny = names[x], names[y]
-            (tx, zx), (ty, zy) = runs[nx], runs[ny]
-            k, line = split(nx, tx, zx, ny, ty, zy)
+    print(f"  llama.cpp's continuations: {len(classes)} distinct: " + " ".join("{" + ",".join(m[0] for m in c) + "}"
+                                                                         for c in classes))
+    for x in range(len(classes)):
+        for y in range(x + 1, len(classes)):
+            k, line = parting(classes[x], classes[y])
             kself = min(kself, k)
-            if k < GEN:
-                print("  llama.cpp " + line)
-                mx_, my_ = zx[k][tx[k]] - zx[k][ty[k]], zy[k][ty[k]] - zy[k][tx[k]]
-                if max(mx_, my_) > band:
-                    print(f"FAIL (premise): llama.cpp's modes {nx} and {ny} part at a margin beyond 6 sigma = {band:.4f}")
-                    fails += 1
+            print("  llama.cpp " + line)
     agree = {}
-    for name in names:
-        t, z = runs[name]
-        agree[name], line = split("lowp", mine, zl, name, t, z)
+    for c in classes:
+        k, line = parting([("lowp", mine, zl)], c)
+        for m in c:
+            agree[m[0]] = k
         print("  " + line)
     kbest = max(agree.values())
-    closest = [name for name in names if agree[name] == kbest]
+    closest = [name for name in runs if agree[name] == kbest]
     print(f"  longest agreement: lowp with llama.cpp {','.join(closest)}: {kbest} of {GEN}; llama.cpp's modes "
           f"with each other: " + (f"identical for {GEN}" if kself == GEN else f"part at step {kself}"))
-    if kbest == GEN:
-        return fails
-    margin = min(abs(zl[kbest][mine[kbest]] - zl[kbest][runs[name][0][kbest]]) for name in closest)
-    if kself < kbest:
-        print(f"  passes: llama.cpp parts from itself at step {kself}, before lowp parts from it at {kbest} "
-              f"(lowp's margin there {margin:.4f})")
-    elif margin <= band:
-        print(f"  passes: a near-tie, lowp's margin {margin:.4f} <= 6 sigma = {band:.4f}")
-    else:
-        print(f"FAIL: lowp parts from llama.cpp at step {kbest} at a margin of {margin:.4f} > 6 sigma = {band:.4f}, "
-              f"and llama.cpp's modes " + (f"agree for all {GEN}" if kself == GEN else f"part only at {kself}"))
-        fails += 1
+    if kbest < GEN:
+        margin = min(abs(zl[kbest][mine[kbest]] - zl[kbest][runs[name][0][kbest]]) for name in closest)
+        if kself < kbest:
+            print(f"  free-running passes: llama.cpp parts from itself at step {kself}, before lowp parts from it "
+                  f"at {kbest} (lowp's margin there {margin:.4f})")
+        elif margin <= band:
+            print(f"  free-running passes: a near-tie, lowp's margin {margin:.4f} <= 6 sigma = {band:.4f}")
+        else:
+            print(f"FAIL: lowp parts from llama.cpp at step {kbest} at a margin of {margin:.4f} > 6 sigma = "
+                  f"{band:.4f}, and llama.cpp's modes " + (f"agree for all {GEN}" if kself == GEN else
+                                                          f"part only at {kself}"))
+            fails += 1
+    # 2. teacher-forced along every llama.cpp continuation
+    for c in classes:
+        X = c[0][1]
+        others = [(name, along_llama(name, X)) for name in runs if name not in [m[0] for m in c]]
+        for name, z in [("lowp", along_lowp(X))] + others:
+            dz = differs(z, X)
+            if dz:
+                print(f"  along {','.join(m[0] for m in c)}: {name}'s token differs at step(s) " +
+                      ", ".join(f"{i} (margin {m:.4f})" for i, m in dz))
+            if dz and max(m for _, m in dz) > band:
+                print(f"FAIL{'' if name == 'lowp' else ' (premise)'}: {name}'s token on the ids of "
+                      f"{','.join(m[0] for m in c)}'s continuation differs by more than 6 sigma = {band:.4f}")
+                fails += 1
     return fails
 
 
@@ -370,10 +398,16 @@ def main():
             p = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
             mine = [int(t) for t in run([a.lowp, "model", "generate", "--model", model, "--tokens",
                                          write_ids(d, p), "--gen", str(GEN), "--threads", str(THREADS)]).split()]
-            # lowp's logits at every step, from one pass over the prompt and its continuation
-            zl = lowp_logits(a.lowp, model, p + mine[:GEN - 1], d)[len(p) - 1:]
             runs = {name: llama_greedy(l, p, GEN, rec) for name, _, l, rec in modes}
-            fails += greedy_verdict(j, p, mine, zl, runs, llm, sigma, e32)
+
+            def along_lowp(X):
+                """lowp's logits at every step of continuation X: one pass over p + X."""
+                return lowp_logits(a.lowp, model, p + list(X[:GEN - 1]), d)[len(p) - 1:]
+
+            def along_llama(name, X):
+                _, _, l, rec = next(m for m in modes if m[0] == name)
+                return llama_greedy(l, p, GEN, rec, forced=list(X))[1]
+            fails += greedy_verdict(j, p, mine, runs, along_lowp, along_llama, llm, sigma, e32)
         # generate's bad input: one line, exit 2
         for args, expect in ((["--gen", "8190"], "and the generated ones, more than the model's context of 8192"),
                              (["--gen", "0"], "--gen 0 generates nothing"), ([], "--tokens FILE is required")):
