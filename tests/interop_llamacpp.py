@@ -42,8 +42,10 @@ another draw of the rounding, so |lowp - llama.cpp| is a draw of |emu64 - ref64|
       max |lowp - llama.cpp| <= tol = 2 Q + 8 e32   and   rms(lowp - llama.cpp) <= 1.5 sigma
 (2x and 1.5x: two draws of a maximum over 4e6 logits, and of an rms, differ by far less; the
 batched and one-token llama.cpp runs are held to the same bounds, as the premise's check). A
-defect the other implementation would expose (RoPE on the wrong pairs, a wrong eps or base,
-an untied head, a tokenizer difference) moves logits by several units at most positions.
+defect the other implementation would expose (RoPE on the wrong pairs or a wrong base, an
+untied head, a tokenizer difference) moves logits by several units at most positions (a RoPE
+base of 10000 for the file's 100000: 12.35 > tol); a wrong RMSNorm eps (1e-6 for 1e-5) moves
+them by 0.018 only, which interop_model's binary64 check catches and this one cannot.
 Greedy. The same discontinuity decides near-ties of the argmax, so a continuation is also a
 draw: llama.cpp evaluated in two legitimate ways on the same file and ids (MODES: the prompt
 in one batch or one token per eval, batches of 4, the whole context afresh at every step)
