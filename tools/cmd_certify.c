@@ -633,6 +633,8 @@ int lowp_cmd_certify(int argc, char **argv)
     ar.mma_k = o.mma_k;
     ar.v_scale_after_output = o.v_after;
     ar.prod_dtype = dtype_opt("--prod-dtype", o.prod_dtype, ar.prod_dtype);
+    if (ar.prod_dtype == LOWP_CERTIFY_E4M3)
+        lowp_cli_fail("--prod-dtype: products are rounded to f32, bf16 or f16, not e4m3");
     ar.l_unrounded = o.l_unrounded;
     ar.mma_frac = o.mma_frac;
     lowp_kv_layout page_order = LOWP_KV_NHD;
