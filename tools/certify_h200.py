@@ -60,6 +60,7 @@ not split), BF16 output; FlashInfer's FP8 path also `out *= v_scale` after the o
 kernel is within bound everywhere, 1 when any is outside or a NaN mismatch, 2 on bad usage.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -497,7 +498,7 @@ def sglang_run(fp8, k_scale_factor=1.0, p_declared=None):
     return run
 
 
-MMA_RE = None
+MMA_RE = re.compile(r"^\s*((?:wgmma\.mma_async|mma\.sync)\.[a-z0-9_.]+)", re.M)
 
 
 def sg_mma(cache, kernel):
@@ -505,12 +506,8 @@ def sg_mma(cache, kernel):
     cache directory, fresh per setup: sglang_setup), as a sorted list of mnemonics without
     their operands, e.g. ['mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32']; [] when
     there is no cache (the interpreter) or no such file."""
-    global MMA_RE
     if not cache:
         return []
-    import glob
-    import re
-    MMA_RE = MMA_RE or re.compile(r"^\s*((?:wgmma\.mma_async|mma\.sync)\.[a-z0-9_.]+)", re.M)
     found = set()
     for f in glob.glob(os.path.join(cache, "**", kernel + ".ptx"), recursive=True):
         with open(f) as fh:
