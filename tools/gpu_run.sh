@@ -46,7 +46,7 @@
 #      lowp gpu conform --kernel extend,prefill -> gpu-extend-conform-h200.md (GPU vs
 #                                emulator bit for bit and binary64 within the bound;
 #                                LOWP_GPU_EXTEND_ARGS, default --quick; "" for the full 10^5
-#                                cases per kernel)
+#                                cases per kernel; LOWP_GPU_EXTEND_LIMIT seconds, default 300)
 #      compute-sanitizer memcheck / racecheck on its --small case -> sanitizer-*-extend.log
 #      lowp gpu bench --kernel extend,prefill -> gpu-extend-bench-h200.txt/.csv (TFLOP/s per
 #                                shape; LOWP_GPU_EXTEND_BENCH_ARGS)
@@ -502,7 +502,7 @@ fi
 if want extend; then
   if [ -x "$LOWP" ]; then
     # shellcheck disable=SC2086 # the arguments are a list
-    run_step "extend conform" 300 gpu-extend-conform-h200.md "$LOWP" gpu conform --kernel extend,prefill \
+    run_step "extend conform" "${LOWP_GPU_EXTEND_LIMIT:-300}" gpu-extend-conform-h200.md "$LOWP" gpu conform --kernel extend,prefill \
       --report "$OUT/gpu-extend-conform-h200.md" ${LOWP_GPU_EXTEND_ARGS---quick}
     for tool in memcheck racecheck; do
       sanitize extend $tool 120 extend "$LOWP" gpu conform --kernel extend --small --report "$OUT/san-$tool-extend.md"
