@@ -16,8 +16,9 @@
 # Any other kernel: PROF_KERNEL (an ncu --kernel-name regex), PROF_SKIP (launches of it to
 # skip, default 3) and the command after OUTDIR (run as given, LOWP_BINARY unused but
 # checked); PROF_NAME names the files (prof-NAME-*); PROF_NAME_BASE=demangled matches template
-# arguments (ncu --kernel-name-base), e.g. the QSA scoring kernel at 128K:
-#   PROF_NAME_BASE=demangled PROF_KERNEL='regex:qsa_score_kernel<0,' PROF_SKIP=20 PROF_NAME=qsa-bf16 \
+# arguments (ncu --kernel-name-base; ncu demangles them as "<(int)0, ...>"), e.g. the QSA
+# scoring kernel at 128K:
+#   PROF_NAME_BASE=demangled PROF_KERNEL='regex:qsa_score_kernel<.int.0,' PROF_SKIP=20 PROF_NAME=qsa-bf16 \
 #     tools/gpu_prof.sh LOWP OUT build/gpu/lowp_gpu_select_check OUT/x.md --bench-only
 set -u
 cd "$(dirname "$0")/.." || exit 3
