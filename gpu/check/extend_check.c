@@ -216,31 +216,38 @@ static void locate(const ecase *c, size_t x, size_t *b, size_t *i, size_t *hq, s
 }
 
 /* Device buffers reused from case to case (grown when a case needs more): a cudaMalloc
- * per case would cost more than the kernel. */
+ * per case would cost more than the kernel. One set an OpenMP thread: the short cases run
+ * on the GPU from the thread that made them, each on its own per-thread stream
+ * (cudaStreamPerThread), so one thread's copies and kernel overlap the other threads'
+ * emulation instead of waiting in one serial loop. */
 typedef struct dbuf {
     void *p;
     size_t cap;
 } dbuf;
-static dbuf g_dev[7];
+enum { NDBUF = 7 };
+static dbuf *g_dev;  /* [g_ndev_sets][NDBUF] */
+static int g_ndev_sets;
 
 static cudaError_t dev_get(int i, size_t bytes, void **out)
 {
-    if (bytes > g_dev[i].cap) {
-        cudaFree(g_dev[i].p);
-        g_dev[i].p = NULL;
-        g_dev[i].cap = 0;
-        cudaError_t e = cudaMalloc(&g_dev[i].p, bytes);
+    dbuf *d = &g_dev[(size_t)omp_get_thread_num() * NDBUF + (size_t)i];
+    if (bytes > d->cap) {
+        cudaFree(d->p);
+        d->p = NULL;
+        d->cap = 0;
+        cudaError_t e = cudaMalloc(&d->p, bytes);
         if (e != cudaSuccess)
             return e;
-        g_dev[i].cap = bytes;
+        d->cap = bytes;
     }
-    *out = g_dev[i].p;
+    *out = d->p;
     return cudaSuccess;
 }
 
 static int run_gpu(ecase *c, char *why, size_t wl)
 {
     const lowp_gpu_extend_args *a = &c->a;
+    const cudaStream_t st = cudaStreamPerThread;
     size_t nq = (size_t)c->qo[a->batch];
     void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL, *dqo = NULL, *dkv = NULL, *dpre = NULL;
     int rc = 0;
@@ -260,22 +267,24 @@ static int run_gpu(ecase *c, char *why, size_t wl)
     CK(dev_get(4, sizeof c->qo, &dqo));
     CK(dev_get(5, sizeof c->kv, &dkv));
     CK(dev_get(6, sizeof c->pre, &dpre));
-    CK(cudaMemcpy(dq, c->q, nq * a->num_q_heads * a->qk_dim * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dk, c->k, a->kv_rows * a->num_kv_heads * a->qk_dim, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dv, c->v, a->kv_rows * a->num_kv_heads * a->vo_dim, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dqo, c->qo, sizeof c->qo, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dkv, c->kv, sizeof c->kv, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dpre, c->pre, sizeof c->pre, cudaMemcpyHostToDevice));
-    CK(cudaMemset(dout, 0xFF, c->nout * 2)); /* 0xFFFF: never an output of the kernel */
+    CK(cudaMemcpyAsync(dq, c->q, nq * a->num_q_heads * a->qk_dim * 2, cudaMemcpyHostToDevice, st));
+    CK(cudaMemcpyAsync(dk, c->k, a->kv_rows * a->num_kv_heads * a->qk_dim, cudaMemcpyHostToDevice,
+                       st));
+    CK(cudaMemcpyAsync(dv, c->v, a->kv_rows * a->num_kv_heads * a->vo_dim, cudaMemcpyHostToDevice,
+                       st));
+    CK(cudaMemcpyAsync(dqo, c->qo, sizeof c->qo, cudaMemcpyHostToDevice, st));
+    CK(cudaMemcpyAsync(dkv, c->kv, sizeof c->kv, cudaMemcpyHostToDevice, st));
+    CK(cudaMemcpyAsync(dpre, c->pre, sizeof c->pre, cudaMemcpyHostToDevice, st));
+    CK(cudaMemsetAsync(dout, 0xFF, c->nout * 2, st)); /* 0xFFFF: never an output of the kernel */
     lowp_gpu_extend_desc d = {.host = *a, .qo_indptr_dev = dqo, .kv_indptr_dev = dkv,
                               .prefix_len_dev = a->prefix_len ? dpre : NULL, .q_dev = dq,
                               .k_dev = dk, .v_dev = dv};
-    if (lowp_gpu_extend(&d, dout, 0, why, wl)) {
+    if (lowp_gpu_extend(&d, dout, st, why, wl)) {
         rc = -1;
         goto out;
     }
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(c->gpu, dout, c->nout * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpyAsync(c->gpu, dout, c->nout * 2, cudaMemcpyDeviceToHost, st));
+    CK(cudaStreamSynchronize(st));
 out:
     return rc;
 #undef CK
@@ -793,9 +802,14 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const size_t batch = 512, total = o.cases + o.long_cases;
     ecase *cs = calloc(batch, sizeof *cs);
+    g_ndev_sets = omp_get_max_threads();
+    g_dev = calloc((size_t)g_ndev_sets * NDBUF, sizeof *g_dev);
     int fail = 0;
     char why[512] = "";
-    if (cs == NULL) {
+    if (cs == NULL || g_dev == NULL) {
+        free(cs);
+        free(g_dev);
+        g_dev = NULL;
         snprintf(why_out, why_len, "out of memory");
         return -1;
     }
@@ -812,7 +826,8 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
                 continue;
             char w[256];
             if (ecase_make(&cs[j], o.seed, idx, 0, o.small) ||
-                cpu_side(&cs[j], 1, w, sizeof w)) {
+                cpu_side(&cs[j], 1, w, sizeof w) ||
+                (!o.emulator_only && run_gpu(&cs[j], w, sizeof w))) {
 #pragma omp critical
                 {
                     snprintf(why, sizeof why, "case %zu: %s", idx, w);
@@ -834,7 +849,7 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
                     break;
                 }
             }
-            if (!o.emulator_only && run_gpu(&cs[j], why, sizeof why)) {
+            if (idx >= o.cases && !o.emulator_only && run_gpu(&cs[j], why, sizeof why)) {
                 fail = 1;
                 break;
             }
@@ -846,12 +861,13 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
             ecase_free(&cs[j]);
     }
     free(cs);
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < g_ndev_sets * NDBUF; i++)
         cudaFree(g_dev[i].p);
-        g_dev[i].p = NULL;
-        g_dev[i].cap = 0;
-    }
-    size_t ws_bad = 0, ws_bytes = 0, ws_done = 0, cast_bad = 0;
+    free(g_dev);
+    g_dev = NULL;
+    g_ndev_sets = 0;
+    size_t ws_bad = 0, ws_bytes = 0, ws_done = 0, cast_bad = 0, lut_blocks = 0;
+    long long lut_bad = 0;
     const int cast_run = !fail && kind_wanted(&o, 1) && o.only < 0;
     if (cast_run) {
         cast_bad = ws_cast_check(!o.emulator_only, why, sizeof why);
@@ -859,6 +875,15 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
             fail = 1;
         else
             ws_bad += cast_bad;
+        lut_bad = fail ? 0 : lowp_gpu_extend_ws_lut_check(!o.emulator_only, &lut_blocks, why, sizeof why);
+        if (lut_bad < 0)
+            fail = 1;
+        else {
+            ws_bad += (size_t)lut_bad;
+            fprintf(g_log, "gpu extend workspace table path (%s): %zu blocks, %lld differing from "
+                           "the per-element path\n",
+                    o.emulator_only ? "host" : "device", lut_blocks, lut_bad);
+        }
     }
     for (size_t i = 0; i < o.ws_cases + o.ws_long && !fail; i++) {
         if (ws_case(o.seed, i, i >= o.ws_cases, !o.emulator_only, &ws_bad, &ws_bytes, why,
@@ -923,6 +948,12 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
                         cast_bad);
             fprintf(g_log, "gpu extend workspace cast (%s): 65536 BF16 codes, %zu mismatches\n",
                     o.emulator_only ? "host model" : "GPU", cast_bad);
+            if (rep)
+                fprintf(rep, "\nThe fill's table path (a block's 8 E2M1 magnitudes converted once, "
+                             "looked up by code, the sign flipped; %s) against its per-element "
+                             "path: %zu blocks (every code byte, finite scale code and 17 global "
+                             "scales), %lld differing (counted in the failed checks above).\n",
+                        o.emulator_only ? "host" : "on the GPU", lut_blocks, lut_bad);
         }
     }
     bad += ws_bad;

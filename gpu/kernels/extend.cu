@@ -611,6 +611,34 @@ __global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
  * runs the same ws_load / ws_bytes / ws_dst with lowp's codec table for the cast, so the
  * kernel's indexing and arithmetic run on the CPU and the cast alone is proven on the
  * device (lowp_gpu_extend_ws_cast, all 65,536 BF16 codes, gpu/check/extend_check.c). */
+/* n / d for 0 <= n < 2^31 and d >= 1 by one multiply and shift: M = ceil(2^s / d), s = 31 +
+ * ceil(log2 d). Exact: M = 2^s / d + e with 0 <= e < 1, so n M / 2^s = n / d + n e / 2^s and
+ * n e / 2^s < 2^31 / 2^(31 + ceil(log2 d)) <= 1 / d; with n / d = q + r / d, r <= d - 1, the
+ * sum stays below q + 1 and its floor is q. M <= 2^32 and n M < 2^63: no overflow. Replaces
+ * the run-time divisions of the fill's row, page and scale indexing (lowp_gpu_extend_ws_lut_check
+ * also checks it on the host: every d < 2^13 at n = 0, 2^31 - 1 and both sides of every
+ * multiple of d below 2^20, plus 2^16 random n each). */
+struct WsDiv {
+    uint64_t m;
+    int s;
+    uint32_t d;
+};
+
+static inline WsDiv ws_div_make(uint32_t d)
+{
+    int l = 0;
+    while ((1ull << l) < d)
+        l++;
+    const int s = 31 + l;
+    WsDiv r = {((1ull << s) + d - 1) / d, s, d};
+    return r;
+}
+
+__host__ __device__ __forceinline__ uint32_t ws_div(const WsDiv &v, uint32_t n)
+{
+    return (uint32_t)(((uint64_t)n * v.m) >> v.s);
+}
+
 struct WsParams {
     const uint8_t *kc, *vc, *ks, *vs; /* the NVFP4 cache's codes and block scales */
     const float *kg, *vg;             /* decode-side global scales, n_global each */
@@ -620,6 +648,7 @@ struct WsParams {
     const uint8_t *cast;              /* host only, [65536]: BF16 bits -> torch E4M3 code */
     const float *e4m3;                /* [256]: binary32 values of the codes */
     int H, Dq, Dv, PS, hnd, k_il, v_il, per_head;
+    WsDiv dH, dPS, dkq4, dvq4; /* by H, PS and the interleave's S / 4 of K and of V */
 };
 
 /* Row (page, slot, head) -> row index of codes and of (linear) scales. */
@@ -631,13 +660,14 @@ __host__ __device__ __forceinline__ size_t ws_row(const WsParams &p, size_t page
 /* Offset of block scale s of (page, slot, head) among S a row: lowp/kvcache.h's formula,
  * the 4-token interleave when il. */
 __host__ __device__ __forceinline__ size_t ws_scale_off(const WsParams &p, size_t page, int slot,
-                                                        int h, int s, int S, int il)
+                                                        int h, int s, int S, int il,
+                                                        const WsDiv &q4)
 {
     int t = slot, u = s;
-    if (il) {
-        const int q4 = S / 4;
-        t = (slot / 4) * 4 + s / q4;
-        u = (s % q4) * 4 + slot % 4;
+    if (il) { /* q4 = S / 4 */
+        const int sq = (int)ws_div(q4, (uint32_t)s);
+        t = (slot / 4) * 4 + sq;
+        u = (s - sq * (int)q4.d) * 4 + slot % 4;
     }
     return ws_row(p, page, t, h) * (size_t)S + u;
 }
@@ -752,11 +782,12 @@ __host__ __device__ __forceinline__ WsIn ws_load(const WsParams &p, const WsSeq 
     WsIn in;
     in.prefix = t < s.P;
     if (in.prefix) {
-        const size_t page = (size_t)p.pt_indices[s.pt0 + t / p.PS];
-        const int slot = t % p.PS;
+        const int tp = (int)ws_div(p.dPS, (uint32_t)t); /* t < 2^31 */
+        const size_t page = (size_t)p.pt_indices[s.pt0 + tp];
+        const int slot = t - tp * p.PS;
         const uint8_t *code = (isk ? p.kc : p.vc) + ws_row(p, page, slot, h) * (D / 2) + 8 * j;
         in.sc = (isk ? p.ks : p.vs)[ws_scale_off(p, page, slot, h, j, D / 16,
-                                                 isk ? p.k_il : p.v_il)];
+                                                 isk ? p.k_il : p.v_il, isk ? p.dkq4 : p.dvq4)];
         in.g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
         const uint2 w = *reinterpret_cast<const uint2 *>(code);
         in.a = make_uint4(w.x, w.y, 0u, 0u);
@@ -782,44 +813,93 @@ __host__ __device__ __forceinline__ uint4 *ws_dst(const WsParams &p, const WsSeq
                                      16 * j);
 }
 
-__host__ __device__ __forceinline__ uint4 ws_bytes(const WsParams &p, const float *e4m3,
-                                                   const WsIn &in)
+/* A prefix block's 16 workspace bytes when its scale sf and global scale g are finite: the
+ * byte of each of the 8 E2M1 magnitudes v (0, 0.5, 1, 1.5, 2, 3, 4, 6) is made once,
+ * torch_e4m3(bf16((v sf) g)) as in the per-element path below, and each code looks its
+ * magnitude's byte up (prmt, by the code's 3 low bits) and flips bit 7 by its sign bit.
+ * Equal to the per-element path: with sf and g finite, (-v sf) g = -((v sf) g) exactly
+ * (binary32 RN is odd-symmetric, --ftz=false; v = 0 gives the zero of the opposite sign),
+ * and the BF16 rounding and the cast are odd-symmetric too, Inf and the NaN patch keeping
+ * the sign (ws_patch); a NaN can only come from a NaN or infinite sf or g (0 x Inf), whose
+ * sign rules differ between hosts and the device: those blocks take the per-element path.
+ * Checked against it on the host for every code byte, every finite scale code and a range
+ * of g (ws_lut_check, the extend conform's host run). */
+__host__ __device__ __forceinline__ uint4 ws_bytes_lut(const WsParams &p, const WsIn &in, float sf,
+                                                       float g, bool ovf)
 {
-    uint32_t wv[8]; /* the block's 16 BF16 values, element i in half i & 1 of word i / 2 */
-    bool ovf;
-    if (in.prefix) {
-        const float sf = e4m3[in.sc], g = in.g;
-        /* e[q][k]: elements of word q; pair k of lowp_dec_e2m1x8_sub is elements k (low
-         * half) and k + 4, each 2^-126 x the E2M1 value, exact; x 2^126 is exact too
-         * (no flush: --ftz=false), giving the value the codec's table has */
-        uint32_t e[2][4];
-        lowp_dec_e2m1x8_sub(in.a.x, e[0]);
-        lowp_dec_e2m1x8_sub(in.a.y, e[1]);
-        const float unbias = ws_f32(0x7E800000u); /* 2^126 */
-        float x[16];
-        for (int i = 0; i < 16; i++) {
-            const uint32_t pr = e[i / 8][i % 4];
-            const float v = ws_f32((i & 4) ? pr & 0xFFFF0000u : pr << 16) * unbias;
-            x[i] = (v * sf) * g;
-        }
-        for (int i = 0; i < 8; i++)
-            wv[i] = ws_bf16x2(x[2 * i], x[2 * i + 1]);
-        /* |x_i| = fl(|v_i sf| |g|) <= fl(6 sf |g|) (v_i sf and 6 sf exact, rounding
-         * monotone), so fl(6 sf |g|) <= 448 bounds every BF16 below WS_NAN_FROM; a NaN
-         * sf or g fails the test */
-        ovf = !((6.0f * sf) * fabsf(g) <= 448.0f);
-    } else {
-        wv[0] = in.a.x, wv[1] = in.a.y, wv[2] = in.a.z, wv[3] = in.a.w;
-        wv[4] = in.c.x, wv[5] = in.c.y, wv[6] = in.c.z, wv[7] = in.c.w;
-        uint32_t any = 0;
-        for (int i = 0; i < 8; i++)
-            any |= (wv[i] & 0x7FFF7FFFu) + WS_OVF_ADD;
-        ovf = (any & 0x80008000u) != 0;
+    uint32_t t[4]; /* t[k]: the bytes of magnitudes 2k (byte 0) and 2k + 1 (byte 1) */
+    t[0] = ws_cast2(p, ws_bf16x2((0.0f * sf) * g, (0.5f * sf) * g), ovf);
+    t[1] = ws_cast2(p, ws_bf16x2((1.0f * sf) * g, (1.5f * sf) * g), ovf);
+    t[2] = ws_cast2(p, ws_bf16x2((2.0f * sf) * g, (3.0f * sf) * g), ovf);
+    t[3] = ws_cast2(p, ws_bf16x2((4.0f * sf) * g, (6.0f * sf) * g), ovf);
+    const uint32_t lo = t[0] | t[1] << 16, hi = t[2] | t[3] << 16;
+    /* nibble e of the 8 code bytes is element e; output byte e is element e */
+    const uint32_t c[4] = {in.a.x & 0xFFFFu, in.a.x >> 16, in.a.y & 0xFFFFu, in.a.y >> 16};
+    uint32_t r[4];
+    for (int i = 0; i < 4; i++) {
+        const uint32_t mag = lowp_dec_prmt(lo, hi, c[i] & 0x7777u);
+        /* selector 4 (the sign bit 3 moved to bit 2) picks byte 0 of 0x80, selector 0 byte 0
+         * of 0: bit 7 where the code is negative */
+        const uint32_t sgn = lowp_dec_prmt(0u, 0x80u, (c[i] >> 1) & 0x4444u);
+        r[i] = mag ^ sgn;
     }
+    return make_uint4(r[0], r[1], r[2], r[3]);
+}
+
+/* torch's E4M3 cast of 8 BF16 pairs (ovf: some half may be >= WS_NAN_FROM) as 16 bytes */
+__host__ __device__ __forceinline__ uint4 ws_cast16(const WsParams &p, const uint32_t wv[8], bool ovf)
+{
     uint32_t r[8];
     for (int i = 0; i < 8; i++)
         r[i] = ws_cast2(p, wv[i], ovf);
     return make_uint4(r[0] | r[1] << 16, r[2] | r[3] << 16, r[4] | r[5] << 16, r[6] | r[7] << 16);
+}
+
+/* A prefix block's bytes element by element: x_i = (v_i sf) g in binary32, BF16, cast. Any
+ * sf and g (the path of non-finite ones, and ws_lut_check's reference for the rest). */
+__host__ __device__ __forceinline__ uint4 ws_bytes_elem(const WsParams &p, const WsIn &in, float sf,
+                                                        float g, bool ovf)
+{
+    /* e[q][k]: elements of word q; pair k of lowp_dec_e2m1x8_sub is elements k (low
+     * half) and k + 4, each 2^-126 x the E2M1 value, exact; x 2^126 is exact too
+     * (no flush: --ftz=false), giving the value the codec's table has */
+    uint32_t e[2][4], wv[8];
+    lowp_dec_e2m1x8_sub(in.a.x, e[0]);
+    lowp_dec_e2m1x8_sub(in.a.y, e[1]);
+    const float unbias = ws_f32(0x7E800000u); /* 2^126 */
+    float x[16];
+    for (int i = 0; i < 16; i++) {
+        const uint32_t pr = e[i / 8][i % 4];
+        const float v = ws_f32((i & 4) ? pr & 0xFFFF0000u : pr << 16) * unbias;
+        x[i] = (v * sf) * g;
+    }
+    for (int i = 0; i < 8; i++)
+        wv[i] = ws_bf16x2(x[2 * i], x[2 * i + 1]);
+    return ws_cast16(p, wv, ovf);
+}
+
+/* |x_i| = fl(|v_i sf| |g|) <= fl(6 sf |g|) (v_i sf and 6 sf exact, rounding monotone), so
+ * fl(6 sf |g|) <= 448 bounds every BF16 below WS_NAN_FROM; a NaN sf or g fails the test */
+__host__ __device__ __forceinline__ bool ws_prefix_ovf(float sf, float g)
+{
+    return !((6.0f * sf) * fabsf(g) <= 448.0f);
+}
+
+__host__ __device__ __forceinline__ uint4 ws_bytes(const WsParams &p, const float *e4m3,
+                                                   const WsIn &in)
+{
+    if (in.prefix) {
+        const float sf = e4m3[in.sc], g = in.g;
+        const bool ovf = ws_prefix_ovf(sf, g);
+        if (fabsf(sf) <= 3.4028235e38f && fabsf(g) <= 3.4028235e38f) /* finite, not NaN */
+            return ws_bytes_lut(p, in, sf, g, ovf);
+        return ws_bytes_elem(p, in, sf, g, ovf);
+    }
+    const uint32_t wv[8] = {in.a.x, in.a.y, in.a.z, in.a.w, in.c.x, in.c.y, in.c.z, in.c.w};
+    uint32_t any = 0;
+    for (int i = 0; i < 8; i++)
+        any |= (wv[i] & 0x7FFF7FFFu) + WS_OVF_ADD;
+    return ws_cast16(p, wv, (any & 0x80008000u) != 0);
 }
 
 /* WS_U rows a thread an iteration: rows base + u NY + y, u < WS_U (each u a warp's
@@ -830,6 +910,10 @@ constexpr int WS_U = 4;
 /* The rows (t, h) = (r / H, r % H) of sequence b: I is uint32_t when the sequence has at
  * most 2^31 - 1 rows (base + step < 2^31 + 2^23 cannot wrap: step <= 65535 x 32 x WS_U),
  * else size_t. */
+/* r / H: by multiply and shift where r < 2^31 (the uint32_t rows), else divided */
+__device__ __forceinline__ uint32_t ws_rdiv(const WsParams &p, uint32_t r) { return ws_div(p.dH, r); }
+__device__ __forceinline__ size_t ws_rdiv(const WsParams &p, size_t r) { return r / (size_t)p.H; }
+
 template <typename I>
 __device__ __forceinline__ void ws_rows(const WsParams &p, const float *e4m3, int b, I rows)
 {
@@ -842,7 +926,7 @@ __device__ __forceinline__ void ws_rows(const WsParams &p, const float *e4m3, in
         for (int u = 0; u < WS_U; u++) {
             I r = base + (I)u * ny;
             r = r < rows ? r : rows - 1;
-            const I tq = r / (I)p.H;
+            const I tq = ws_rdiv(p, r);
             t[u] = (int)tq;
             h[u] = (int)(r - tq * (I)p.H);
             in[u] = ws_load(p, s, t[u], h[u], (int)threadIdx.x);
@@ -883,6 +967,45 @@ __global__ void ws_cast_kernel(uint8_t *full, uint8_t *fast)
     full[2 * i + 1] = (uint8_t)(a >> 8);
     fast[2 * i] = (uint8_t)c;
     fast[2 * i + 1] = (uint8_t)(c >> 8);
+}
+
+/* ws_bytes_lut against ws_bytes_elem (the per-element path) on every block of the grid
+ * (code byte c, scale code sc, global scale WS_LUT_G[gi]): the block's 8 code bytes are c
+ * (word x) and c ^ 0x88 (word y), so both nibbles of c appear with both signs. Non-finite
+ * scales (codes 0x7F, 0xFF) are skipped: the fill never takes the table there. */
+#define WS_LUT_NG 17
+__host__ __device__ __forceinline__ float ws_lut_g(int i)
+{
+    const float g[WS_LUT_NG] = {1.0f, 0.5f, 0x1p-9f, 3.0f, -0.37f, 1e30f, 1e-30f, 0x1p127f,
+                                3.4028235e38f, -3.4028235e38f, 0x1p-149f, 0x1p-126f, 0.0f,
+                                -0.0f, 448.0f, 1.0f / 448.0f, 1234.5678f};
+    return g[i];
+}
+
+__host__ __device__ __forceinline__ int ws_lut_one(const WsParams &p, const float *e4m3, uint32_t i)
+{
+    const uint32_t c = i & 0xFFu, sc = (i >> 8) & 0xFFu;
+    const int gi = (int)(i >> 16);
+    if ((sc & 0x7Fu) == 0x7Fu)
+        return 0;
+    WsIn in = {};
+    in.a.x = c * 0x01010101u;
+    in.a.y = (c ^ 0x88u) * 0x01010101u;
+    in.prefix = true;
+    const float sf = e4m3[sc], g = ws_lut_g(gi);
+    const bool ovf = ws_prefix_ovf(sf, g);
+    const uint4 a = ws_bytes_lut(p, in, sf, g, ovf), b = ws_bytes_elem(p, in, sf, g, ovf);
+    return a.x != b.x || a.y != b.y || a.z != b.z || a.w != b.w;
+}
+
+__global__ void ws_lut_kernel(const float *e4m3, unsigned long long *bad)
+{
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 65536u * WS_LUT_NG)
+        return;
+    WsParams p = {};
+    if (ws_lut_one(p, e4m3, i))
+        atomicAdd(bad, 1ull);
 }
 
 template <int DV> cudaError_t launch_v1(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
@@ -1166,7 +1289,7 @@ static WsParams ws_params(const lowp_kv_config *cfg, size_t n_global, const uint
                           uint8_t *kws, uint8_t *vws, const uint8_t *cast, const float *e4m3)
 {
     WsParams p = {kc, vc, ks, vs, kg, vg, pt_indptr, pt_indices, qo, kv, pre, kch, vch, kws,
-                  vws, cast, e4m3, 0, 0, 0, 0, 0, 0, 0, 0};
+                  vws, cast, e4m3, 0, 0, 0, 0, 0, 0, 0, 0, {}, {}, {}, {}};
     p.H = (int)cfg->num_heads;
     p.Dq = (int)cfg->qk_dim;
     p.Dv = (int)cfg->vo_dim;
@@ -1175,6 +1298,10 @@ static WsParams ws_params(const lowp_kv_config *cfg, size_t n_global, const uint
     p.k_il = cfg->k_sf_order == LOWP_KV_SF_INTERLEAVE4;
     p.v_il = cfg->v_sf_order == LOWP_KV_SF_INTERLEAVE4;
     p.per_head = n_global > 1;
+    p.dH = ws_div_make((uint32_t)p.H);
+    p.dPS = ws_div_make((uint32_t)p.PS);
+    p.dkq4 = ws_div_make((uint32_t)(p.Dq / 64 ? p.Dq / 64 : 1)); /* S / 4 = D / 64 */
+    p.dvq4 = ws_div_make((uint32_t)(p.Dv / 64 ? p.Dv / 64 : 1));
     return p;
 }
 
@@ -1305,4 +1432,53 @@ extern "C" int lowp_gpu_extend_ws_cast_emulate(uint8_t *full, uint8_t *fast, cha
         fast[2 * i + 1] = (uint8_t)(r >> 8);
     }
     return 0;
+}
+
+extern "C" long long lowp_gpu_extend_ws_lut_check(int gpu, size_t *blocks, char *why,
+                                                  size_t why_len)
+{
+    const uint32_t n = 65536u * WS_LUT_NG;
+    *blocks = (size_t)WS_LUT_NG * 65536u / 256u * 254u; /* the finite scale codes */
+    long long divbad = 0; /* ws_div: integer arithmetic, the same on both sides */
+    uint64_t rs = 0x9E3779B97F4A7C15ull;
+    for (uint32_t d = 1; d < 8192; d++) {
+        const WsDiv v = ws_div_make(d);
+        divbad += ws_div(v, 0) != 0 || ws_div(v, 0x7FFFFFFFu) != 0x7FFFFFFFu / d;
+        for (uint32_t m = d; m < (1u << 20); m += d)
+            divbad += ws_div(v, m) != m / d || ws_div(v, m - 1) != (m - 1) / d ||
+                      ws_div(v, m + 1) != (m + 1) / d;
+        for (int k = 0; k < 65536; k++) {
+            rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+            const uint32_t x = (uint32_t)(rs >> 33); /* < 2^31 */
+            divbad += ws_div(v, x) != x / d;
+        }
+    }
+    if (divbad)
+        return lowp_why_set(why, why_len, "workspace index division: %lld wrong quotients", divbad);
+    if (!gpu) {
+        if (ws_host_tables(why, why_len))
+            return -1;
+        WsParams p = {};
+        p.cast = h_cast;
+        long long bad = 0;
+        for (uint32_t i = 0; i < n; i++)
+            bad += ws_lut_one(p, h_e4m3, i);
+        return bad;
+    }
+    if (ws_tables(why, why_len))
+        return -1;
+    unsigned long long *d = NULL, bad = 0;
+    cudaError_t e = cudaMalloc(&d, sizeof *d);
+    if (e == cudaSuccess)
+        e = cudaMemset(d, 0, sizeof *d);
+    if (e == cudaSuccess) {
+        ws_lut_kernel<<<(n + 255) / 256, 256>>>(g_e4m3, d);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpy(&bad, d, sizeof bad, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    if (e != cudaSuccess)
+        return lowp_why_set(why, why_len, "workspace table check: %s", cudaGetErrorString(e));
+    return (long long)bad;
 }

@@ -98,6 +98,12 @@ int lowp_gpu_extend_ws_cast(uint8_t *full, uint8_t *fast, char *why, size_t why_
 /* The same from the host: lowp's model of cvt.rn.satfinite (profile cuda) patched by the
  * fill's own code, so that the patch's logic is checked without a GPU. */
 int lowp_gpu_extend_ws_cast_emulate(uint8_t *full, uint8_t *fast, char *why, size_t why_len);
+/* The fill's per-magnitude table path (a prefix block's 8 E2M1 magnitudes converted once,
+ * each code looking its byte up and taking its sign) against its per-element path, on
+ * every code byte x finite block-scale code x 17 global scales from 2^-149 to FLT_MAX,
+ * both signs and zero: on the device (gpu != 0) or with the host's cast table. Returns the
+ * blocks that differ (*blocks: how many were compared), or -1 with why. */
+long long lowp_gpu_extend_ws_lut_check(int gpu, size_t *blocks, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }
