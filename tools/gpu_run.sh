@@ -47,6 +47,7 @@
 #                                emulator bit for bit and binary64 within the bound;
 #                                LOWP_GPU_EXTEND_ARGS, default --quick; "" for the full 10^5
 #                                cases per kernel; LOWP_GPU_EXTEND_LIMIT seconds, default 300)
+#                                LOWP_GPU_EXTEND_SDPA=0 skips tools/sdpa_extend_bench.py (the PyTorch side of the extend bench)
 #      compute-sanitizer memcheck / racecheck on its --small case -> sanitizer-*-extend.log
 #      lowp gpu bench --kernel extend,prefill -> gpu-extend-bench-h200.txt/.csv (TFLOP/s per
 #                                shape; LOWP_GPU_EXTEND_BENCH_ARGS)
@@ -510,8 +511,10 @@ if want extend; then
     # the bench's own exit status (77 without a GPU), its table printed after it
     run_step "extend bench" 150 gpu-extend-bench-h200.csv sh -c "'$LOWP' gpu bench --kernel extend,prefill --csv '$OUT/gpu-extend-bench-h200.csv' ${LOWP_GPU_EXTEND_BENCH_ARGS:-} > '$OUT/gpu-extend-bench-h200.txt' 2>&1; r=\$?; cat '$OUT/gpu-extend-bench-h200.txt'; exit \$r"
   else summ "extend conform" "not built" 0 "see build.log"; fi
-  run_step "sdpa_extend_bench.py" 150 sdpa-extend-bench-h200.csv python3 tools/sdpa_extend_bench.py \
-    --out "$OUT/sdpa-extend-bench-h200.csv"
+  if [ "${LOWP_GPU_EXTEND_SDPA:-1}" != 0 ]; then
+    run_step "sdpa_extend_bench.py" 150 sdpa-extend-bench-h200.csv python3 tools/sdpa_extend_bench.py \
+      --out "$OUT/sdpa-extend-bench-h200.csv"
+  fi
   if [ -x "$LOWP" ]; then
     # lowp gpu attn --path extend|prefill on the GPU vs --emulate (byte for byte), both
     # checked against lowp attn --path ... within the bound

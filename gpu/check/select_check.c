@@ -247,8 +247,18 @@ static int qsa_batch(const opts *o, lowp_qsa_keys fmt, size_t bno, size_t B, sta
             e = lowp_qsa_keycache_bytes(&c, kk, len[b], wk, ecodes + (size_t)boff[b] * rb,
                                         rs ? escales + (size_t)boff[b] * rs : NULL, w2, sizeof w2) ||
                 lowp_qsa_compress(&c, kk, len[b], wk, kb, NULL, w2, sizeof w2) ||
-                lowp_qsa_query(&c, q, pos[b], wq, qo + b * H * d, w2, sizeof w2) ||
-                lowp_qsa_scores(&c, qo + b * H * d, kb, len[b], pos[b], escore + boff[b], &vis, w2, sizeof w2);
+                lowp_qsa_query(&c, q, pos[b], wq, qo + b * H * d, w2, sizeof w2);
+        if (!e) { /* one query in 16 scaled by 2^10, one in 16 with an Inf: the GPU kernel's
+                   * pre-scaled fast path must step aside for both (exact powers of two, so
+                   * the CPU model scores the same query) */
+            const uint64_t qk = rbelow(&cr, 16);
+            for (size_t i = 0; qk == 0 && i < H * d; i++)
+                qo[b * H * d + i] *= 0x1p10f;
+            if (qk == 1)
+                qo[b * H * d + rbelow(&cr, H * d)] = rbelow(&cr, 2) ? INFINITY : -INFINITY;
+        }
+        if (!e)
+            e = lowp_qsa_scores(&c, qo + b * H * d, kb, len[b], pos[b], escore + boff[b], &vis, w2, sizeof w2);
         if (!e)
             est[b] = lowp_qsa_select(&c, escore + boff[b], vis, pos[b], eidx + b * (W + 1), NULL, NULL, w2, sizeof w2)
                          ? 1

@@ -27,6 +27,7 @@
 #include "lowp/gpu_select.h"
 #include "lowp/select_gpu.h"
 #include "lowp/why.h"
+#include "select_bits.h"
 
 #define SEL_MAX_DIM 256
 #define SEL_MAX_QSA_HEADS 8
@@ -262,6 +263,166 @@ __global__ void __launch_bounds__(32 * SEL_WARPS) qsa_score_kernel(
             }
         float s = __double2float_rn(hs);
         scores[blk_off[b] + j0 + lane + 32 * k] = divide ? s / div : s;
+    }
+}
+
+/* lowp_qsa_scores, second kernel (BF16 and unit-scale E4M3 keys, 4 index heads): the same
+ * operations in the same order as qsa_score_kernel - per head the binary64 dot in dim order,
+ * each product an exact fma - with fewer instructions around them, because Nsight showed
+ * the first kernel issue-bound at ~21 instructions per element and row of which 4 are the
+ * DFMAs (reports/select-gpu-h200.md):
+ *  - each lane reads its RPL rows straight into registers, 32 bytes a row a step (a whole
+ *    sector), the next step's loads issued before this step's arithmetic; no shared staging
+ *    (shared memory holds only the query, so occupancy is set by registers);
+ *  - each pair of query loads (4 heads of a dim, binary64) serves RPL rows;
+ *  - a key is turned into a double by moving its bits, no conversion: the double kx holds
+ *    k 2^-S exactly (S = 896 for BF16, 1016 for E4M3: the codes' sign, exponent and
+ *    fraction bits land unchanged in the double's, zero and subnormal codes becoming the
+ *    double's zero and subnormals with the same fraction), and the query is stored
+ *    pre-multiplied, qx = q 2^S (exact: a power of two, finite while |q| 2^S < 2^1024).
+ *    qx kx is then the same real number as q k, so fma(qx, kx, acc) rounds exactly as
+ *    fma(q, k, acc) does: every partial sum, hence every output bit, is the first kernel's.
+ *    The move is wrong only for Inf/NaN codes (BF16 exponent 255, E4M3 magnitude 0x7F),
+ *    which each step tests for (a few integer operations a word, one vote a warp), and the
+ *    scaling only when the query is not finite (BF16) or some |q| >= 2^7 (E4M3: 2^1016 q
+ *    must stay below 2^1023): a CTA whose query fails, or a step where any lane of the
+ *    warp has such a code, takes the exact conversions with the unscaled query instead.
+ * Rows past the sequence's end read its last row (valid codes, every lane in the vote) and
+ * store nothing. */
+template <int F> struct v2_fmt;
+template <> struct v2_fmt<0> { enum { EPW = 2, S = 896 }; };  /* BF16: elements a 32-bit word */
+template <> struct v2_fmt<1> { enum { EPW = 4, S = 1016 }; }; /* E4M3 */
+
+template <int F> __device__ __forceinline__ uint32_t v2_special(uint32_t w)
+{
+    return F == 0 ? lowp_sel_bf16_special(w) : lowp_sel_e4m3_special(w);
+}
+template <int F> __device__ __forceinline__ uint32_t v2_hi(uint32_t w, uint32_t w1, int e)
+{
+    return F == 0 ? lowp_sel_bf16_kx_hi(w, e) : lowp_sel_e4m3_kx_hi(w, w1, e);
+}
+
+/* element e's exact double by conversion (any code) */
+template <int F> __device__ __forceinline__ double v2_exact(uint32_t w, int e)
+{
+    if (F == 0)
+        return (double)bf16v((uint16_t)(w >> (16 * e)));
+    return (double)e4m3_val((w >> (8 * e)) & 0xffu);
+}
+
+template <int F, int RPL>
+__global__ void __launch_bounds__(32 * SEL_WARPS) qsa_score_v2_kernel(
+    const uint8_t *__restrict__ codes, int rb, const float *__restrict__ qo, const int64_t *__restrict__ blk_off,
+    const int32_t *__restrict__ nvis, int d, int divide, float div, float *__restrict__ scores)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    constexpr int H = 4, RW = 32 * RPL, EPW = v2_fmt<F>::EPW, EPS = 8 * EPW; /* elements a step */
+    const int b = blockIdx.y, n = nvis[b];
+    double *qe = (double *)smem, *qs = qe + H * d; /* [dim][head]: q, and q 2^S */
+    if (blockIdx.x * SEL_WARPS * RW >= n)
+        return; /* the whole CTA */
+    int ok = 1;
+    for (int t = threadIdx.x; t < H * d; t += blockDim.x) {
+        const float q = qo[((size_t)b * H + t % H) * d + t / H];
+        qe[t] = (double)q;
+        qs[t] = (double)q * (F == 0 ? 0x1p896 : 0x1p1016); /* exact where ok */
+        ok &= F == 0 ? fabsf(q) <= 3.4028235e38f : fabsf(q) < 128.0f;
+    }
+    const int fast = __syncthreads_and(ok);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int j0 = (blockIdx.x * SEL_WARPS + warp) * RW;
+    if (j0 >= n)
+        return; /* the whole warp */
+    const int64_t base = blk_off[b];
+    const uint4 *src[RPL];
+#pragma unroll
+    for (int k = 0; k < RPL; k++) {
+        const int j = j0 + lane + 32 * k;
+        src[k] = (const uint4 *)(codes + (size_t)(base + (j < n ? j : n - 1)) * (size_t)rb);
+    }
+    double acc[RPL][H];
+#pragma unroll
+    for (int k = 0; k < RPL; k++)
+#pragma unroll
+        for (int h = 0; h < H; h++)
+            acc[k][h] = 0.0;
+    const int steps = rb / 32;
+    uint4 cur[RPL][2];
+#pragma unroll
+    for (int k = 0; k < RPL; k++)
+        cur[k][0] = __ldg(src[k]), cur[k][1] = __ldg(src[k] + 1);
+    for (int st = 0; st < steps; st++) {
+        uint4 nxt[RPL][2];
+        if (st + 1 < steps) {
+#pragma unroll
+            for (int k = 0; k < RPL; k++)
+                nxt[k][0] = __ldg(src[k] + 2 * st + 2), nxt[k][1] = __ldg(src[k] + 2 * st + 3);
+        }
+        uint32_t w[RPL][8], bad = 0;
+#pragma unroll
+        for (int k = 0; k < RPL; k++) {
+            w[k][0] = cur[k][0].x, w[k][1] = cur[k][0].y, w[k][2] = cur[k][0].z, w[k][3] = cur[k][0].w;
+            w[k][4] = cur[k][1].x, w[k][5] = cur[k][1].y, w[k][6] = cur[k][1].z, w[k][7] = cur[k][1].w;
+#pragma unroll
+            for (int x = 0; x < 8; x++)
+                bad |= v2_special<F>(w[k][x]);
+        }
+        if (__any_sync(0xffffffffu, bad != 0u || !fast)) {
+            const double2 *qp = (const double2 *)(qe + (size_t)st * EPS * H);
+#pragma unroll
+            for (int e = 0; e < EPS; e++) {
+                const double2 q01 = qp[2 * e], q23 = qp[2 * e + 1];
+#pragma unroll
+                for (int k = 0; k < RPL; k++) {
+                    const double kv = v2_exact<F>(w[k][e / EPW], e % EPW);
+                    acc[k][0] = __fma_rn(q01.x, kv, acc[k][0]);
+                    acc[k][1] = __fma_rn(q01.y, kv, acc[k][1]);
+                    acc[k][2] = __fma_rn(q23.x, kv, acc[k][2]);
+                    acc[k][3] = __fma_rn(q23.y, kv, acc[k][3]);
+                }
+            }
+        } else {
+            const double2 *qp = (const double2 *)(qs + (size_t)st * EPS * H);
+            uint32_t w1[RPL][8];
+#pragma unroll
+            for (int k = 0; k < RPL; k++)
+#pragma unroll
+                for (int x = 0; x < 8; x++)
+                    w1[k][x] = w[k][x] << 1;
+#pragma unroll
+            for (int e = 0; e < EPS; e++) {
+                const double2 q01 = qp[2 * e], q23 = qp[2 * e + 1];
+#pragma unroll
+                for (int k = 0; k < RPL; k++) {
+                    const double kv =
+                        __hiloint2double((int)v2_hi<F>(w[k][e / EPW], w1[k][e / EPW], e % EPW), 0);
+                    acc[k][0] = __fma_rn(q01.x, kv, acc[k][0]); /* qx kx = q k exactly */
+                    acc[k][1] = __fma_rn(q01.y, kv, acc[k][1]);
+                    acc[k][2] = __fma_rn(q23.x, kv, acc[k][2]);
+                    acc[k][3] = __fma_rn(q23.y, kv, acc[k][3]);
+                }
+            }
+        }
+        if (st + 1 < steps) {
+#pragma unroll
+            for (int k = 0; k < RPL; k++)
+                cur[k][0] = nxt[k][0], cur[k][1] = nxt[k][1];
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < RPL; k++) {
+        const int j = j0 + lane + 32 * k;
+        if (j >= n)
+            break;
+        double hs = 0.0;
+#pragma unroll
+        for (int h = 0; h < H; h++) {
+            const float dot = __double2float_rn(acc[k][h]);
+            const float relu = dot > 0.0f ? dot : (dot != dot ? dot : 0.0f);
+            hs += (double)relu;
+        }
+        const float sc = __double2float_rn(hs);
+        scores[base + j] = divide ? sc / div : sc;
     }
 }
 
@@ -627,6 +788,34 @@ extern "C" int lowp_gpu_qsa_scores(const lowp_qsa_config *c, const lowp_gpu_kvca
         else                                                                                                      \
             SEL_LAUNCH3(F, 4, 4);                                                                                 \
     } while (0)
+    /* the second kernel (qsa_score_v2_kernel) for BF16 and E4M3 keys with 4 heads and whole
+     * 32-byte steps, unless LOWP_SELECT_KERNEL=v1; its rows a lane: LOWP_SELECT_RPL (1, 2,
+     * 4), default 2. Either kernel computes the same bits. */
+    const char *kenv = getenv("LOWP_SELECT_KERNEL");
+    const int fid = qsa_format_id(c->keys);
+    if (!(kenv && strcmp(kenv, "v1") == 0) && H == 4 && (fid == 0 || fid == 1) && rb % 32 == 0) {
+        const int r2 = env ? rpl : 2;
+        const size_t sm2 = (size_t)2 * 4 * d * sizeof(double); /* q and q 2^S */
+        const dim3 g2((unsigned)((bt->max_n + SEL_WARPS * 32 * r2 - 1) / (SEL_WARPS * 32 * r2)),
+                      (unsigned)bt->batch);
+#define SEL_V2(F, R)                                                                                              \
+    qsa_score_v2_kernel<F, R><<<g2, 32 * SEL_WARPS, sm2, st>>>(keys->k_codes, rb, qo_dev, bt->blk_off, bt->n, d, \
+                                                             c->divide, div, scores_dev)
+        if (fid == 0 && r2 == 1)
+            SEL_V2(0, 1);
+        else if (fid == 0 && r2 == 2)
+            SEL_V2(0, 2);
+        else if (fid == 0)
+            SEL_V2(0, 4);
+        else if (r2 == 1)
+            SEL_V2(1, 1);
+        else if (r2 == 2)
+            SEL_V2(1, 2);
+        else
+            SEL_V2(1, 4);
+#undef SEL_V2
+        return launch_err("QSA scoring kernel", why, wl);
+    }
     switch (qsa_format_id(c->keys)) {
     case 0: SEL_LAUNCH(0); break;
     case 1: SEL_LAUNCH(1); break;
