@@ -1008,10 +1008,22 @@ __global__ void ws_lut_kernel(const float *e4m3, unsigned long long *bad)
         atomicAdd(bad, 1ull);
 }
 
+/* The kernels' dynamic shared memory limit is raised to the device's opt-in maximum, never
+ * to one launch's size: the attribute belongs to the function, so host threads launching
+ * at once with different sizes would otherwise lower it under each other's launch. */
+static cudaError_t smem_optin(int *bytes)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    return e != cudaSuccess ? e : cudaDeviceGetAttribute(bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+}
+
 template <int DV> cudaError_t launch_v1(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
 {
-    cudaError_t e = cudaFuncSetAttribute(extend_kernel_v1<DV>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    int optin = 0;
+    cudaError_t e = smem_optin(&optin);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(extend_kernel_v1<DV>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
     if (e != cudaSuccess)
         return e;
     extend_kernel_v1<DV><<<grid, 128, smem, s>>>(p);
@@ -1022,8 +1034,11 @@ template <int DV> cudaError_t launch_v1(const Params &p, dim3 grid, size_t smem,
 template <int DV, int NW>
 cudaError_t launch_v2(const Params &p, dim3 grid, size_t smem, cudaStream_t s)
 {
-    cudaError_t e = cudaFuncSetAttribute(extend_kernel_v2<DV, NW>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    int optin = 0;
+    cudaError_t e = smem_optin(&optin);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(extend_kernel_v2<DV, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 optin);
     if (e != cudaSuccess)
         return e;
     extend_kernel_v2<DV, NW><<<grid, 32 * NW, smem, s>>>(p);

@@ -744,6 +744,18 @@ extern "C" int lowp_gpu_qsa_compress(const lowp_qsa_config *c, const uint16_t *k
     return rc;
 }
 
+/* The device's opt-in shared memory maximum (48 KiB when it cannot be read). A kernel's limit is raised to it, never to one launch's size: the
+ * attribute belongs to the function, so host threads launching at once with different sizes
+ * would otherwise lower it under each other's launch. */
+static int sel_smem_optin(void)
+{
+    int dev = 0, bytes = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        return 48 * 1024; /* the default every device allows */
+    return bytes;
+}
+
 static int qsa_format_id(lowp_qsa_keys k) { return (int)k; } /* 0 BF16 .. 4 MXFP8, the template ids */
 
 extern "C" int lowp_gpu_qsa_scores(const lowp_qsa_config *c, const lowp_gpu_kvcache *keys, const float *qo_dev,
@@ -773,7 +785,7 @@ extern "C" int lowp_gpu_qsa_scores(const lowp_qsa_config *c, const lowp_gpu_kvca
 #define SEL_LAUNCH3(F, HC, RPL)                                                                                   \
     do {                                                                                                          \
         cudaFuncSetAttribute(qsa_score_kernel<F, HC, RPL>, cudaFuncAttributeMaxDynamicSharedMemorySize,           \
-                             (int)smem);                                                                          \
+                             sel_smem_optin());                                                                   \
         qsa_score_kernel<F, HC, RPL><<<grid, 32 * SEL_WARPS, smem, st>>>(                                         \
             keys->k_codes, sc, g, rb, rs, qo_dev, bt->blk_off, bt->n, H, d, c->divide, div, scores_dev);          \
     } while (0)
@@ -866,7 +878,7 @@ extern "C" int lowp_gpu_dsa_scores(const lowp_dsa_config *c, const uint8_t *code
     if (bt->max_n == 0)
         return 0;
     size_t smem = (c->heads * c->head_dim + c->heads) * sizeof(float);
-    cudaFuncSetAttribute(dsa_score_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaFuncSetAttribute(dsa_score_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sel_smem_optin());
     dim3 grid((unsigned)((bt->max_n + 127) / 128), (unsigned)bt->batch);
     dsa_score_kernel<<<grid, 128, smem, st>>>(codes_dev, ks_dev, qq_dev, wh_dev, bt->blk_off, bt->n, (int)c->heads,
                                               (int)c->head_dim, scores_dev);
