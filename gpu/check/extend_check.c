@@ -866,6 +866,10 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
     free(g_dev);
     g_dev = NULL;
     g_ndev_sets = 0;
+    struct timespec tw;
+    clock_gettime(CLOCK_MONOTONIC, &tw);
+    fprintf(g_log, "gpu extend conform: %zu short and long cases in %.1f s\n", total,
+            (double)(tw.tv_sec - t0.tv_sec) + 1e-9 * (double)(tw.tv_nsec - t0.tv_nsec));
     size_t ws_bad = 0, ws_bytes = 0, ws_done = 0, cast_bad = 0, lut_blocks = 0;
     long long lut_bad = 0;
     const int cast_run = !fail && kind_wanted(&o, 1) && o.only < 0;
@@ -894,6 +898,8 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
         ws_done++;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    fprintf(g_log, "gpu extend conform: the cast and table checks and %zu workspace cases in %.1f s\n",
+            ws_done, (double)(t1.tv_sec - tw.tv_sec) + 1e-9 * (double)(t1.tv_nsec - tw.tv_nsec));
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (fail) {
         snprintf(why_out, why_len, "%s", why);

@@ -271,9 +271,10 @@ __global__ void __launch_bounds__(32 * SEL_WARPS) qsa_score_kernel(
  * each product an exact fma - with fewer instructions around them, because Nsight showed
  * the first kernel issue-bound at ~21 instructions per element and row of which 4 are the
  * DFMAs (reports/select-gpu-h200.md):
- *  - each lane reads its RPL rows straight into registers, 32 bytes a row a step (a whole
- *    sector), the next step's loads issued before this step's arithmetic; no shared staging
- *    (shared memory holds only the query, so occupancy is set by registers);
+ *  - each warp streams its 32 RPL rows through shared memory a step (32 bytes a row) at a
+ *    time with cp.async, V2_NST - 1 steps ahead of the arithmetic, copying whole sectors
+ *    (loading a row per lane straight from global memory instead touched 32 lines per
+ *    instruction: on the H200 that L1 traffic bounded the kernel at 62-65 us for BF16);
  *  - each pair of query loads (4 heads of a dim, binary64) serves RPL rows;
  *  - a key is turned into a double by moving its bits, no conversion: the double kx holds
  *    k 2^-S exactly (S = 896 for BF16, 1016 for E4M3: the codes' sign, exponent and
@@ -289,6 +290,8 @@ __global__ void __launch_bounds__(32 * SEL_WARPS) qsa_score_kernel(
  *    warp has such a code, takes the exact conversions with the unscaled query instead.
  * Rows past the sequence's end read its last row (valid codes, every lane in the vote) and
  * store nothing. */
+#define V2_NST 3   /* cp.async stages a warp */
+#define V2_SROW 48 /* bytes a staged row: a 32-byte step + 16 (LDS.128 at this stride: no bank conflict) */
 template <int F> struct v2_fmt;
 template <> struct v2_fmt<0> { enum { EPW = 2, S = 896 }; };  /* BF16: elements a 32-bit word */
 template <> struct v2_fmt<1> { enum { EPW = 4, S = 1016 }; }; /* E4M3 */
@@ -334,39 +337,58 @@ __global__ void __launch_bounds__(32 * SEL_WARPS) qsa_score_v2_kernel(
     if (j0 >= n)
         return; /* the whole warp */
     const int64_t base = blk_off[b];
-    const uint4 *src[RPL];
+    /* the warp's copy of its rows, a step (32 bytes a row) at a time, into V2_NST stages of
+     * RW rows x V2_SROW bytes: chunk c = lane + 32 i (i < 2 RPL) is half c & 1 of row c >> 1,
+     * so each copy instruction reads 16 whole 32-byte sectors */
+    unsigned char *wst = (unsigned char *)(qs + H * d) + (size_t)warp * V2_NST * RW * V2_SROW;
+    const unsigned char *csrc[2 * RPL];
 #pragma unroll
-    for (int k = 0; k < RPL; k++) {
-        const int j = j0 + lane + 32 * k;
-        src[k] = (const uint4 *)(codes + (size_t)(base + (j < n ? j : n - 1)) * (size_t)rb);
+    for (int i = 0; i < 2 * RPL; i++) {
+        const int c = lane + 32 * i, j = j0 + (c >> 1);
+        csrc[i] = codes + (size_t)(base + (j < n ? j : n - 1)) * (size_t)rb + 16 * (c & 1);
     }
+    const int steps = rb / 32;
+    auto issue = [&](int st) {
+        unsigned char *dst = wst + (st % V2_NST) * RW * V2_SROW;
+#pragma unroll
+        for (int i = 0; i < 2 * RPL; i++) {
+            const int c = lane + 32 * i;
+            const unsigned sa = (unsigned)__cvta_generic_to_shared(dst + (c >> 1) * V2_SROW + 16 * (c & 1));
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(csrc[i] + 32 * st));
+        }
+    };
     double acc[RPL][H];
 #pragma unroll
     for (int k = 0; k < RPL; k++)
 #pragma unroll
         for (int h = 0; h < H; h++)
             acc[k][h] = 0.0;
-    const int steps = rb / 32;
-    uint4 cur[RPL][2];
 #pragma unroll
-    for (int k = 0; k < RPL; k++)
-        cur[k][0] = __ldg(src[k]), cur[k][1] = __ldg(src[k] + 1);
+    for (int st = 0; st < V2_NST - 1; st++) { /* groups 0 .. NST - 2, empty past the row */
+        if (st < steps)
+            issue(st);
+        asm volatile("cp.async.commit_group;");
+    }
     for (int st = 0; st < steps; st++) {
-        uint4 nxt[RPL][2];
-        if (st + 1 < steps) {
-#pragma unroll
-            for (int k = 0; k < RPL; k++)
-                nxt[k][0] = __ldg(src[k] + 2 * st + 2), nxt[k][1] = __ldg(src[k] + 2 * st + 3);
-        }
+        /* groups 0 .. st + NST - 2 committed: all but the last NST - 2 done is step st */
+        asm volatile("cp.async.wait_group %0;" ::"n"(V2_NST - 2) : "memory");
+        __syncwarp();
         uint32_t w[RPL][8], bad = 0;
+        const unsigned char *stg = wst + (st % V2_NST) * RW * V2_SROW;
 #pragma unroll
         for (int k = 0; k < RPL; k++) {
-            w[k][0] = cur[k][0].x, w[k][1] = cur[k][0].y, w[k][2] = cur[k][0].z, w[k][3] = cur[k][0].w;
-            w[k][4] = cur[k][1].x, w[k][5] = cur[k][1].y, w[k][6] = cur[k][1].z, w[k][7] = cur[k][1].w;
+            const uint4 a0 = *(const uint4 *)(stg + (lane + 32 * k) * V2_SROW);
+            const uint4 a1 = *(const uint4 *)(stg + (lane + 32 * k) * V2_SROW + 16);
+            w[k][0] = a0.x, w[k][1] = a0.y, w[k][2] = a0.z, w[k][3] = a0.w;
+            w[k][4] = a1.x, w[k][5] = a1.y, w[k][6] = a1.z, w[k][7] = a1.w;
 #pragma unroll
             for (int x = 0; x < 8; x++)
                 bad |= v2_special<F>(w[k][x]);
         }
+        __syncwarp(); /* every lane has read the stage before it is refilled */
+        if (st + V2_NST - 1 < steps)
+            issue(st + V2_NST - 1);
+        asm volatile("cp.async.commit_group;");
         if (__any_sync(0xffffffffu, bad != 0u || !fast)) {
             const double2 *qp = (const double2 *)(qe + (size_t)st * EPS * H);
 #pragma unroll
@@ -403,12 +425,8 @@ __global__ void __launch_bounds__(32 * SEL_WARPS) qsa_score_v2_kernel(
                 }
             }
         }
-        if (st + 1 < steps) {
-#pragma unroll
-            for (int k = 0; k < RPL; k++)
-                cur[k][0] = nxt[k][0], cur[k][1] = nxt[k][1];
-        }
     }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 #pragma unroll
     for (int k = 0; k < RPL; k++) {
         const int j = j0 + lane + 32 * k;
@@ -807,12 +825,17 @@ extern "C" int lowp_gpu_qsa_scores(const lowp_qsa_config *c, const lowp_gpu_kvca
     const int fid = qsa_format_id(c->keys);
     if (!(kenv && strcmp(kenv, "v1") == 0) && H == 4 && (fid == 0 || fid == 1) && rb % 32 == 0) {
         const int r2 = env ? rpl : 2;
-        const size_t sm2 = (size_t)2 * 4 * d * sizeof(double); /* q and q 2^S */
+        /* q and q 2^S, then each warp's stages */
+        const size_t sm2 = (size_t)2 * 4 * d * sizeof(double) + (size_t)SEL_WARPS * V2_NST * 32 * r2 * V2_SROW;
         const dim3 g2((unsigned)((bt->max_n + SEL_WARPS * 32 * r2 - 1) / (SEL_WARPS * 32 * r2)),
                       (unsigned)bt->batch);
 #define SEL_V2(F, R)                                                                                              \
-    qsa_score_v2_kernel<F, R><<<g2, 32 * SEL_WARPS, sm2, st>>>(keys->k_codes, rb, qo_dev, bt->blk_off, bt->n, d, \
-                                                             c->divide, div, scores_dev)
+    do {                                                                                                          \
+        cudaFuncSetAttribute(qsa_score_v2_kernel<F, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,              \
+                             sel_smem_optin());                                                                   \
+        qsa_score_v2_kernel<F, R><<<g2, 32 * SEL_WARPS, sm2, st>>>(keys->k_codes, rb, qo_dev, bt->blk_off, bt->n, \
+                                                                 d, c->divide, div, scores_dev);                  \
+    } while (0)
         if (fid == 0 && r2 == 1)
             SEL_V2(0, 1);
         else if (fid == 0 && r2 == 2)
