@@ -290,7 +290,6 @@ __global__ void __launch_bounds__(32 * SEL_WARPS) qsa_score_kernel(
  *    warp has such a code, takes the exact conversions with the unscaled query instead.
  * Rows past the sequence's end read its last row (valid codes, every lane in the vote) and
  * store nothing. */
-#define V2_NST 3   /* cp.async stages a warp */
 #define V2_SROW 48 /* bytes a staged row: a 32-byte step + 16 (LDS.128 at this stride: no bank conflict) */
 template <int F> struct v2_fmt;
 template <> struct v2_fmt<0> { enum { EPW = 2, S = 896 }; };  /* BF16: elements a 32-bit word */
@@ -313,7 +312,7 @@ template <int F> __device__ __forceinline__ double v2_exact(uint32_t w, int e)
     return (double)e4m3_val((w >> (8 * e)) & 0xffu);
 }
 
-template <int F, int RPL>
+template <int F, int RPL, int V2_NST> /* V2_NST: cp.async stages a warp, 2 or 3 */
 __global__ void __launch_bounds__(32 * SEL_WARPS) qsa_score_v2_kernel(
     const uint8_t *__restrict__ codes, int rb, const float *__restrict__ qo, const int64_t *__restrict__ blk_off,
     const int32_t *__restrict__ nvis, int d, int divide, float div, float *__restrict__ scores)
@@ -821,20 +820,28 @@ extern "C" int lowp_gpu_qsa_scores(const lowp_qsa_config *c, const lowp_gpu_kvca
     /* the second kernel (qsa_score_v2_kernel) for BF16 and E4M3 keys with 4 heads and whole
      * 32-byte steps, unless LOWP_SELECT_KERNEL=v1; its rows a lane: LOWP_SELECT_RPL (1, 2,
      * 4), default 2. Either kernel computes the same bits. */
-    const char *kenv = getenv("LOWP_SELECT_KERNEL");
+    const char *kenv = getenv("LOWP_SELECT_KERNEL"), *nenv = getenv("LOWP_SELECT_STAGES");
+    const int nst = nenv && !strcmp(nenv, "2") ? 2 : 3; /* LOWP_SELECT_STAGES: 2 or 3 (default) */
     const int fid = qsa_format_id(c->keys);
     if (!(kenv && strcmp(kenv, "v1") == 0) && H == 4 && (fid == 0 || fid == 1) && rb % 32 == 0) {
         const int r2 = env ? rpl : 2;
         /* q and q 2^S, then each warp's stages */
-        const size_t sm2 = (size_t)2 * 4 * d * sizeof(double) + (size_t)SEL_WARPS * V2_NST * 32 * r2 * V2_SROW;
+        const size_t sm2 = (size_t)2 * 4 * d * sizeof(double) + (size_t)SEL_WARPS * nst * 32 * r2 * V2_SROW;
         const dim3 g2((unsigned)((bt->max_n + SEL_WARPS * 32 * r2 - 1) / (SEL_WARPS * 32 * r2)),
                       (unsigned)bt->batch);
+#define SEL_V2N(F, R, N)                                                                                          \
+    do {                                                                                                          \
+        cudaFuncSetAttribute(qsa_score_v2_kernel<F, R, N>, cudaFuncAttributeMaxDynamicSharedMemorySize,           \
+                             sel_smem_optin());                                                                   \
+        qsa_score_v2_kernel<F, R, N><<<g2, 32 * SEL_WARPS, sm2, st>>>(keys->k_codes, rb, qo_dev, bt->blk_off,     \
+                                                                    bt->n, d, c->divide, div, scores_dev);        \
+    } while (0)
 #define SEL_V2(F, R)                                                                                              \
     do {                                                                                                          \
-        cudaFuncSetAttribute(qsa_score_v2_kernel<F, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,              \
-                             sel_smem_optin());                                                                   \
-        qsa_score_v2_kernel<F, R><<<g2, 32 * SEL_WARPS, sm2, st>>>(keys->k_codes, rb, qo_dev, bt->blk_off, bt->n, \
-                                                                 d, c->divide, div, scores_dev);                  \
+        if (nst == 2)                                                                                             \
+            SEL_V2N(F, R, 2);                                                                                     \
+        else                                                                                                      \
+            SEL_V2N(F, R, 3);                                                                                     \
     } while (0)
         if (fid == 0 && r2 == 1)
             SEL_V2(0, 1);
@@ -848,6 +855,7 @@ extern "C" int lowp_gpu_qsa_scores(const lowp_qsa_config *c, const lowp_gpu_kvca
             SEL_V2(1, 2);
         else
             SEL_V2(1, 4);
+#undef SEL_V2N
 #undef SEL_V2
         return launch_err("QSA scoring kernel", why, wl);
     }
