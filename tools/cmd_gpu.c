@@ -11,7 +11,7 @@
  *       the report and result of the whole run from the shards' results.
  *   lowp gpu conform --kernel extend|prefill|all [--quick] [--cases N] [--long N] [--ws N]
  *                    [--ws-long N] [--seed S] [--threads N] [--report FILE] [--emulator-only]
- *                    [--small] [--only I]
+ *                    [--small] [--only I] [--from I]
  *       --kernel decode (the default) is the run above; extend / prefill (a list: extend,prefill)
  *       run the extend kernel's cases (lowp/gpu_extend_conform.h, gpu/check/extend_check.c):
  *       N per kernel (default 10^5 short and 4 long), bit for bit against its emulator and
@@ -87,7 +87,7 @@ static void gpu_usage(FILE *f)
           "                        [--shard K/N | --shard auto] [--result FILE.json]\n"
           "       lowp gpu conform --kernel extend|prefill|all [--quick] [--cases N] [--long N] [--ws N]\n"
           "                        [--ws-long N] [--seed S] [--threads N] [--report FILE] [--emulator-only]\n"
-          "                        [--small] [--only I]\n"
+          "                        [--small] [--only I] [--from I]\n"
           "       lowp gpu conform --merge A.json B.json ... [--result FILE.json] [--report FILE]\n"
           "       lowp gpu attn --q Q --k K --v V --kv-format F --out O.npy [--emulate]\n"
           "                     [--recipe R] [--k-scale G] [--v-scale G] [--sm-scale S]\n"
@@ -467,6 +467,8 @@ static int gpu_conform_extend(int argc, char **argv, int kinds, int again)
         else if (!strcmp(a, "--only"))
             o.only = (long long)lowp_cli_parse_u64(a, opt_value(argc, argv, &i, again), 0,
                                                    UINT32_MAX);
+        else if (!strcmp(a, "--from"))
+            o.first = lowp_cli_parse_u64(a, opt_value(argc, argv, &i, again), 0, (uint64_t)1 << 40);
         else if (!strcmp(a, "--seed"))
             o.seed = lowp_cli_parse_seed(a, opt_value(argc, argv, &i, again));
         else if (!strcmp(a, "--threads"))
@@ -490,6 +492,10 @@ static int gpu_conform_extend(int argc, char **argv, int kinds, int again)
         lowp_cli_fail("--cases / --long: at most 2^40 / 2^20 per kernel");
     o.cases *= 2;
     o.long_cases *= 2;
+    o.first *= 2; /* --from is per kernel, like --cases */
+    if (o.first > 0 && o.first >= o.cases)
+        lowp_cli_fail("--from %zu: the run has %zu short cases per kernel", o.first / 2,
+                      o.cases / 2);
     if (o.only >= 0 && (size_t)o.only >= o.cases)
         lowp_cli_fail("--only %lld: the run has short cases 0..%zu", o.only,
                       o.cases ? o.cases - 1 : 0);

@@ -6,7 +6,7 @@
  *
  *   lowp gpu conform --kernel extend,prefill [--quick] [--cases N] [--long N] [--ws N]
  *                    [--ws-long N] [--seed S] [--threads N] [--emulator-only] [--small]
- *                    [--only I]
+ *                    [--only I] [--from I]
  *
  * Cases (default 10^5 short ones and 4 long per kernel; --quick 2000 and 2; --cases N and
  * --long N are per kernel): case indices 0..2N-1, the even ones initial prefills
@@ -27,7 +27,9 @@
  * against lowp's codec (ws_cast_check; its mismatches count as failed checks): on the GPU
  * the device's, with --emulator-only its patch logic over lowp's model of the cvt.
  * --small: one small case (for compute-sanitizer memcheck / racecheck). --only I: short case
- * I of the run alone (to reproduce a failure it printed).
+ * I of the run alone (to reproduce a failure it printed). --from I: the short cases from
+ * index I per kernel on (a run too long for one device call, split: `--cases N --long 0 --ws 0
+ * --from N/2` and `--cases N/2` cover the same cases as `--cases N`).
  *
  * A differing output is reported with its sequence, query, head and dim and both BF16
  * values in hex; so is the first output outside the bound.
@@ -859,7 +861,7 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
         for (size_t j = 0; j < n; j++) {
             size_t idx = c0 + j;
             int longc = idx >= o.cases;
-            if (longc || (o.only >= 0 && (long long)idx != o.only) ||
+            if (longc || idx < o.first || (o.only >= 0 && (long long)idx != o.only) ||
                 (!o.small && !kind_wanted(&o, (int)(idx % 2))))
                 continue;
             char w[256];
@@ -884,7 +886,7 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
         }
         for (size_t j = 0; j < n && !fail; j++) {
             size_t idx = c0 + j;
-            if (o.only >= 0 && (long long)idx != o.only)
+            if ((o.only >= 0 && (long long)idx != o.only) || idx < o.first)
                 continue;
             size_t kidx = idx >= o.cases ? idx - o.cases : idx;
             if (!o.small && !kind_wanted(&o, (int)(kidx % 2)))
@@ -969,9 +971,13 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
     size_t bad = 0;
     if (rep) {
         fprintf(rep, "# GPU extend / prefill attention: conformance\n\n");
-        fprintf(rep, "Seed %llu, %zu short + %zu long cases, %s, %.1f s "
+        char part[96] = "";
+        if (o.first)
+            snprintf(part, sizeof part, " (short cases %zu..%zu of this seed's run)", o.first,
+                     o.cases - 1);
+        fprintf(rep, "Seed %llu, %zu short%s + %zu long cases, %s, %.1f s "
                      "(lowp/attn_gpu_extend.h; gpu/check/extend_check.c).\n\n",
-                (unsigned long long)o.seed, o.cases, o.long_cases,
+                (unsigned long long)o.seed, o.cases - o.first, part, o.long_cases,
                 o.emulator_only ? "emulator against binary64 only (no GPU)" : "GPU", sec);
         fprintf(rep, "| kernel | cases | outputs compared bit for bit | cases not bit-exact | "
                      "cases vs binary64 | outside bound | worst err/bound | binary64 skipped |\n");

@@ -24,6 +24,8 @@ typedef struct lowp_gpu_extend_conform_opts {
      * when i is even, an extend when odd; only the kinds in `kinds` run (a case is the same
      * whichever others run). */
     size_t cases, long_cases;
+    size_t first;             /* short cases first..cases-1 run (0: all): a run split across
+                               * calls, each part its own report */
     size_t ws_cases, ws_long; /* workspace-path cases (extend only) */
     uint64_t seed;
     int kinds;                /* LOWP_GPU_EXTEND_KIND_* bits, not 0 */
