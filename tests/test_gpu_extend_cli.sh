@@ -75,7 +75,23 @@ if "$lowp" gpu conform --kernel extend,prefill $EC --report "$tmp/ec.md" > "$tmp
   # --only I runs short case I alone (odd: an extend)
   "$lowp" gpu conform --kernel extend $EC --only 5 > "$tmp/ec-only.txt" 2>&1 || bad "--only 5: exit $?"
   grep -q "^gpu extend conform (extend): 1 cases" "$tmp/ec-only.txt" && ok || bad "--only 5: $(cat "$tmp/ec-only.txt")"
+  # --from I: a run split in two covers the whole run's cases (per kernel: counts add, the
+  # worst ratio is the larger part's)
+  SP="--emulator-only --long 0 --ws 0 --ws-long 0"
+  "$lowp" gpu conform --kernel extend,prefill $SP --cases 8 > "$tmp/sp-all.txt" 2>&1 || bad "split: whole run exit $?"
+  "$lowp" gpu conform --kernel extend,prefill $SP --cases 8 --from 5 > "$tmp/sp-b.txt" 2>&1 || bad "split: --from 5 exit $?"
+  "$lowp" gpu conform --kernel extend,prefill $SP --cases 5 > "$tmp/sp-a.txt" 2>&1 || bad "split: --cases 5 exit $?"
+  for k in prefill extend; do
+    # cases, cases against binary64, worst ratio
+    cut3() { sed -n "s|^gpu extend conform ($k): \([0-9]*\) cases, .* [0-9]*/\([0-9]*\) outside bound, worst ratio \([0-9.]*\),.*|\1 \2 \3|p" "$1"; }
+    set -- $(cut3 "$tmp/sp-all.txt") $(cut3 "$tmp/sp-a.txt") $(cut3 "$tmp/sp-b.txt")
+    if [ $# -eq 9 ] && [ "$1" -eq 8 ] && [ $(($4 + $7)) -eq "$1" ] && [ $(($5 + $8)) -eq "$2" ] &&
+       { [ "$3" = "$6" ] || [ "$3" = "$9" ]; }; then ok
+    else bad "split --from ($k): whole '$1 $2 $3', parts '$4 $5 $6' + '$7 $8 $9'"; fi
+  done
   cli_no_output=r.md
+  expect_error_naming "conform --from past the run" "from" "$lowp" gpu conform --kernel extend \
+    --emulator-only --cases 4 --from 4 --report "$tmp/r.md"
   for o in "--formats nvfp4" "--shard 0/2" "--broad 3" "--max-ctx 64"; do
     expect_error_naming "conform --kernel extend $o" "${o%% *}" "$lowp" gpu conform --kernel extend \
       --emulator-only $o --report "$tmp/r.md"

@@ -949,7 +949,7 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
     g_ndev_sets = 0;
     struct timespec tw;
     clock_gettime(CLOCK_MONOTONIC, &tw);
-    fprintf(g_log, "gpu extend conform: %zu cases in %.1f s (short cases: %.1f thread-seconds of "
+    fprintf(g_log, "timing: %zu cases in %.1f s (short cases: %.1f thread-seconds of "
                    "making, emulating and the binary64 reference, %.1f on the GPU side, %d threads)\n",
             total, (double)(tw.tv_sec - t0.tv_sec) + 1e-9 * (double)(tw.tv_nsec - t0.tv_nsec), t_cpu,
             t_gpu, omp_get_max_threads());
@@ -981,7 +981,7 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
         ws_done++;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    fprintf(g_log, "gpu extend conform: the cast and table checks and %zu workspace cases in %.1f s\n",
+    fprintf(g_log, "timing: the cast and table checks and %zu workspace cases in %.1f s\n",
             ws_done, (double)(t1.tv_sec - tw.tv_sec) + 1e-9 * (double)(t1.tv_nsec - tw.tv_nsec));
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (fail) {
