@@ -617,7 +617,7 @@ __global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
  * sum stays below q + 1 and its floor is q. M <= 2^32 and n M < 2^63: no overflow. Replaces
  * the run-time divisions of the fill's row, page and scale indexing (lowp_gpu_extend_ws_lut_check
  * also checks it on the host: every d < 2^13 at n = 0, 2^31 - 1 and both sides of every
- * multiple of d below 2^20, plus 2^16 random n each). */
+ * multiple of d below 2^20, plus 4096 random n each). */
 struct WsDiv {
     uint64_t m;
     int s;
@@ -1462,7 +1462,7 @@ extern "C" long long lowp_gpu_extend_ws_lut_check(int gpu, size_t *blocks, char 
         for (uint32_t m = d; m < (1u << 20); m += d)
             divbad += ws_div(v, m) != m / d || ws_div(v, m - 1) != (m - 1) / d ||
                       ws_div(v, m + 1) != (m + 1) / d;
-        for (int k = 0; k < 65536; k++) {
+        for (int k = 0; k < 4096; k++) {
             rs = rs * 6364136223846793005ull + 1442695040888963407ull;
             const uint32_t x = (uint32_t)(rs >> 33); /* < 2^31 */
             divbad += ws_div(v, x) != x / d;
