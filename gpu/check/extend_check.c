@@ -120,14 +120,7 @@ static void ecase_release(ecase *c)
 
 static void ecase_free(ecase *c)
 {
-    free(c->q32);
-    free(c->q);
-    free(c->k);
-    free(c->v);
-    free(c->emu);
-    free(c->gpu);
-    free(c->ref);
-    free(c->bound);
+    ecase_release(c);
     memset(c, 0, sizeof *c);
 }
 
