@@ -878,6 +878,24 @@ __host__ __device__ __forceinline__ uint4 ws_bytes_elem(const WsParams &p, const
     return ws_cast16(p, wv, ovf);
 }
 
+#ifdef __CUDA_ARCH__
+/* ws_bytes_elem out of line, for ws_bytes' non-finite scales. Inlined, the compiler
+ * if-converts ws_bytes' finite test and runs both paths on every block (Nsight Compute: 50
+ * FMULs a block, the per-element path's count); behind a call the common path is the
+ * table's alone. The codes and scales go by value: p is unused on the device (ws_cast2) and
+ * a reference to it or to in would put them in local memory. */
+__device__ __noinline__ uint4 ws_bytes_elem_rare(uint32_t ax, uint32_t ay, float sf, float g,
+                                                 bool ovf)
+{
+    const WsParams p = {};
+    WsIn in = {};
+    in.a.x = ax;
+    in.a.y = ay;
+    in.prefix = true;
+    return ws_bytes_elem(p, in, sf, g, ovf);
+}
+#endif
+
 /* |x_i| = fl(|v_i sf| |g|) <= fl(6 sf |g|) (v_i sf and 6 sf exact, rounding monotone), so
  * fl(6 sf |g|) <= 448 bounds every BF16 below WS_NAN_FROM; a NaN sf or g fails the test */
 __host__ __device__ __forceinline__ bool ws_prefix_ovf(float sf, float g)
@@ -893,7 +911,11 @@ __host__ __device__ __forceinline__ uint4 ws_bytes(const WsParams &p, const floa
         const bool ovf = ws_prefix_ovf(sf, g);
         if (fabsf(sf) <= 3.4028235e38f && fabsf(g) <= 3.4028235e38f) /* finite, not NaN */
             return ws_bytes_lut(p, in, sf, g, ovf);
+#ifdef __CUDA_ARCH__
+        return ws_bytes_elem_rare(in.a.x, in.a.y, sf, g, ovf);
+#else
         return ws_bytes_elem(p, in, sf, g, ovf);
+#endif
     }
     const uint32_t wv[8] = {in.a.x, in.a.y, in.a.z, in.a.w, in.c.x, in.c.y, in.c.z, in.c.w};
     uint32_t any = 0;
