@@ -122,6 +122,15 @@ int lowp_gpu_extend_bench_run(const lowp_gpu_extend_bench_opts *o, FILE *out, FI
         snprintf(why_out, why_len, "cache: %s", cwhy);
         return -1;
     }
+    /* A written cache: lowp_gpu_kvcache_create poisons every byte (0xFF), and scale code
+     * 0xFF is E4M3 NaN, which sends every prefix block of the fill down its non-finite
+     * per-element path (gpu/kernels/extend.cu ws_bytes) - a cache no writer produces. Codes
+     * 0x4B (E2M1 2 and -1.5) and scale 0x38 (E4M3 1.0) are finite, as written caches are:
+     * the fill takes its table path, and the workspace the attention reads is finite. */
+    CK(cudaMemset(gc->k_codes, 0x4B, gc->k_codes_bytes));
+    CK(cudaMemset(gc->v_codes, 0x4B, gc->v_codes_bytes));
+    CK(cudaMemset(gc->k_scales, 0x38, gc->k_scales_bytes));
+    CK(cudaMemset(gc->v_scales, 0x38, gc->v_scales_bytes));
     float *ms = malloc((reps ? reps : 1) * sizeof *ms);
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
