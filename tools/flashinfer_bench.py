@@ -116,6 +116,8 @@ def parse_args(argv):
     p.add_argument("--extend-kv", default="fp8", help="extend KV formats (default fp8)")
     p.add_argument("--batch", type=int, action="append", help="decode batch (repeatable; overrides the grid)")
     p.add_argument("--ctx", type=int, action="append", help="decode context (repeatable; overrides the grid)")
+    p.add_argument("--issue-grid", action="store_true",
+                   help="decode on sdpa_bench.py's --issue-grid shapes (issue #22's grid)")
     p.add_argument("--chunks", default=None, help="extend chunk lengths (default 512,...,8192)")
     p.add_argument("--prefixes", default=None, help="extend prefixes (default 0,...,131072)")
     p.add_argument("--runs", type=int, default=20, help="timed calls per shape (default 20)")
@@ -131,6 +133,8 @@ def parse_args(argv):
     for v in (a.batch or []) + (a.ctx or []):
         if v <= 0:
             p.error("--batch / --ctx must be positive")
+    if a.issue_grid and (a.batch or a.ctx or a.quick):
+        p.error("--issue-grid takes no --batch, --ctx or --quick")
     for v in a.ctx or []:
         if v % PAGE:
             p.error(f"--ctx must be a multiple of the page size {PAGE}")
@@ -154,7 +158,8 @@ def decode_plan(a):
         return []
     batches = a.batch or (sb.QUICK_BATCHES if a.quick else sb.BATCHES)
     ctxs = a.ctx or (QUICK_CTXS if a.quick else CTXS)
-    shapes = [(fmt, b, c) for b in batches for c in ctxs for fmt in a.kv]
+    bc = sb.ISSUE_SHAPES if a.issue_grid else [(b, c) for b in batches for c in ctxs]
+    shapes = [(fmt, b, c) for b, c in bc for fmt in a.kv]
     shapes.sort(key=lambda s: (kv_bytes(s[1], s[2], s[0]), s))  # small first, as sdpa_bench
     return shapes
 

@@ -65,7 +65,8 @@
 #      .whl/flashinfer/flashinfer-aot are copied into the package, else it JIT-compiles them into
 #      $TMPDIR/lowp-flashinfer-ws); arguments in LOWP_FLASHINFER_ARGS (e.g. --quick). Then
 #      tools/certify_h200.py --kernels flashinfer-fp8,flashinfer-bf16 -> certify-h200-flashinfer.md
-#      (issue #20: the same modules' decode certified through import lowp).
+#      (issue #20: the same modules' decode certified through import lowp; LOWP_FLASHINFER_CERTIFY=0
+#      skips it, leaving the call's time to the benches).
 #   7. step "mpi" (issue #23, only when asked): tools/gpu_mpi.sh -> mpi-h200.md: lowp gpu
 #      conform (LOWP_GPU_MPI_ARGS, default --cases 20000) unsharded and as 2 MPI ranks
 #      (tools/lowp_mpi.sh, rank 0 merges), results and reports cmp'ed, both timed; Open MPI
@@ -459,7 +460,9 @@ if want flashinfer; then
       --out "$OUT/flashinfer-bench-h200.csv" --extend-out "$OUT/flashinfer-extend-bench-h200.csv" \
       --budget-s "$fb" ${LOWP_FLASHINFER_ARGS:-}
     # its certificates (issue #20): the same modules, head dim 128, through import lowp
-    if [ -f "$B/ref/liblowp.so" ] && [ $(left) -gt 60 ]; then
+    if [ "${LOWP_FLASHINFER_CERTIFY:-1}" = 0 ]; then
+      summ "certify_h200.py (flashinfer)" "not run" 0 "LOWP_FLASHINFER_CERTIFY=0"
+    elif [ -f "$B/ref/liblowp.so" ] && [ $(left) -gt 60 ]; then
       fc=$(($(left) - 30)); [ $fc -gt 240 ] && fc=240
       run_step "certify_h200.py (flashinfer)" $((fc + 20)) certify-h200-flashinfer.md env LOWP_LIBRARY="$B/ref/liblowp.so" \
         PYTHONPATH="$WP${PYTHONPATH:+:$PYTHONPATH}" FLASHINFER_WORKSPACE_BASE="${TMPDIR:-/tmp}/lowp-flashinfer-ws" \

@@ -85,6 +85,10 @@ BATCHES = [1, 4, 16, 32, 64]
 CTXS = [4096, 8192, 16384, 32768, 65536, 131072]
 QUICK_BATCHES = [1, 16, 64]
 QUICK_CTXS = [4096, 32768, 131072]
+# --issue-grid: issue #22's decode grid, every batch 1..64 at 4K..128K plus batch 1-2 at 256K
+# and 1M (lowp gpu bench runs the same shapes; tools/flashinfer_bench.py takes the option too)
+ISSUE_SHAPES = ([(b, c) for b in (1, 2, 4, 8, 16, 32, 64) for c in CTXS]
+                + [(b, c) for b in (1, 2) for c in (262144, 1048576)])
 ROTATE_MIN_BYTES = 256 << 20  # rotation total, >> 50 MB L2
 ROTATE_MIN_SETS = 4
 CHECK_MAX_BYTES = 256 << 20  # correctness check only on shapes this small
@@ -119,10 +123,7 @@ def n_sets(b, ctx, mem_bytes):
 def plan(args):
     batches = args.batch or (QUICK_BATCHES if args.quick else BATCHES)
     ctxs = args.ctx or (QUICK_CTXS if args.quick else CTXS)
-    shapes = []
-    for b in batches:
-        for ctx in ctxs:
-            shapes.append((b, ctx))
+    shapes = list(ISSUE_SHAPES) if args.issue_grid else [(b, c) for b in batches for c in ctxs]
     # Small shapes first: a run cut by the budget still covers every batch at short contexts.
     shapes.sort(key=lambda s: (kv_bytes_of(*s), s))
     return shapes
@@ -163,6 +164,8 @@ def parse_args(argv):
                    help="comma list of cudnn, flash, efficient (default all three)")
     p.add_argument("--batch", type=int, action="append", help="batch size (repeatable; overrides the grid)")
     p.add_argument("--ctx", type=int, action="append", help="context length (repeatable; overrides the grid)")
+    p.add_argument("--issue-grid", action="store_true",
+                   help="issue #22's grid: batch 1,2,4,..,64 x 4K..128K, batch 1-2 x 256K and 1M")
     p.add_argument("--gqa", choices=["auto", "native", "fold"], default="auto",
                    help="auto: enable_gqa=True, else fold the query heads (default); native / fold: only that")
     p.add_argument("--max-kv-gb", type=float, default=60.0, help="skip shapes whose K+V exceed this (default 60)")
@@ -184,6 +187,8 @@ def parse_args(argv):
     for v in (args.batch or []) + (args.ctx or []):
         if v <= 0:
             p.error("--batch / --ctx must be positive")
+    if args.issue_grid and (args.batch or args.ctx or args.quick):
+        p.error("--issue-grid takes no --batch, --ctx or --quick")
     if not args.dry_run and not args.out:
         p.error("--out is required (or --dry-run)")
     return args
