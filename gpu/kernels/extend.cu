@@ -879,11 +879,12 @@ __host__ __device__ __forceinline__ uint4 ws_bytes_elem(const WsParams &p, const
 }
 
 #ifdef __CUDA_ARCH__
-/* ws_bytes_elem out of line, for ws_bytes' non-finite scales. Inlined, the compiler
- * if-converts ws_bytes' finite test and runs both paths on every block (Nsight Compute: 50
- * FMULs a block, the per-element path's count); behind a call the common path is the
- * table's alone. The codes and scales go by value: p is unused on the device (ws_cast2) and
- * a reference to it or to in would put them in local memory. */
+/* ws_bytes_elem out of line, for ws_bytes' non-finite scales: the common path's code is
+ * the table's alone (sm_90 SASS of ws_fill_kernel, nvcc 13.0: 168 FMULs with the call, 378
+ * with the path inlined). Timed on a written cache the fill runs 0.41-0.73 of a copy
+ * (reports/gpu-extend-h200-notes.md, 2026-12-03). The codes and scales go by value: p is
+ * unused on the device (ws_cast2) and a reference to it or to in would put them in local
+ * memory. */
 __device__ __noinline__ uint4 ws_bytes_elem_rare(uint32_t ax, uint32_t ay, float sf, float g,
                                                  bool ovf)
 {
