@@ -12,7 +12,8 @@ WHAT IS MEASURED
   FA3 path, which needs FP8 q). q [B, 32, 128] BF16, one token per request; the cache one
   tensor [pages, 2, 16, 8, 128] (K and V of a page side by side, page size 16, 8 KV heads,
   head dim 128, NHD), BF16 or FP8 E4M3 with k_scale = v_scale = 1 (the per-tensor scales
-  vLLM passes). B in {1,4,16,32,64}, L in {4K ... 1M}; shapes whose K+V exceed --max-kv-gb
+  vLLM passes). B in {1,4,16,32,64}, L in {4K ... 1M} (--issue-grid: sdpa_bench.py's
+  ISSUE_SHAPES, issue #22's 46 shapes); shapes whose K+V exceed --max-kv-gb
   (60) are skipped. Each request's pages are a random permutation of the cache's pages (a
   paged cache after allocation churn, not one contiguous run). Columns as tools/sdpa_bench.py
   (backend flashinfer-tc-bf16 / flashinfer-tc-fp8); kv_bytes counts the cache bytes read

@@ -10,7 +10,8 @@ WHAT IS MEASURED
   (8 KV heads, L cached tokens, contiguous BHSD), no mask, no dropout, default scale
   1/sqrt(128), under torch.inference_mode(). B in {1,4,16,32,64}, L in {4096 ... 131072};
   shapes whose K+V exceed --max-kv-gb (60 GB) are skipped (none in the default grid: the
-  largest, B=64 L=131072, is 34.4 GB).
+  largest, B=64 L=131072, is 34.4 GB). --issue-grid: issue #22's grid instead (ISSUE_SHAPES: B in
+  {1,2,4,8,16,32,64} at the default L, and B 1-2 at 256K and 1M; 46 shapes).
 
   Each backend is forced alone with torch.nn.attention.sdpa_kernel([backend]): CUDNN_ATTENTION
   and FLASH_ATTENTION (the peers), EFFICIENT_ATTENTION (extra information). The math backend
