@@ -59,6 +59,7 @@
 #include "lowp/why.h"
 #include "decode_bf16.cuh"
 #include "decode_e2m1.h"
+#include "div32.h"
 
 namespace {
 
@@ -611,34 +612,7 @@ __global__ void __launch_bounds__(32 * NW, (v2_cfg<DV, NW>::min_ctas))
  * runs the same ws_load / ws_bytes / ws_dst with lowp's codec table for the cast, so the
  * kernel's indexing and arithmetic run on the CPU and the cast alone is proven on the
  * device (lowp_gpu_extend_ws_cast, all 65,536 BF16 codes, gpu/check/extend_check.c). */
-/* n / d for 0 <= n < 2^31 and d >= 1 by one multiply and shift: M = ceil(2^s / d), s = 31 +
- * ceil(log2 d). Exact: M = 2^s / d + e with 0 <= e < 1, so n M / 2^s = n / d + n e / 2^s and
- * n e / 2^s < 2^31 / 2^(31 + ceil(log2 d)) <= 1 / d; with n / d = q + r / d, r <= d - 1, the
- * sum stays below q + 1 and its floor is q. M <= 2^32 and n M < 2^63: no overflow. Replaces
- * the run-time divisions of the fill's row, page and scale indexing (lowp_gpu_extend_ws_lut_check
- * also checks it on the host: every d < 2^13 at n = 0, 2^31 - 1 and both sides of every
- * multiple of d below 2^20, plus 4096 random n each). */
-struct WsDiv {
-    uint64_t m;
-    int s;
-    uint32_t d;
-};
-
-static inline WsDiv ws_div_make(uint32_t d)
-{
-    int l = 0;
-    while ((1ull << l) < d)
-        l++;
-    const int s = 31 + l;
-    WsDiv r = {((1ull << s) + d - 1) / d, s, d};
-    return r;
-}
-
-__host__ __device__ __forceinline__ uint32_t ws_div(const WsDiv &v, uint32_t n)
-{
-    return (uint32_t)(((uint64_t)n * v.m) >> v.s);
-}
-
+/* The fill's row, page and scale indexing divides by multiply and shift (div32.h). */
 struct WsParams {
     const uint8_t *kc, *vc, *ks, *vs; /* the NVFP4 cache's codes and block scales */
     const float *kg, *vg;             /* decode-side global scales, n_global each */
@@ -648,7 +622,7 @@ struct WsParams {
     const uint8_t *cast;              /* host only, [65536]: BF16 bits -> torch E4M3 code */
     const float *e4m3;                /* [256]: binary32 values of the codes */
     int H, Dq, Dv, PS, hnd, k_il, v_il, per_head;
-    WsDiv dH, dPS, dkq4, dvq4; /* by H, PS and the interleave's S / 4 of K and of V */
+    lowp_div32 dH, dPS, dkq4, dvq4; /* by H, PS and the interleave's S / 4 of K and of V */
 };
 
 /* Row (page, slot, head) -> row index of codes and of (linear) scales. */
@@ -661,11 +635,11 @@ __host__ __device__ __forceinline__ size_t ws_row(const WsParams &p, size_t page
  * the 4-token interleave when il. */
 __host__ __device__ __forceinline__ size_t ws_scale_off(const WsParams &p, size_t page, int slot,
                                                         int h, int s, int S, int il,
-                                                        const WsDiv &q4)
+                                                        const lowp_div32 &q4)
 {
     int t = slot, u = s;
     if (il) { /* q4 = S / 4 */
-        const int sq = (int)ws_div(q4, (uint32_t)s);
+        const int sq = (int)lowp_div32_q(q4, (uint32_t)s);
         t = (slot / 4) * 4 + sq;
         u = (s - sq * (int)q4.d) * 4 + slot % 4;
     }
@@ -782,7 +756,7 @@ __host__ __device__ __forceinline__ WsIn ws_load(const WsParams &p, const WsSeq 
     WsIn in;
     in.prefix = t < s.P;
     if (in.prefix) {
-        const int tp = (int)ws_div(p.dPS, (uint32_t)t); /* t < 2^31 */
+        const int tp = (int)lowp_div32_q(p.dPS, (uint32_t)t); /* t < 2^31 */
         const size_t page = (size_t)p.pt_indices[s.pt0 + tp];
         const int slot = t - tp * p.PS;
         const uint8_t *code = (isk ? p.kc : p.vc) + ws_row(p, page, slot, h) * (D / 2) + 8 * j;
@@ -934,7 +908,7 @@ constexpr int WS_U = 4;
  * most 2^31 - 1 rows (base + step < 2^31 + 2^23 cannot wrap: step <= 65535 x 32 x WS_U),
  * else size_t. */
 /* r / H: by multiply and shift where r < 2^31 (the uint32_t rows), else divided */
-__device__ __forceinline__ uint32_t ws_rdiv(const WsParams &p, uint32_t r) { return ws_div(p.dH, r); }
+__device__ __forceinline__ uint32_t ws_rdiv(const WsParams &p, uint32_t r) { return lowp_div32_q(p.dH, r); }
 __device__ __forceinline__ size_t ws_rdiv(const WsParams &p, size_t r) { return r / (size_t)p.H; }
 
 template <typename I>
@@ -1336,10 +1310,10 @@ static WsParams ws_params(const lowp_kv_config *cfg, size_t n_global, const uint
     p.k_il = cfg->k_sf_order == LOWP_KV_SF_INTERLEAVE4;
     p.v_il = cfg->v_sf_order == LOWP_KV_SF_INTERLEAVE4;
     p.per_head = n_global > 1;
-    p.dH = ws_div_make((uint32_t)p.H);
-    p.dPS = ws_div_make((uint32_t)p.PS);
-    p.dkq4 = ws_div_make((uint32_t)(p.Dq / 64 ? p.Dq / 64 : 1)); /* S / 4 = D / 64 */
-    p.dvq4 = ws_div_make((uint32_t)(p.Dv / 64 ? p.Dv / 64 : 1));
+    p.dH = lowp_div32_make((uint32_t)p.H);
+    p.dPS = lowp_div32_make((uint32_t)p.PS);
+    p.dkq4 = lowp_div32_make((uint32_t)(p.Dq / 64 ? p.Dq / 64 : 1)); /* S / 4 = D / 64 */
+    p.dvq4 = lowp_div32_make((uint32_t)(p.Dv / 64 ? p.Dv / 64 : 1));
     return p;
 }
 
@@ -1477,18 +1451,18 @@ extern "C" long long lowp_gpu_extend_ws_lut_check(int gpu, size_t *blocks, char 
 {
     const uint32_t n = 65536u * WS_LUT_NG;
     *blocks = (size_t)WS_LUT_NG * 65536u / 256u * 254u; /* the finite scale codes */
-    long long divbad = 0; /* ws_div: integer arithmetic, the same on both sides */
+    long long divbad = 0; /* lowp_div32_q (div32.h): integer arithmetic, the same on both sides */
     uint64_t rs = 0x9E3779B97F4A7C15ull;
     for (uint32_t d = 1; d < 8192; d++) {
-        const WsDiv v = ws_div_make(d);
-        divbad += ws_div(v, 0) != 0 || ws_div(v, 0x7FFFFFFFu) != 0x7FFFFFFFu / d;
+        const lowp_div32 v = lowp_div32_make(d);
+        divbad += lowp_div32_q(v, 0) != 0 || lowp_div32_q(v, 0x7FFFFFFFu) != 0x7FFFFFFFu / d;
         for (uint32_t m = d; m < (1u << 20); m += d)
-            divbad += ws_div(v, m) != m / d || ws_div(v, m - 1) != (m - 1) / d ||
-                      ws_div(v, m + 1) != (m + 1) / d;
+            divbad += lowp_div32_q(v, m) != m / d || lowp_div32_q(v, m - 1) != (m - 1) / d ||
+                      lowp_div32_q(v, m + 1) != (m + 1) / d;
         for (int k = 0; k < 4096; k++) {
             rs = rs * 6364136223846793005ull + 1442695040888963407ull;
             const uint32_t x = (uint32_t)(rs >> 33); /* < 2^31 */
-            divbad += ws_div(v, x) != x / d;
+            divbad += lowp_div32_q(v, x) != x / d;
         }
     }
     if (divbad)
