@@ -1,8 +1,10 @@
 /* gpu/kernels/kv_write.cu: quantize-on-write into a paged GPU KV cache (lowp/gpu_kvcache.h).
  *
- * One thread writes one unit: one quantization block (NVFP4 16, MX 32 elements) of one
- * (token, head) row of K or V, or one element for the element-wise formats (FP8, BF16);
- * K and V are one launch (grid y), the block size a template constant (kvw_unit).
+ * One thread writes a share: 4 consecutive elements of one (token, head) row of K or V
+ * (narrow; the shares of one quantization block, NVFP4 16 or MX 32 elements, join their
+ * amax by warp shuffles) or a whole block (wide, for writes long enough to fill the GPU
+ * without splitting blocks): kvw_share, KVW_NARROW. K and V are one launch (grid y), the
+ * block and share sizes template constants.
  * It reads the inputs, computes the block scale and element codes, and stores them at the
  * byte offsets of ref/kvcache/src/kvcache.c (lowp_kvcache_code_offset / lowp_kvcache_scale_offset).
  *
@@ -18,7 +20,8 @@
  *     own code: the integer-only core lowp/codec_core.h (lowp_encode_core_signed,
  *     lowp_encode_core_e8m0, lowp_decode_core_*), which ref/codec/src/format.c and
  *     format_array.c call as well, here with the settings lowp_codec_init resolves for the
- *     codecs init_ctx chooses; so no PTX cvt (E2M1/UE8M0 cvt does not exist on sm_90) and
+ *     codecs init_ctx chooses (E2M1 elements by midpoint compares, encode_e2m1.h, equal
+ *     to that core on all 2^32 inputs); so no PTX cvt (E2M1/UE8M0 cvt does not exist on sm_90) and
  *     no host/device difference;
  *   - NaN signs and payloads never reach a byte: the CPU makes a NaN block scale input
  *     positive (block_scales, "GPU's canonical positive NaN"), and every element and scale
@@ -32,11 +35,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include <cuda_runtime.h>
 
 #include "lowp/codec_core.h"
 #include "lowp/gpu_kvcache.h"
 #include "lowp/why.h"
+#include "div32.h"
+#include "encode_e2m1.h"
 
 #define HD __host__ __device__ __forceinline__
 
@@ -192,22 +199,39 @@ HD float code_factor(const qctx *c, uint32_t q)
     }
 }
 
-/* One block of BS elements (BS = 16 NVFP4, 32 MX): block_amax + block_scales +
- * quantize_chunk. ec gets BS element codes, *scale the block scale code. */
-template <int BS>
-HD void quant_block(const qctx *c, const float *x, uint8_t *ec, uint8_t *scale)
+/* block_amax, one thread's share: the largest |x| of its n elements, NaN ignored (a NaN
+ * compares false), and whether one was NaN. Shares join with amax_join in any order: the
+ * result is the maximum of a set of non-negative non-NaN values (fabsf makes -0 +0), and
+ * an OR. */
+struct amax_t {
+    float m;
+    int nan;
+};
+template <int N> HD amax_t part_amax(const float *x)
+{
+    amax_t r = {0.0f, 0};
+    for (int i = 0; i < N; i++) {
+        float a = fabsf(x[i]);
+        r.nan |= a != a;
+        r.m = a > r.m ? a : r.m;
+    }
+    return r;
+}
+HD amax_t amax_join(amax_t a, amax_t b)
+{
+    a.nan |= b.nan;
+    a.m = b.m > a.m ? b.m : a.m;
+    return a;
+}
+
+/* block_amax's result + block_scales: the scale code *q of a block whose share-joined
+ * amax is a, and its element factor (multiplier, or divisor when c->divide). */
+HD void block_scale(const qctx *c, amax_t a, uint32_t *qo, float *factor_o)
 {
     const int r = c->recipe;
     /* block_amax: NaN ignored (fmaxf) or propagated (torch.amax) */
     int propagate = r == LOWP_RECIPE_MODELOPT || r == LOWP_RECIPE_OCP || r == LOWP_RECIPE_RCEIL;
-    float m = 0.0f;
-    int nan = 0;
-    for (int i = 0; i < BS; i++) {
-        float a = fabsf(x[i]);
-        nan |= a != a;
-        m = a > m ? a : m; /* a NaN compares false: ignored */
-    }
-    const float amax = (propagate && nan) ? qnan() : m;
+    const float amax = (propagate && a.nan) ? qnan() : a.m;
     uint32_t q;
     float factor;
     if (c->format != LOWP_NVFP4 && r == LOWP_RECIPE_OCP) {
@@ -254,18 +278,44 @@ HD void quant_block(const qctx *c, const float *x, uint8_t *ec, uint8_t *scale)
         int zero_rule = r == LOWP_RECIPE_TRTLLM || r == LOWP_RECIPE_EXACT || r == LOWP_RECIPE_SGLANG_KV;
         factor = (zero_rule && amax == 0.0f) ? 0.0f : code_factor(c, q);
     }
-    /* quantize_chunk: scale, then the element codec */
-    for (int i = 0; i < BS; i++) {
+    *qo = q;
+    *factor_o = factor;
+}
+
+/* quantize_chunk for n elements of a block: scale, then the element codec. E2M1 (NVFP4,
+ * MXFP4) by midpoint compares (encode_e2m1.h, equal to the codec core on all 2^32 inputs:
+ * tests/test_encode_e2m1.c), E4M3 (MXFP8) by the codec core. */
+template <int N> HD void encode_part(const qctx *c, float factor, const float *x, uint8_t *ec)
+{
+    const int e2m1 = c->format != LOWP_MXFP8;
+    for (int i = 0; i < N; i++) {
         float v = c->divide ? x[i] / factor : x[i] * factor;
-        uint32_t code = encode_signed(c->elem, lowp_f32_bits(v));
-        if (r == LOWP_RECIPE_MODELOPT) /* _cast_fp4: sign bit = (scaled < 0): -0, NaN -> + */
+        uint32_t code = e2m1 ? lowp_enc_e2m1_rn_sat(lowp_f32_bits(v))
+                             : encode_signed(c->elem, lowp_f32_bits(v));
+        if (c->recipe == LOWP_RECIPE_MODELOPT) /* _cast_fp4: sign bit = (scaled < 0): -0, NaN -> + */
             code = (code & 7u) | ((uint32_t)(v < 0.0f) << 3);
         ec[i] = (uint8_t)code;
     }
-    *scale = (uint8_t)q;
 }
 
 /* ---------------------------------------------------------------- placement */
+
+/* A thread quantizes a share: P consecutive elements of one row, loaded and stored as
+ * words. Two share sizes, chosen per launch (kvw_wide):
+ *   narrow  P = 4: a quarter of an NVFP4 block, an eighth of an MX block, four FP8 / BF16
+ *           elements, so that a short write (a decode step's tokens, a 512-token chunk)
+ *           still fills the GPU: one thread a block left a 512-token chunk at a quarter of
+ *           the H200's threads, its time one thread's serial encodes. The G = BS / P
+ *           threads of a block join their amax shares by shuffles; each computes the
+ *           block's scale (the same arithmetic on the same amax, so the same value) and
+ *           encodes its own elements; the first stores the scale.
+ *   wide    P = BS (a whole block; 16 for FP8 / BF16): when the write has threads for
+ *           the whole GPU anyway, the per-thread work that does not scale with P (index
+ *           arithmetic, the recipe's constants, the block scale: about 450 instructions on
+ *           the H200, Nsight Compute of an 8K-token NVFP4 write) is paid once a block
+ *           instead of G times.
+ * Element-wise formats whose dims are not multiples of 4 (16) take P = 1 (4). */
+#define KVW_NARROW 4
 
 /* Everything one launch (K or V) needs; plain data, passed by value. */
 struct kvw_side {
@@ -274,9 +324,11 @@ struct kvw_side {
     int hnd;        /* layout HND */
     int interleave; /* scale order INTERLEAVE4 */
     int in_e4m3;    /* input type: E4M3 codes (else BF16 bits) */
+    int vec_in, vec_out; /* x, codes aligned for P-element loads / stores (kvw_vec) */
     size_t num_pages, page_size, num_heads;
-    size_t dim, rb, S, bs, nblk; /* row elements, code bytes, scales; block size, units per row */
+    size_t dim, rb, S, bs; /* row elements, code bytes, scales; block size */
     size_t n_tokens;
+    lowp_div32 d_parts, d_heads, d_page; /* by parts a row (dim / P), num_heads, page_size */
     const void *x;
     const int64_t *slots;
     uint8_t *codes, *scales;
@@ -292,6 +344,72 @@ HD float load_input(const kvw_side &p, size_t i)
     return lowp_f32_from_bits((uint32_t)((const uint16_t *)p.x)[i] << 16);
 }
 
+/* N (4 or 8) bytes at the N-aligned src as little-endian words w[0], w[1]: one load on the
+ * device; memcpy on the host (no aliasing of the caller's arrays). */
+template <int N> HD void word_load(const uint8_t *src, uint32_t *w)
+{
+#ifdef __CUDA_ARCH__
+    if (N == 4) {
+        w[0] = *(const uint32_t *)src;
+    } else {
+        const uint2 v = *(const uint2 *)src;
+        w[0] = v.x;
+        w[1] = v.y;
+    }
+#else
+    memcpy(w, src, N);
+#endif
+}
+
+/* Inputs i .. i + P - 1 (i a multiple of P): 4-element words when p.vec_in, else one
+ * by one. */
+template <int P> HD void load_part(const kvw_side &p, size_t i, float *x)
+{
+    if (P % 4 == 0 && p.vec_in) {
+        for (int q = 0; q < P; q += 4) {
+            uint32_t w[2];
+            if (p.in_e4m3) {
+                word_load<4>((const uint8_t *)p.x + i + q, w);
+                for (int k = 0; k < 4; k++)
+                    x[q + k] = decode_e4m3((w[0] >> (8 * k)) & 0xffu);
+            } else {
+                word_load<8>((const uint8_t *)p.x + 2 * (i + q), w);
+                for (int k = 0; k < 4; k++)
+                    x[q + k] = lowp_f32_from_bits(k & 1 ? w[k >> 1] & 0xffff0000u : w[k >> 1] << 16);
+            }
+        }
+        return;
+    }
+    for (int k = 0; k < P; k++)
+        x[k] = load_input(p, i + k);
+}
+
+/* n bytes b[0..n) at dst: when p.vec_out one store of n bytes (n = 2, 4) or n / 8 stores
+ * of 8 (n a multiple of 8), else byte by byte. */
+template <int N> HD void store_bytes(const kvw_side &p, uint8_t *dst, const uint8_t *b)
+{
+    if (p.vec_out && (N == 2 || N == 4 || N % 8 == 0)) {
+#ifdef __CUDA_ARCH__
+        for (int q = 0; q < N; q += 8) {
+            uint64_t w = 0;
+            for (int k = 0; k < (N < 8 ? N : 8); k++)
+                w |= (uint64_t)b[q + k] << (8 * k);
+            if (N == 2)
+                *(uint16_t *)dst = (uint16_t)w;
+            else if (N == 4)
+                *(uint32_t *)dst = (uint32_t)w;
+            else
+                *(uint64_t *)(dst + q) = w;
+        }
+#else
+        memcpy(dst, b, N);
+#endif
+        return;
+    }
+    for (int k = 0; k < N; k++)
+        dst[k] = b[k];
+}
+
 /* Row index of (page, slot, head) in a [..][row] buffer: lowp_kvcache_code_offset. */
 HD size_t row_index(const kvw_side &p, size_t page, size_t slot, size_t head)
 {
@@ -299,106 +417,230 @@ HD size_t row_index(const kvw_side &p, size_t page, size_t slot, size_t head)
                  : (page * p.page_size + slot) * p.num_heads + head;
 }
 
-/* Unit u = ((token * num_heads) + head) * nblk + block. Mirrors lowp_kvcache_write: the
- * row of (token, head) quantized with that head's global scale, codes at
- * lowp_kvcache_code_offset + the block's code bytes, scale s at lowp_kvcache_scale_offset.
- * BS is p.bs (1, 16 or 32) as a constant, so that x and ec live in registers (with a
- * runtime block size they were a 160-byte stack frame in local memory); I is the index
- * type: uint32_t when the units and the slots (num_pages * page_size) fit it (kvw_fits32),
- * else size_t (64-bit divisions are a long instruction sequence each on the GPU). The
- * arithmetic is the same whatever BS and I. */
-template <int BS, typename I> HD void kvw_unit(const kvw_side &p, I u)
+/* n / d: by multiply and shift (dm, made by kvw_div_make) for the 32-bit index type (every
+ * dividend and divisor < 2^31 there: kvw_fits32), by division for size_t. */
+HD uint32_t kvw_div(const lowp_div32 &dm, size_t, uint32_t n) { return lowp_div32_q(dm, n); }
+HD size_t kvw_div(const lowp_div32 &, size_t d, size_t n) { return n / d; }
+
+/* kvw_div's multiplier for d (a divisor of the size_t path only, >= 2^31, gets a
+ * placeholder). */
+static inline lowp_div32 kvw_div_make(size_t d)
 {
-    const I blk = u % (I)p.nblk;
-    const I row = u / (I)p.nblk;
-    const I head = row % (I)p.num_heads;
-    const I tok = row / (I)p.num_heads;
-    int64_t slot = p.slots[tok];
-    if (slot < 0) /* padding: skipped */
-        return;
-    if ((uint64_t)slot >= (uint64_t)(p.num_pages * p.page_size)) /* never out of bounds */
-        return;
-    const I page = (I)slot / (I)p.page_size, sip = (I)slot % (I)p.page_size;
-    size_t in0 = (size_t)row * p.dim + (size_t)blk * BS;
-    float g = p.gdec[p.n_global == 1 ? 0 : head];
+    return lowp_div32_make(d <= INT32_MAX ? (uint32_t)d : 1u);
+}
+
+/* Where thread share t (P elements) goes. t = row * (dim / P) + e0 / P with row =
+ * token * num_heads + head: its elements are e0 .. e0 + P - 1 of (token, head), in block
+ * e0 / BS (BS >= P; for BS = 1 every element is its own unit). ok = 0 for a padding
+ * slot (-1, skipped) or one outside the cache (never written). Mirrors
+ * lowp_kvcache_write: the row quantized with that head's global scale, codes at
+ * lowp_kvcache_code_offset + the element's code bytes, scales at
+ * lowp_kvcache_scale_offset. I is uint32_t when kvw_fits32 allows, else size_t (the
+ * arithmetic is the same). */
+template <int BS, int P, typename I> struct kvw_loc {
+    int ok;
+    I page, sip, head, e0;
+    size_t in0;   /* input element index of e0 */
+    uint8_t *row; /* the row's first code byte */
+};
+template <int BS, int P, typename I> HD kvw_loc<BS, P, I> kvw_locate(const kvw_side &p, I t)
+{
+    kvw_loc<BS, P, I> l;
+    const I row = kvw_div(p.d_parts, p.dim / P, t);
+    l.e0 = (t - row * (I)(p.dim / P)) * P;
+    const I tok = kvw_div(p.d_heads, p.num_heads, row);
+    l.head = row - tok * (I)p.num_heads;
+    l.in0 = (size_t)row * p.dim + l.e0;
+    const int64_t slot = p.slots[tok];
+    /* padding (-1) is skipped; a slot outside the cache is never written */
+    l.ok = slot >= 0 && (uint64_t)slot < (uint64_t)(p.num_pages * p.page_size);
+    l.page = l.ok ? kvw_div(p.d_page, p.page_size, (I)slot) : 0;
+    l.sip = l.ok ? (I)slot - l.page * (I)p.page_size : 0;
+    l.row = p.codes + row_index(p, l.page, l.sip, l.head) * p.rb;
+    return l;
+}
+
+/* qctx of the head a location writes (its global scale). */
+template <int BS, int P, typename I> HD qctx kvw_ctx(const kvw_side &p, const kvw_loc<BS, P, I> &l)
+{
     qctx c;
-    qctx_init(&c, p.format, p.recipe, p.flags, g);
-    uint8_t *dst = p.codes + row_index(p, page, sip, head) * p.rb;
-    if constexpr (BS == 1) {
-        /* FP8: x / g (true division); BF16: x as is (quantize_chunk, bs == 1) */
-        float x = load_input(p, in0);
-        float v = c.divide ? x / c.dec : x;
-        uint32_t code = encode_signed(c.elem, lowp_f32_bits(v));
-        if (p.format == LOWP_BF16_PASS) { /* two bytes, little-endian */
-            dst[2 * (size_t)blk] = (uint8_t)(code & 0xffu);
-            dst[2 * (size_t)blk + 1] = (uint8_t)(code >> 8);
-        } else {
-            dst[blk] = (uint8_t)code;
+    qctx_init(&c, p.format, p.recipe, p.flags, p.gdec[p.n_global == 1 ? 0 : l.head]);
+    return c;
+}
+
+/* Element-wise formats (BS = 1): FP8 x / g (true division); BF16 x as is (quantize_chunk,
+ * bs == 1); the codes of elements e0 .. e0 + P - 1 stored. */
+template <int P, typename I> HD void kvw_elementwise(const kvw_side &p, const kvw_loc<1, P, I> &l)
+{
+    float x[P];
+    load_part<P>(p, l.in0, x);
+    const qctx c = kvw_ctx(p, l);
+    if (p.format == LOWP_BF16_PASS) { /* two bytes, little-endian */
+        uint8_t b[2 * P];
+        for (int k = 0; k < P; k++) {
+            const uint32_t code = encode_signed(c.elem, lowp_f32_bits(x[k]));
+            b[2 * k] = (uint8_t)(code & 0xffu);
+            b[2 * k + 1] = (uint8_t)(code >> 8);
         }
+        store_bytes<2 * P>(p, l.row + 2 * (size_t)l.e0, b);
     } else {
-        float x[BS];
-        uint8_t ec[BS];
-        uint8_t q;
-        for (int i = 0; i < BS; i++)
-            x[i] = load_input(p, in0 + i);
-        quant_block<BS>(&c, x, ec, &q);
-        if (p.format == LOWP_MXFP8) {
-            for (int i = 0; i < BS; i++)
-                dst[(size_t)blk * BS + i] = ec[i];
-        } else { /* 4-bit codes, element 2j in the low nibble */
-            for (int j = 0; j < BS / 2; j++)
-                dst[(size_t)blk * (BS / 2) + j] = (uint8_t)(ec[2 * j] | (ec[2 * j + 1] << 4));
-        }
+        uint8_t b[P];
+        for (int k = 0; k < P; k++)
+            b[k] = (uint8_t)encode_signed(c.elem, lowp_f32_bits(c.divide ? x[k] / c.dec : x[k]));
+        store_bytes<P>(p, l.row + l.e0, b);
+    }
+}
+
+/* Block formats, after the shares' amax is joined into a: the block's scale, the codes of
+ * this thread's P elements, and (by the block's first share) the scale byte. */
+template <int BS, int P, typename I>
+HD void kvw_block_part(const kvw_side &p, const kvw_loc<BS, P, I> &l, const qctx &c,
+                       const float *x, amax_t a)
+{
+    uint32_t q;
+    float factor;
+    block_scale(&c, a, &q, &factor);
+    uint8_t ec[P];
+    encode_part<P>(&c, factor, x, ec);
+    if (p.format == LOWP_MXFP8) {
+        store_bytes<P>(p, l.row + l.e0, ec);
+    } else { /* 4-bit codes, element 2j in the low nibble */
+        uint8_t b[P / 2];
+        for (int j = 0; j < P / 2; j++)
+            b[j] = (uint8_t)(ec[2 * j] | (ec[2 * j + 1] << 4));
+        store_bytes<P / 2>(p, l.row + l.e0 / 2, b);
+    }
+    if (l.e0 % BS == 0) {
         /* lowp_kvcache_scale_offset: (t, s) -> interleaved (t', s') within the page's tile */
-        I t = sip, s = blk;
+        const I blk = l.e0 / BS;
+        I t = l.sip, s = blk;
         if (p.interleave) {
             const I qq = (I)(p.S / 4);
-            t = (sip / 4) * 4 + blk / qq;
-            s = (blk % qq) * 4 + sip % 4;
+            t = (l.sip / 4) * 4 + blk / qq;
+            s = (blk % qq) * 4 + l.sip % 4;
         }
-        p.scales[row_index(p, page, t, head) * p.S + s] = q;
+        p.scales[row_index(p, l.page, t, l.head) * p.S + s] = (uint8_t)q;
     }
 }
 
-/* Whether side p's unit indices and slots fit uint32_t (kvw_unit's I): units below 2^31,
- * so that u + the grid stride (at most 2^28) cannot wrap. */
-static inline bool kvw_fits32(const kvw_side &p, size_t units)
+/* Whether side p's share indices and slots fit kvw_div's 32-bit path: shares below 2^31,
+ * so that t + the grid stride (at most 2^28) cannot wrap, and slots below 2^31. */
+static inline bool kvw_fits32(const kvw_side &p, size_t shares)
 {
-    return units <= INT32_MAX && p.num_pages * p.page_size <= UINT32_MAX;
+    return shares <= INT32_MAX && p.num_pages * p.page_size <= INT32_MAX;
 }
 
-/* Every unit of side p (the host emulation): kvw_unit with the kernel's BS and I. */
-template <typename I> static void kvw_host_side(const kvw_side &p, size_t units)
+/* Every share of side p (the host emulation), the kernel's functions in the kernel's
+ * order; a block's G shares are loaded and their amax joined first, as the shuffles do. */
+template <int BS, int P, typename I> static void kvw_host_shares(const kvw_side &p, size_t shares)
 {
-    for (size_t u = 0; u < units; u++) {
-        if (p.bs == 1)
-            kvw_unit<1, I>(p, (I)u);
-        else if (p.bs == 16)
-            kvw_unit<16, I>(p, (I)u);
+    if constexpr (BS == 1) {
+        for (size_t t = 0; t < shares; t++) {
+            const kvw_loc<1, P, I> l = kvw_locate<1, P, I>(p, (I)t);
+            if (l.ok)
+                kvw_elementwise<P, I>(p, l);
+        }
+    } else {
+        constexpr int G = BS / P;
+        for (size_t t0 = 0; t0 < shares; t0 += G) {
+            float x[G][P];
+            kvw_loc<BS, P, I> l[G];
+            amax_t a = {0.0f, 0};
+            for (int g = 0; g < G; g++) {
+                l[g] = kvw_locate<BS, P, I>(p, (I)(t0 + g));
+                load_part<P>(p, l[g].in0, x[g]);
+                a = amax_join(a, part_amax<P>(x[g]));
+            }
+            if (!l[0].ok)
+                continue;
+            const qctx c = kvw_ctx(p, l[0]);
+            for (int g = 0; g < G; g++)
+                kvw_block_part<BS, P, I>(p, l[g], c, x[g], a);
+        }
+    }
+}
+
+/* f(BS, P) with both as std::integral_constant: the (block size, share size) pairs there
+ * are kernels for (kvw_p's results). */
+template <typename F> static void kvw_dispatch(size_t bs, int P, F f)
+{
+    using std::integral_constant;
+    if (bs == 1) {
+        if (P == 16)
+            f(integral_constant<int, 1>{}, integral_constant<int, 16>{});
+        else if (P == 4)
+            f(integral_constant<int, 1>{}, integral_constant<int, 4>{});
         else
-            kvw_unit<32, I>(p, (I)u);
+            f(integral_constant<int, 1>{}, integral_constant<int, 1>{});
+    } else if (bs == 16) {
+        if (P == 16)
+            f(integral_constant<int, 16>{}, integral_constant<int, 16>{});
+        else
+            f(integral_constant<int, 16>{}, integral_constant<int, 4>{});
+    } else {
+        if (P == 32)
+            f(integral_constant<int, 32>{}, integral_constant<int, 32>{});
+        else
+            f(integral_constant<int, 32>{}, integral_constant<int, 4>{});
     }
 }
 
-/* K (blockIdx.y 0) and V (1) in one launch: a grid-stride loop over each side's units. */
-template <int BS, typename I>
-__global__ void kvw_kernel(kvw_side pk, kvw_side pv, I units_k, I units_v)
+template <typename I> static void kvw_host_side(const kvw_side &p, size_t shares, int P)
+{
+    kvw_dispatch(p.bs, P, [&](auto bs, auto pp) {
+        kvw_host_shares<decltype(bs)::value, decltype(pp)::value, I>(p, shares);
+    });
+}
+
+/* One share on the device: kvw_host_shares's steps, the amax joined over the block's G
+ * lanes by xor shuffles (the shares of a block are G consecutive lanes, G divides 32, and
+ * a block's lanes agree on ok: one token's row). */
+template <int BS, int P, typename I> __device__ __forceinline__ void kvw_share(const kvw_side &p, I t)
+{
+    const kvw_loc<BS, P, I> l = kvw_locate<BS, P, I>(p, t);
+    if (!l.ok)
+        return;
+    if constexpr (BS == 1) {
+        kvw_elementwise<P, I>(p, l);
+    } else {
+        constexpr int G = BS / P;
+        float x[P];
+        load_part<P>(p, l.in0, x);
+        amax_t a = part_amax<P>(x);
+        const unsigned lane = threadIdx.x & 31u;
+        const unsigned mask = ((G == 32 ? 0xffffffffu : (1u << G) - 1u)) << (lane & ~(unsigned)(G - 1));
+        for (int o = 1; o < G; o <<= 1) {
+            amax_t b;
+            b.m = __shfl_xor_sync(mask, a.m, o, G);
+            b.nan = __shfl_xor_sync(mask, a.nan, o, G);
+            a = amax_join(a, b);
+        }
+        const qctx c = kvw_ctx(p, l);
+        kvw_block_part<BS, P, I>(p, l, c, x, a);
+    }
+}
+
+/* K (blockIdx.y 0) and V (1) in one launch: a grid-stride loop over each side's shares.
+ * The block size (a multiple of 32) and the stride keep a block's G shares in one warp's
+ * consecutive lanes, entering and leaving the loop together (shares is a multiple of G). */
+template <int BS, int P, typename I>
+__global__ void kvw_kernel(kvw_side pk, kvw_side pv, I shares_k, I shares_v)
 {
     const I stride = (I)gridDim.x * blockDim.x;
     if (blockIdx.y == 0) {
-        for (I u = (I)blockIdx.x * blockDim.x + threadIdx.x; u < units_k; u += stride)
-            kvw_unit<BS, I>(pk, u);
+        for (I t = (I)blockIdx.x * blockDim.x + threadIdx.x; t < shares_k; t += stride)
+            kvw_share<BS, P, I>(pk, t);
     } else {
-        for (I u = (I)blockIdx.x * blockDim.x + threadIdx.x; u < units_v; u += stride)
-            kvw_unit<BS, I>(pv, u);
+        for (I t = (I)blockIdx.x * blockDim.x + threadIdx.x; t < shares_v; t += stride)
+            kvw_share<BS, P, I>(pv, t);
     }
 }
 
-template <int BS, typename I>
-static void kvw_launch(const kvw_side &pk, const kvw_side &pv, size_t uk, size_t uv,
+template <int BS, int P, typename I>
+static void kvw_launch(const kvw_side &pk, const kvw_side &pv, size_t sk, size_t sv,
                        unsigned blocks, unsigned threads, cudaStream_t stream)
 {
-    kvw_kernel<BS, I><<<dim3(blocks, 2), threads, 0, stream>>>(pk, pv, (I)uk, (I)uv);
+    kvw_kernel<BS, P, I><<<dim3(blocks, 2), threads, 0, stream>>>(pk, pv, (I)sk, (I)sv);
 }
 
 } /* namespace */
@@ -462,8 +704,72 @@ static int check_slots(const lowp_kv_config *cfg, const int64_t *slots, size_t n
     return 0;
 }
 
+/* Elements a thread (kvw_share), narrow or wide (see KVW_NARROW): block formats 4 or the
+ * block size; element-wise formats 4 or 16 where both dims are multiples of it, else
+ * the largest of 16, 4, 1 that divides both. cfg is checked. */
+static int kvw_p(const lowp_kv_config *cfg, int wide)
+{
+    const size_t bs = lowp_block_size(cfg->format);
+    if (bs > 1)
+        return wide ? (int)bs : KVW_NARROW;
+    const size_t g = cfg->qk_dim | cfg->vo_dim; /* its low bits: what divides both */
+    if (wide && g % 16 == 0)
+        return 16;
+    return g % 4 == 0 ? 4 : 1;
+}
+
+/* LOWP_GPU_KV_WRITE_SHARE=narrow|wide forces a share size (the checks run both: the
+ * rule below gives their small cases narrow shares); else -1. Read once. */
+static int kvw_forced(void)
+{
+    static int forced = -2;
+    if (forced == -2) {
+        const char *e = getenv("LOWP_GPU_KV_WRITE_SHARE");
+        forced = e == NULL ? -1 : !strcmp(e, "wide") ? 1 : !strcmp(e, "narrow") ? 0 : -1;
+    }
+    return forced;
+}
+
+/* Wide shares once they give every SM of the current device at least 512 threads (a
+ * quarter of the H200's resident threads); below that narrow, to fill the GPU. Measured on
+ * the H200 with both forced (reports/gpu-kv-write-bench-h200.md): NVFP4 8 heads x 128 at
+ * 64 tokens narrow 5.4 / wide 6.8 us, at 512 (65,536 wide shares, SMs x 496) equal, at 1K
+ * narrow 14.3 / wide 10.1; MXFP4 crosses between 1K (narrow 12.4 / wide 15.1) and 2K. */
+static int kvw_wide(const lowp_kv_config *cfg, size_t n_tokens)
+{
+    const int f = kvw_forced();
+    if (f >= 0)
+        return f;
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const size_t P = (size_t)kvw_p(cfg, 1);
+    const size_t shares = n_tokens * cfg->num_heads * ((cfg->qk_dim + cfg->vo_dim) / P);
+    return shares >= (size_t)sms * 512u;
+}
+
+/* Whether side p's input and code pointers allow kvw_share's word loads and stores: the
+ * input at 4 elements (load_part's words), the codes at the bytes one share stores (P
+ * codes of 1 or 2 bytes, or P / 2 for 4-bit codes), 8 at most (store_bytes' words); every
+ * share's offset from them is a multiple of that (dims are multiples of P, rows of the
+ * cache multiples of the share's bytes). */
+static void kvw_vec(kvw_side *p, int P)
+{
+    const size_t esize = p->in_e4m3 ? 1 : 2;
+    size_t out = p->bs == 1 ? (size_t)P * (p->format == LOWP_BF16_PASS ? 2 : 1)
+                 : p->format == LOWP_MXFP8 ? (size_t)P
+                                            : (size_t)P / 2;
+    out = out > 8 ? 8 : out;
+    p->vec_in = P % 4 == 0 && (uintptr_t)p->x % (4 * esize) == 0;
+    p->vec_out = (uintptr_t)p->codes % out == 0;
+}
+
 /* Geometry of side w (0 K, 1 V) of cfg, without pointers. cfg is checked. */
-static kvw_side side_of(const lowp_kv_config *cfg, int w, lowp_gpu_kv_input in, size_t n_tokens)
+static kvw_side side_of(const lowp_kv_config *cfg, int w, lowp_gpu_kv_input in, size_t n_tokens,
+                        int P)
 {
     kvw_side p;
     memset(&p, 0, sizeof p);
@@ -480,12 +786,14 @@ static kvw_side side_of(const lowp_kv_config *cfg, int w, lowp_gpu_kv_input in, 
     p.rb = lowp_kv_row_code_bytes(cfg, (lowp_kv_which)w);
     p.S = lowp_kv_row_scales(cfg, (lowp_kv_which)w);
     p.bs = lowp_block_size(cfg->format);
-    p.nblk = p.dim / p.bs;
     p.n_tokens = n_tokens;
+    p.d_parts = kvw_div_make(p.dim / (size_t)P);
+    p.d_heads = kvw_div_make(p.num_heads);
+    p.d_page = kvw_div_make(p.page_size);
     return p;
 }
 
-/* n_tokens * num_heads * dim * elem_bytes fits size_t (so does the unit count, which is
+/* n_tokens * num_heads * dim * elem_bytes fits size_t (so does the share count, which is
  * at most the element count), and n_tokens fits int64. cfg is checked. */
 static int check_token_sizes(const lowp_kv_config *cfg, size_t n_tokens, size_t esize, char *why,
                              size_t why_len)
@@ -544,41 +852,35 @@ extern "C" int lowp_gpu_kv_write(lowp_gpu_kvcache *c, lowp_gpu_kv_input in, cons
         return -1;
     if (slots_host != NULL && check_slots(&c->cfg, slots_host, n_tokens, why, why_len))
         return -1;
+    const int P = kvw_p(&c->cfg, kvw_wide(&c->cfg, n_tokens));
     kvw_side ps[2];
-    size_t units[2];
+    size_t shares[2];
     for (int w = 0; w < 2; w++) {
         kvw_side &p = ps[w];
-        p = side_of(&c->cfg, w, in, n_tokens);
+        p = side_of(&c->cfg, w, in, n_tokens, P);
         p.x = w == 0 ? k_dev : v_dev;
         p.slots = slots_dev;
         p.codes = w == 0 ? c->k_codes : c->v_codes;
         p.scales = w == 0 ? c->k_scales : c->v_scales;
         p.gdec = w == 0 ? c->k_global : c->v_global;
         p.n_global = c->n_global;
-        units[w] = n_tokens * p.num_heads * p.nblk; /* <= the input element count */
+        kvw_vec(&p, P);
+        shares[w] = n_tokens * p.num_heads * (p.dim / (size_t)P); /* <= the input element count */
     }
-    /* one launch for K and V (grid y); K and V share the format, so BS and I are one */
-    const size_t umax = units[0] > units[1] ? units[0] : units[1];
+    /* one launch for K and V (grid y); K and V share the format, so BS, P and I are one */
+    const size_t smax = shares[0] > shares[1] ? shares[0] : shares[1];
     const unsigned threads = 256;
-    size_t blocks = (umax + threads - 1) / threads;
+    size_t blocks = (smax + threads - 1) / threads;
     if (blocks > ((size_t)1 << 20)) /* grid-stride beyond this */
         blocks = (size_t)1 << 20;
-    const bool i32 = kvw_fits32(ps[0], units[0]) && kvw_fits32(ps[1], units[1]);
+    const bool i32 = kvw_fits32(ps[0], shares[0]) && kvw_fits32(ps[1], shares[1]);
     const unsigned nb = (unsigned)blocks;
-    switch (ps[0].bs) {
-    case 1:
-        i32 ? kvw_launch<1, uint32_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream)
-            : kvw_launch<1, size_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream);
-        break;
-    case 16:
-        i32 ? kvw_launch<16, uint32_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream)
-            : kvw_launch<16, size_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream);
-        break;
-    default:
-        i32 ? kvw_launch<32, uint32_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream)
-            : kvw_launch<32, size_t>(ps[0], ps[1], units[0], units[1], nb, threads, stream);
-        break;
-    }
+    const size_t s0 = shares[0], s1 = shares[1];
+    kvw_dispatch(ps[0].bs, P, [&](auto bs, auto pp) {
+        constexpr int BS = decltype(bs)::value, PP = decltype(pp)::value;
+        i32 ? kvw_launch<BS, PP, uint32_t>(ps[0], ps[1], s0, s1, nb, threads, stream)
+            : kvw_launch<BS, PP, size_t>(ps[0], ps[1], s0, s1, nb, threads, stream);
+    });
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return lowp_why_set(why, why_len, "launching the K/V write kernel failed: %s (%s)",
@@ -638,18 +940,20 @@ extern "C" int lowp_gpu_kv_write_emulate(lowp_kvcache *host, lowp_gpu_kv_input i
         for (size_t h = 0; h < H; h++)
             gs[(size_t)w * H + h] = lowp_kvcache_global_scale(host, (lowp_kv_which)w, h);
     for (int w = 0; w < 2; w++) {
-        kvw_side p = side_of(cfg, w, in, n_tokens);
+        const int P = kvw_p(cfg, kvw_forced() == 1);
+        kvw_side p = side_of(cfg, w, in, n_tokens, P);
         p.x = w == 0 ? k : v;
         p.slots = slots;
         p.codes = lowp_kvcache_buffer(host, (lowp_kv_which)w, LOWP_KV_CODES, NULL);
         p.scales = lowp_kvcache_buffer(host, (lowp_kv_which)w, LOWP_KV_SCALES, NULL);
         p.gdec = gs + (size_t)w * H;
         p.n_global = H;
-        size_t units = n_tokens * p.num_heads * p.nblk;
-        if (kvw_fits32(p, units))
-            kvw_host_side<uint32_t>(p, units);
+        kvw_vec(&p, P);
+        const size_t shares = n_tokens * p.num_heads * (p.dim / (size_t)P);
+        if (kvw_fits32(p, shares))
+            kvw_host_side<uint32_t>(p, shares, P);
         else
-            kvw_host_side<size_t>(p, units);
+            kvw_host_side<size_t>(p, shares, P);
     }
     free(gs);
     return 0;
