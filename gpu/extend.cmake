@@ -19,7 +19,7 @@ target_link_libraries(lowp_gpu_extend PUBLIC lowp_gpu_kv lowp_static CUDA::cudar
 add_library(lowp_gpu_extend_conform STATIC ${LOWP_GPU_DIR}/check/extend_check.c
             ${LOWP_GPU_DIR}/bench/extend_bench.c)
 target_compile_options(lowp_gpu_extend_conform PRIVATE ${LOWP_WARNINGS} -O2)
-target_link_libraries(lowp_gpu_extend_conform PUBLIC lowp_gpu_extend PRIVATE OpenMP::OpenMP_C m)
+target_link_libraries(lowp_gpu_extend_conform PUBLIC lowp_gpu_extend PRIVATE lowp_gpu_kv_bench OpenMP::OpenMP_C m)
 # tests/lib/lowp_test_base.h: the random draws of the tests (no Check)
 target_include_directories(lowp_gpu_extend_conform PRIVATE ${PROJECT_SOURCE_DIR}/tests/lib)
 add_test(NAME gpu_extend

@@ -7,7 +7,8 @@
 # no output file). Built with CUDA also `lowp gpu conform --kernel extend|prefill
 # --emulator-only` (the extend check's cases: a kernel run alone runs the same cases as both
 # together, the exit status follows the counts) and its refusals, and without a GPU the
-# conform and `lowp gpu bench --kernel extend` exit 77.
+# conform and `lowp gpu bench --kernel extend|kv-write` exit 77 (the kv-write bench's
+# refusals too).
 . "$(dirname "$0")/lib/cli_test.sh"
 cli_test_start test_gpu_extend_cli "$1"
 
@@ -105,11 +106,20 @@ if "$lowp" gpu conform --kernel extend,prefill $EC --report "$tmp/ec.md" > "$tmp
   expect_error_naming "bench decode,extend" "separate" "$lowp" gpu bench --kernel decode,extend
   expect_error_naming "bench --kernel extend --prefixes 0" "prefill" "$lowp" gpu bench --kernel extend --prefixes 0,4096
   expect_error_naming "bench --kernel prefill --formats" "formats" "$lowp" gpu bench --kernel prefill --formats nvfp4
+  # the quantize-on-write bench: its own options, refused before any GPU is looked for
+  expect_error_naming "bench kv-write,extend" "separate" "$lowp" gpu bench --kernel kv-write,extend
+  expect_error_naming "bench kv-write --formats bogus" "bogus" "$lowp" gpu bench --kernel kv-write --formats bogus
+  expect_error_naming "bench kv-write --dims 40 nvfp4" "40" "$lowp" gpu bench --kernel kv-write --formats nvfp4 --dims 40
+  expect_error_naming "bench kv-write --tokens 0" "tokens" "$lowp" gpu bench --kernel kv-write --tokens 0
+  expect_error_naming "bench kv-write --chunks" "chunks" "$lowp" gpu bench --kernel kv-write --chunks 512
+  expect_error_naming "conform --kernel kv-write" "lowp_gpu_kv_write_check" "$lowp" gpu conform --kernel kv-write
   if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi > /dev/null 2>&1; then
     "$lowp" gpu conform --kernel extend --cases 1 --report "$tmp/n77.md" > /dev/null 2>&1
     rc=$?; [ $rc -eq 77 ] && ok || bad "conform --kernel extend without a GPU: exit $rc, not 77"
     "$lowp" gpu bench --kernel extend --chunks 512 --prefixes 4096 --csv "$tmp/n77.csv" > /dev/null 2>&1
     rc=$?; [ $rc -eq 77 ] && ok || bad "bench --kernel extend without a GPU: exit $rc, not 77"
+    "$lowp" gpu bench --kernel kv-write --tokens 8 --csv "$tmp/n77k.csv" > /dev/null 2>&1
+    rc=$?; [ $rc -eq 77 ] && ok || bad "bench --kernel kv-write without a GPU: exit $rc, not 77"
     ls "$tmp" | grep -q '^n77' && bad "exit 77 left a file: $(ls "$tmp" | grep '^n77')" || ok
   fi
 else

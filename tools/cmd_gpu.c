@@ -49,6 +49,11 @@
  *       the extend kernel's time and TFLOP/s on SGLang's shapes (gpu/bench/extend_bench.c):
  *       prefill rows have prefix 0, extend rows prefix > 0 (with the workspace fill and the
  *       chunk's quantize-on-write timed beside them).
+ *   lowp gpu bench --kernel kv-write [--formats a,b] [--tokens a,b] [--dims a,b] [--heads N]
+ *                  [--page-size N] [--reps N] [--csv FILE]
+ *       the quantize-on-write kernel (lowp_gpu_kv_write) from 1 to 32K tokens, head dims
+ *       64..512: the call, its device time alone and a copy of the same bytes
+ *       (gpu/bench/kv_write_bench.cu).
  *
  * Built without CUDA, only `lowp gpu attn --emulate` and `lowp gpu conform
  * --emulator-only` work; the rest says so (exit 2). Without a GPU they exit 77. */
@@ -76,6 +81,7 @@
 #include "lowp/gpu_extend.h"
 #include "lowp/gpu_extend_conform.h"
 #include "lowp/gpu_kvcache.h"
+#include "lowp/gpu_kv_bench.h"
 #endif
 
 LOWP_COMMAND_DEFINE(gpu, "GPU kernels: conform (vs their emulators), attn (decode), bench");
@@ -102,6 +108,8 @@ static void gpu_usage(FILE *f)
           "                      [--csv FILE]\n"
           "       lowp gpu bench --kernel extend|prefill [--chunks a,b] [--prefixes a,b] [--reps N]\n"
           "                      [--batch B] [--q-heads N] [--kv-heads N] [--head-dim N] [--csv FILE]\n"
+          "       lowp gpu bench --kernel kv-write [--formats a,b] [--tokens a,b] [--dims a,b]\n"
+          "                      [--heads N] [--page-size N] [--reps N] [--csv FILE]\n"
           "  Q [1, num_q_heads, qk_dim], K [ctx, num_kv_heads, qk_dim], V [ctx, num_kv_heads, vo_dim]:\n"
           "  a decode (one query token at position ctx - 1); with --path extend|prefill, Q [q_len, ...] is\n"
           "  the chunk at positions ctx - q_len .. ctx - 1 (extend: an nvfp4 cache). Formats: bf16 fp8_e4m3 fp8_e5m2 nvfp4 mxfp4;\n"
@@ -372,8 +380,9 @@ static int gpu_conform_decode(int argc, char **argv)
 #endif
 }
 
-/* --kernel's list (decode, extend, prefill, all; comma-separated) as bits: 1 decode, and
- * LOWP_GPU_EXTEND_KIND_* shifted by one (2 prefill, 4 extend). */
+/* --kernel's list (decode, extend, prefill, all, kv-write; comma-separated) as bits: 1
+ * decode, LOWP_GPU_EXTEND_KIND_* shifted by one (2 prefill, 4 extend), 8 the
+ * quantize-on-write kernel (bench only; `all` does not include it). */
 static int parse_kernels(const char *v)
 {
     char buf[128];
@@ -390,8 +399,10 @@ static int parse_kernels(const char *v)
             bits |= 4;
         else if (!strcmp(t, "all"))
             bits |= 7;
+        else if (!strcmp(t, "kv-write"))
+            bits |= 8;
         else
-            lowp_cli_fail("--kernel: '%s' is not one of decode, extend, prefill, all", t);
+            lowp_cli_fail("--kernel: '%s' is not one of decode, extend, prefill, all, kv-write", t);
     }
     if (bits == 0)
         lowp_cli_fail("--kernel '%s': no kernel named", v);
@@ -542,6 +553,9 @@ static int gpu_conform(int argc, char **argv)
     int n, bits;
     char **rest = take_kernel_option(argc, argv, &bits, &n);
     int rc;
+    if (bits & 8)
+        lowp_cli_fail("lowp gpu conform --kernel kv-write: the quantize-on-write kernel's check "
+                      "is the program lowp_gpu_kv_write_check (ctest -R gpu_kv_write)");
     if (bits == 1)
         rc = gpu_conform_decode(n, rest);
     else if (!(bits & 1))
@@ -698,16 +712,84 @@ static int gpu_bench_extend(int argc, char **argv, int kinds)
 #endif
 }
 
+/* `lowp gpu bench --kernel kv-write`: lowp_gpu_kv_bench_run. */
+static int gpu_bench_kv_write(int argc, char **argv)
+{
+#ifdef LOWP_HAVE_GPU
+    lowp_gpu_kv_bench_opts o = lowp_gpu_kv_bench_defaults();
+    const char *csv_path = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--csv"))
+            csv_path = lowp_cli_option_value(argc, argv, &i);
+        else if (!strcmp(a, "--formats")) {
+            const char *v = lowp_cli_option_value(argc, argv, &i);
+            char buf[256];
+            if (strlen(v) >= sizeof buf)
+                lowp_cli_fail("--formats '%s': too long", v);
+            snprintf(buf, sizeof buf, "%s", v);
+            o.n_formats = 0;
+            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+                lowp_block_format f;
+                if (lowp_block_format_parse(t, &f))
+                    lowp_cli_fail("--formats: '%s' is not a format (nvfp4 mxfp4 mxfp8 fp8_e4m3 "
+                                  "fp8_e5m2 bf16)", t);
+                if (o.n_formats == 8)
+                    lowp_cli_fail("--formats: at most 8");
+                o.formats[o.n_formats++] = f;
+            }
+            if (o.n_formats == 0)
+                lowp_cli_fail("--formats '%s': no format named", v);
+        } else if (!strcmp(a, "--tokens"))
+            o.n_tokens = lowp_cli_parse_list(a, lowp_cli_option_value(argc, argv, &i), 1, 16, 1,
+                                             (uint64_t)1 << 20, o.tokens);
+        else if (!strcmp(a, "--dims"))
+            o.n_dims = lowp_cli_parse_list(a, lowp_cli_option_value(argc, argv, &i), 1, 8, 32,
+                                           4096, o.dims);
+        else if (!strcmp(a, "--heads"))
+            o.heads = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1, 128);
+        else if (!strcmp(a, "--page-size"))
+            o.page_size = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1,
+                                                     1024);
+        else if (!strcmp(a, "--reps"))
+            o.reps = (size_t)lowp_cli_parse_u64(a, lowp_cli_option_value(argc, argv, &i), 1, 10000);
+        else
+            lowp_cli_fail("lowp gpu bench --kernel kv-write: unknown option '%s' (see lowp gpu "
+                          "--help)", a);
+    }
+    for (size_t f = 0; f < o.n_formats; f++) /* a dim the format cannot hold, before the GPU */
+        for (size_t d = 0; d < o.n_dims; d++)
+            if (o.dims[d] % lowp_block_size(o.formats[f]))
+                lowp_cli_fail("--dims: %llu is not a multiple of the %s block size %zu",
+                              (unsigned long long)o.dims[d],
+                              lowp_block_format_name(o.formats[f]),
+                              lowp_block_size(o.formats[f]));
+    if (gpu_devices() == 0)
+        return gpu_run_end("bench", 77, NULL, "no CUDA device", "");
+    FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
+    char why[512] = "";
+    int rc = lowp_gpu_kv_bench_run(&o, csv, stdout, why, sizeof why);
+    return gpu_run_end("bench", rc, csv, why, "");
+#else
+    (void)argc;
+    (void)argv;
+    no_cuda("bench");
+    return 2;
+#endif
+}
+
 /* `lowp gpu bench [--kernel K]`: the decode's bench (no --kernel, or decode) or the extend
  * kernel's; one family a run (their options and tables differ). */
 static int gpu_bench(int argc, char **argv)
 {
     int n, bits;
     char **rest = take_kernel_option(argc, argv, &bits, &n);
-    if ((bits & 1) && bits != 1)
-        lowp_cli_fail("lowp gpu bench --kernel: decode and extend / prefill are separate "
-                      "benches (their options and tables differ): run them one at a time");
-    int rc = bits == 1 ? gpu_bench_decode(n, rest) : gpu_bench_extend(n, rest, bits >> 1);
+    if (((bits & 1) && bits != 1) || ((bits & 8) && bits != 8))
+        lowp_cli_fail("lowp gpu bench --kernel: decode, extend / prefill and kv-write are "
+                      "separate benches (their options and tables differ): run them one at a time");
+    int rc = bits == 1   ? gpu_bench_decode(n, rest)
+             : bits == 8 ? gpu_bench_kv_write(n, rest)
+                         : gpu_bench_extend(n, rest, bits >> 1);
     free(rest);
     return rc;
 }

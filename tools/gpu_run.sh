@@ -15,6 +15,8 @@
 #   4. the GPU kernels (step "kernels", issue #5), each program writing its report to $OUT:
 #      lowp_gpu_mma_probe     -> gpu-mma-probe-h200.md   (mma.sync bf16 vs lowp's MMA model)
 #      lowp_gpu_kv_write_check -> gpu-kv-write-h200.md  (quantize-on-write vs the CPU writer)
+#      lowp gpu bench --kernel kv-write -> gpu-kv-write-bench-h200.csv/.txt (its time beside
+#                                a copy of the same bytes; LOWP_GPU_KVW_BENCH_ARGS)
 #      lowp gpu conform       -> gpu-decode-conform-h200.md (decode vs emulator and bound)
 #      compute-sanitizer memcheck / racecheck on reduced runs -> sanitizer-*.log
 #        (step sanitize: the decode kernels; step sanitize-kv: quantize-on-write)
@@ -377,6 +379,10 @@ if want sanitize || want sanitize-kv; then
       "$GPUB/lowp_gpu_decode_check" "$OUT/san-$tool-decode.md" --cases 1 --long 0 --threads $thr --formats $fm
     want sanitize-kv && [ -x "$GPUB/lowp_gpu_kv_write_check" ] && sanitize "kv write" $tool 120 kvwrite \
       "$GPUB/lowp_gpu_kv_write_check" "$OUT/san-$tool-kvwrite.md" --quick --cases 20
+    # (bash exports an assignment before a function call to the commands it runs)
+    want sanitize-kv && [ -x "$GPUB/lowp_gpu_kv_write_check" ] && LOWP_GPU_KV_WRITE_SHARE=wide \
+      sanitize "kv write (wide)" $tool 120 kvwrite-wide \
+      "$GPUB/lowp_gpu_kv_write_check" "$OUT/san-$tool-kvwrite-wide.md" --quick --cases 20
   done
 fi
 if want attn && [ -x "$LOWP" ]; then
@@ -569,7 +575,15 @@ fi
 if want kvwrite; then
   if [ -x "$GPUB/lowp_gpu_kv_write_check" ]; then
     run_step "kv write check" 150 gpu-kv-write-h200.md "$GPUB/lowp_gpu_kv_write_check" "$OUT/gpu-kv-write-h200.md" $QUICK
+    # wide shares forced (the check's small cases take narrow ones: gpu/kernels/kv_write.cu)
+    run_step "kv write check (wide shares)" 150 gpu-kv-write-wide-h200.md env LOWP_GPU_KV_WRITE_SHARE=wide \
+      "$GPUB/lowp_gpu_kv_write_check" "$OUT/gpu-kv-write-wide-h200.md" $QUICK
   else summ "kv write check" "not built" 0 "see build.log"; fi
+  if [ -x "$LOWP" ]; then
+    # the kernel's bench over tokens 1..32K x head dims 64..512 x formats (its exit status,
+    # the table printed after it)
+    run_step "kv write bench" 150 gpu-kv-write-bench-h200.csv sh -c "'$LOWP' gpu bench --kernel kv-write --csv '$OUT/gpu-kv-write-bench-h200.csv' ${LOWP_GPU_KVW_BENCH_ARGS:-} > '$OUT/gpu-kv-write-bench-h200.txt' 2>&1; r=\$?; cat '$OUT/gpu-kv-write-bench-h200.txt'; exit \$r"
+  fi
 fi
 
 # ---------------------------------------------------------------- summary
