@@ -422,9 +422,19 @@ def fig_python_certify(lines, blocks, env):
     out = env.sh("LOWP_LIBRARY=%s .venv/bin/python %s %s" % (shlex.quote(lib), shlex.quote(
         os.path.join(ROOT, "tests/test_python_certify.py")), shlex.quote(ROOT)), d)
     want = shown[0].split("#", 1)[1].strip() if shown and "#" in shown[0] else None
-    if not out or out[0] != want:
+    # The split between exact and within and the worst ratio depend on the CPU that numpy's
+    # fp32 exp and matmul run on (the README says so below the example); the verdicts that
+    # do not (outside, NaN mismatch, the number of outputs) must equal the comment's.
+    def fixed(c):
+        m = re.fullmatch(r"Certificate\(exact (\d+), within (\d+), outside (\d+), "
+                         r"nan-mismatch (\d+), worst ratio ([0-9.e+-]+)\)", c or "")
+        return m and (int(m[1]) + int(m[2]), int(m[3]), int(m[4]))
+    note = ""
+    if out and want and out[0] != want and fixed(out[0]) and fixed(out[0]) == fixed(want):
+        note = "this CPU: " + out[0]
+    elif not out or out[0] != want:
         bad += ["README: %s" % want, "output: %s" % (out[0] if out else "(nothing)")]
-    return ln, ("differs" if bad else "ok"), "", bad
+    return ln, ("differs" if bad else "ok"), note, bad
 
 
 FIGURES = [
