@@ -26,6 +26,12 @@ add_test(NAME gpu_extend
          COMMAND lowp_cli gpu conform --kernel extend,prefill --quick
                  --report ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-report.md)
 set_tests_properties(gpu_extend PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800)
+# The workspace cases again with the fill's staged kernel (LOWP_GPU_WS_FILL=staged).
+add_test(NAME gpu_extend_ws_staged
+         COMMAND lowp_cli gpu conform --kernel extend --cases 1 --long 0 --ws 400 --ws-long 1
+                 --report ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-ws-staged-report.md)
+set_tests_properties(gpu_extend_ws_staged PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800
+                     ENVIRONMENT LOWP_GPU_WS_FILL=staged)
 # Any machine: the emulator against binary64 attention within the derived bound, on the
 # same random and adversarial cases (the GPU comparison is skipped), and the workspace
 # fill's block function run on the host against lowp_kv_path_run(EXTEND).

@@ -50,7 +50,10 @@
 #                                LOWP_GPU_EXTEND_ARGS, default --quick; "" for the full 10^5
 #                                cases per kernel; LOWP_GPU_EXTEND_LIMIT seconds, default 300)
 #                                LOWP_GPU_EXTEND_SDPA=0 skips tools/sdpa_extend_bench.py (the PyTorch side of the extend bench)
-#      compute-sanitizer memcheck / racecheck on its --small case -> sanitizer-*-extend.log
+#      the workspace cases with LOWP_GPU_WS_FILL=staged (the fill's staged kernel)
+#                                -> gpu-extend-ws-staged-h200.md (LOWP_GPU_WS_STAGED_ARGS)
+#      compute-sanitizer memcheck / racecheck on one extend case and 16 workspace cases,
+#                                the staged fill -> sanitizer-*-extend.log
 #      lowp gpu bench --kernel extend,prefill -> gpu-extend-bench-h200.txt/.csv (TFLOP/s per
 #                                shape; LOWP_GPU_EXTEND_BENCH_ARGS)
 #      tools/sdpa_extend_bench.py -> sdpa-extend-bench-h200.csv (PyTorch SDPA, same shapes)
@@ -79,7 +82,7 @@
 #   Nsight Compute on the decode kernel, arguments in LOWP_GPU_PROF_ARGS). LOWP_GPU_RUN_EXTRA:
 #   a shell command run after the steps (with LOWP and OUT set), its output in $OUT/extra.txt.
 # LOWP_GPU_CONFORM_ARGS (default empty: 10^5 cases per format) is passed to lowp gpu conform;
-# LOWP_GPU_BENCH_ARGS to lowp gpu bench; LOWP_GPU_RUN_ARCHS (default "90;100a;120a") to CMake.
+# LOWP_GPU_BENCH_ARGS to lowp gpu bench; LOWP_GPU_RUN_ARCHS (default "90;100a-real;120a-real") to CMake.
 # Everything printed also goes to $OUT/gpu-run.log; the build's own output to $OUT/build.log.
 # A short summary table is printed last. Target: done within about 8 minutes (budget below).
 #
@@ -204,7 +207,7 @@ if [ "${LOWP_GPU_RUN_FORCE_DIRECT:-0}" = 1 ]; then
 else
   say "cmake configure (LOWP_BUILD_TESTS=OFF) into $B"
   if cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DLOWP_BUILD_TESTS=OFF \
-       -DLOWP_GPU_CUDA_ARCHITECTURES="${LOWP_GPU_RUN_ARCHS:-90;100a;120a}" >>"$BLOG" 2>&1; then
+       -DLOWP_GPU_CUDA_ARCHITECTURES="${LOWP_GPU_RUN_ARCHS:-90;100a-real;120a-real}" >>"$BLOG" 2>&1; then
     if [ $KERNELS = 1 ]; then
       for t in $TARGETS; do
         say "cmake build $t"
@@ -514,8 +517,16 @@ if want extend; then
     # shellcheck disable=SC2086 # the arguments are a list
     run_step "extend conform" "${LOWP_GPU_EXTEND_LIMIT:-300}" gpu-extend-conform-h200.md "$LOWP" gpu conform --kernel extend,prefill \
       --report "$OUT/gpu-extend-conform-h200.md" ${LOWP_GPU_EXTEND_ARGS---quick}
+    # the workspace fill's staged kernel (LOWP_GPU_WS_FILL=staged, not yet the default):
+    # the workspace cases again with it (layouts with interleaved scales keep the default)
+    run_step "extend workspace, staged fill" 150 gpu-extend-ws-staged-h200.md env LOWP_GPU_WS_FILL=staged \
+      "$LOWP" gpu conform --kernel extend --cases 1 --long 0 ${LOWP_GPU_WS_STAGED_ARGS:---ws 2000 --ws-long 1} \
+      --report "$OUT/gpu-extend-ws-staged-h200.md"
+    # one extend case and 16 workspace cases, with the staged fill (it keeps shared memory
+    # a warp: racecheck's subject)
     for tool in memcheck racecheck; do
-      sanitize extend $tool 120 extend "$LOWP" gpu conform --kernel extend --small --report "$OUT/san-$tool-extend.md"
+      sanitize extend $tool 120 extend env LOWP_GPU_WS_FILL=staged "$LOWP" gpu conform --kernel extend \
+        --cases 1 --long 0 --ws 16 --ws-long 0 --report "$OUT/san-$tool-extend.md"
     done
     # the bench's own exit status (77 without a GPU), its table printed after it
     run_step "extend bench" 150 gpu-extend-bench-h200.csv sh -c "'$LOWP' gpu bench --kernel extend,prefill --csv '$OUT/gpu-extend-bench-h200.csv' ${LOWP_GPU_EXTEND_BENCH_ARGS:-} > '$OUT/gpu-extend-bench-h200.txt' 2>&1; r=\$?; cat '$OUT/gpu-extend-bench-h200.txt'; exit \$r"

@@ -10,7 +10,8 @@
  * Each shape: 3 warm-up launches, then --reps (default 10) launches timed one by one with
  * CUDA events; the median is reported. For an extend (P > 0) also, in the same way:
  *   ws_us    lowp_gpu_extend_workspace: the NVFP4 prefix (page size 16, NHD) dequantized
- *            into the FP8 workspace, plus the chunk cast; its bytes = the prefix's codes and
+ *            into the FP8 workspace, plus the chunk cast (by rows, or with
+ *            LOWP_GPU_WS_FILL=staged the staged kernel); its bytes = the prefix's codes and
  *            scales read + the chunk's BF16 read + the workspace written;
  *   stream   a cudaMemcpy device to device moving the same bytes (half read, half written):
  *            ws_eff = stream time / ws time (the issue's target: >= 0.8);
@@ -82,8 +83,11 @@ int lowp_gpu_extend_bench_run(const lowp_gpu_extend_bench_opts *o, FILE *out, FI
     struct cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     fprintf(log, "lowp gpu bench --kernel extend on %s: batch %zu, %zu q / %zu kv heads, dim %zu, "
-                 "median of %zu, %zu bytes of shared memory a CTA\n",
-            prop.name, batch, HQ, HK, D, reps, lowp_gpu_extend_smem_bytes(D, D));
+                 "median of %zu, %zu bytes of shared memory a CTA; workspace fill %s\n",
+            prop.name, batch, HQ, HK, D, reps, lowp_gpu_extend_smem_bytes(D, D),
+            getenv("LOWP_GPU_WS_FILL") && !strcmp(getenv("LOWP_GPU_WS_FILL"), "staged")
+                ? "staged (LOWP_GPU_WS_FILL=staged)"
+                : "by rows (the default)");
     fprintf(log, "%-8s %8s %8s %12s %10s\n", "kernel", "chunk", "prefix", "us", "TFLOP/s");
     uint64_t cmax = 0, pmax = 0;
     for (size_t i = 0; i < nc; i++)

@@ -623,6 +623,12 @@ struct WsParams {
     const float *e4m3;                /* [256]: binary32 values of the codes */
     int H, Dq, Dv, PS, hnd, k_il, v_il, per_head;
     lowp_div32 dH, dPS, dkq4, dvq4; /* by H, PS and the interleave's S / 4 of K and of V */
+    /* The staged prefix (ws_staged, device only; LOWP_GPU_WS_FILL=staged and staged = 1):
+     * a unit is TT positions x HG heads (group g of NG), R = TT HG rows; dNG, dHG divide by
+     * NG and HG, dNB by nb = (Dq + Dv) / 16 blocks a row, dCH by the 16-byte code chunks
+     * plus 4-byte scale chunks a row, (Dq + Dv) / 32 + (Dq + Dv) / 64. */
+    int staged, TT, HG, NG, stage_bytes;
+    lowp_div32 dNG, dHG, dNB, dCH;
 };
 
 /* Row (page, slot, head) -> row index of codes and of (linear) scales. */
@@ -798,15 +804,24 @@ __host__ __device__ __forceinline__ uint4 *ws_dst(const WsParams &p, const WsSeq
  * sign rules differ between hosts and the device: those blocks take the per-element path.
  * Checked against it on the host for every code byte, every finite scale code and a range
  * of g (ws_lut_check, the extend conform's host run). */
-__host__ __device__ __forceinline__ uint4 ws_bytes_lut(const WsParams &p, const WsIn &in, float sf,
-                                                       float g, bool ovf)
+/* The table of the 8 magnitudes' bytes for (sf, g): x the bytes of magnitudes 0..3, y of
+ * 4..7 (byte k of x: magnitude k). Depends on the block's scale code and global scale alone,
+ * so the staged fill makes it once per scale code (ws_fill_kernel). */
+__host__ __device__ __forceinline__ uint2 ws_lut_table(const WsParams &p, float sf, float g,
+                                                       bool ovf)
 {
     uint32_t t[4]; /* t[k]: the bytes of magnitudes 2k (byte 0) and 2k + 1 (byte 1) */
     t[0] = ws_cast2(p, ws_bf16x2((0.0f * sf) * g, (0.5f * sf) * g), ovf);
     t[1] = ws_cast2(p, ws_bf16x2((1.0f * sf) * g, (1.5f * sf) * g), ovf);
     t[2] = ws_cast2(p, ws_bf16x2((2.0f * sf) * g, (3.0f * sf) * g), ovf);
     t[3] = ws_cast2(p, ws_bf16x2((4.0f * sf) * g, (6.0f * sf) * g), ovf);
-    const uint32_t lo = t[0] | t[1] << 16, hi = t[2] | t[3] << 16;
+    return make_uint2(t[0] | t[1] << 16, t[2] | t[3] << 16);
+}
+
+/* The block's 16 bytes from its 8 code bytes (in.a.x, in.a.y) and its table tab. */
+__host__ __device__ __forceinline__ uint4 ws_lut_apply(const WsIn &in, uint2 tab)
+{
+    const uint32_t lo = tab.x, hi = tab.y;
     /* nibble e of the 8 code bytes is element e; output byte e is element e */
     const uint32_t c[4] = {in.a.x & 0xFFFFu, in.a.x >> 16, in.a.y & 0xFFFFu, in.a.y >> 16};
     uint32_t r[4];
@@ -818,6 +833,12 @@ __host__ __device__ __forceinline__ uint4 ws_bytes_lut(const WsParams &p, const 
         r[i] = mag ^ sgn;
     }
     return make_uint4(r[0], r[1], r[2], r[3]);
+}
+
+__host__ __device__ __forceinline__ uint4 ws_bytes_lut(const WsParams &p, const WsIn &in, float sf,
+                                                       float g, bool ovf)
+{
+    return ws_lut_apply(in, ws_lut_table(p, sf, g, ovf));
 }
 
 /* torch's E4M3 cast of 8 BF16 pairs (ovf: some half may be >= WS_NAN_FROM) as 16 bytes */
@@ -911,30 +932,164 @@ constexpr int WS_U = 4;
 __device__ __forceinline__ uint32_t ws_rdiv(const WsParams &p, uint32_t r) { return lowp_div32_q(p.dH, r); }
 __device__ __forceinline__ size_t ws_rdiv(const WsParams &p, size_t r) { return r / (size_t)p.H; }
 
+/* Rows [r0, r1) of sequence b, thread (x, y) of the CTA's (nb, ny) arrangement: x the
+ * block of a row, y the row. */
 template <typename I>
-__device__ __forceinline__ void ws_rows(const WsParams &p, const float *e4m3, int b, I rows)
+__device__ __forceinline__ void ws_rows(const WsParams &p, const float *e4m3, int b, I r0, I r1,
+                                        int x, int y, int ny_)
 {
     const WsSeq s = ws_seq(p, b);
-    const I ny = (I)blockDim.y, step = (I)gridDim.x * ny * WS_U;
-    for (I base = (I)blockIdx.x * ny * WS_U + threadIdx.y; base < rows; base += step) {
+    const I ny = (I)ny_, step = (I)gridDim.x * ny * WS_U;
+    for (I base = r0 + (I)blockIdx.x * ny * WS_U + (I)y; base < r1; base += step) {
         WsIn in[WS_U];
         int t[WS_U], h[WS_U];
 #pragma unroll
         for (int u = 0; u < WS_U; u++) {
             I r = base + (I)u * ny;
-            r = r < rows ? r : rows - 1;
+            r = r < r1 ? r : r1 - 1;
             const I tq = ws_rdiv(p, r);
             t[u] = (int)tq;
             h[u] = (int)(r - tq * (I)p.H);
-            in[u] = ws_load(p, s, t[u], h[u], (int)threadIdx.x);
+            in[u] = ws_load(p, s, t[u], h[u], x);
         }
 #pragma unroll
         for (int u = 0; u < WS_U; u++)
-            if (base + (I)u * ny < rows)
-                *ws_dst(p, s, t[u], h[u], (int)threadIdx.x) = ws_bytes(p, e4m3, in[u]);
+            if (base + (I)u * ny < r1)
+                *ws_dst(p, s, t[u], h[u], x) = ws_bytes(p, e4m3, in[u]);
     }
 }
 
+/* ---- The staged prefix (p.staged: linear scale order for K and V, either page layout) --
+ * A warp walks units of TT positions x HG heads (unit u = position run u / NG, head group
+ * u % NG; the warps of the grid take consecutive units) through WS_STAGES shared-memory
+ * stages of its own: it issues unit i + WS_STAGES - 1's code and scale bytes as 16- and
+ * 4-byte cp.async (a row's D / 2 code bytes and D / 16 scale bytes are contiguous and
+ * 16- and 4-aligned: D is a multiple of 64) before it converts unit i from shared memory,
+ * so the loads of three units are in flight while one is converted, with no register held
+ * for them. The page-table entries of a unit are loaded one unit ahead. A stage holds R
+ * rows r = tt HG + hh: R (Dq + Dv) / 2 code bytes (K then V a row), R (Dq + Dv) / 16 scale
+ * bytes (K then V) and TT page indices. Each block is converted by ws_bytes from the same
+ * WsIn as ws_load gives (the same 8 code bytes, scale code and global scale), so the bytes
+ * equal the per-block definition that lowp_gpu_extend_workspace_emulate runs. */
+constexpr int WS_STAGES = 4;
+
+__device__ __forceinline__ void cp4(uint32_t dst, const void *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src));
+}
+
+/* Unit u's copies into stage st (lane's page index pg: position t0 + lane's page). */
+__device__ __forceinline__ void ws_issue(const WsParams &p, const WsSeq &s, uint8_t *st, int u,
+                                         int pg)
+{
+    const int lane = threadIdx.x & 31, D = p.Dq + p.Dv, R = p.TT * p.HG;
+    const int tu = (int)lowp_div32_q(p.dNG, (uint32_t)u), g = u - tu * p.NG, t0 = tu * p.TT;
+    int *pages = reinterpret_cast<int *>(st + R * D / 2 + R * D / 16);
+    if (lane < p.TT)
+        pages[lane] = pg;
+    __syncwarp();
+    const uint32_t sb = (uint32_t)__cvta_generic_to_shared(st);
+    const int cc = D / 32, per = cc + D / 64;
+    for (int c = lane; c < R * per; c += 32) {
+        const int r = (int)lowp_div32_q(p.dCH, (uint32_t)c), k = c - r * per;
+        const int tt = (int)lowp_div32_q(p.dHG, (uint32_t)r), hh = r - tt * p.HG;
+        const int t = t0 + tt;
+        if (t >= s.P)
+            continue; /* never converted */
+        const int h = g * p.HG + hh, tp = (int)lowp_div32_q(p.dPS, (uint32_t)t);
+        const size_t row = ws_row(p, (size_t)pages[tt], t - tp * p.PS, h);
+        if (k < cc) {
+            const bool isk = k < p.Dq / 32;
+            const uint8_t *src = isk ? p.kc + row * (p.Dq / 2) + 16 * k
+                                     : p.vc + row * (p.Dv / 2) + 16 * (k - p.Dq / 32);
+            cp16(sb + r * D / 2 + 16 * k, src, 16);
+        } else {
+            const int k2 = k - cc;
+            const bool isk = k2 < p.Dq / 64;
+            const uint8_t *src = isk ? p.ks + row * (p.Dq / 16) + 4 * k2
+                                     : p.vs + row * (p.Dv / 16) + 4 * (k2 - p.Dq / 64);
+            cp4(sb + R * D / 2 + r * D / 16 + 4 * k2, src);
+        }
+    }
+}
+
+/* The page index of position t0 + lane of unit u (lanes < TT; 0 past the prefix). */
+__device__ __forceinline__ int ws_unit_page(const WsParams &p, const WsSeq &s, int u)
+{
+    const int lane = threadIdx.x & 31;
+    const int t = (int)lowp_div32_q(p.dNG, (uint32_t)u) * p.TT + lane;
+    return lane < p.TT && t < s.P ? p.pt_indices[s.pt0 + (int)lowp_div32_q(p.dPS, (uint32_t)t)] : 0;
+}
+
+/* Unit u's blocks from stage st into the workspace. tab (NULL when the global scales are
+ * per head): tab[w][c] = ws_lut_table of scale code c and K (w = 0) or V global scale, made
+ * where both are finite; ws_bytes' own test picks it or the per-element path, so every
+ * block's bytes are ws_bytes' of the same WsIn. */
+__device__ __forceinline__ void ws_convert(const WsParams &p, const WsSeq &s, const float *e4m3,
+                                           const uint2 (*tab)[256], const uint8_t *st, int u)
+{
+    const int lane = threadIdx.x & 31, D = p.Dq + p.Dv, R = p.TT * p.HG, nb = D / 16;
+    const int tu = (int)lowp_div32_q(p.dNG, (uint32_t)u), g = u - tu * p.NG, t0 = tu * p.TT;
+    for (int b = lane; b < R * nb; b += 32) {
+        const int r = (int)lowp_div32_q(p.dNB, (uint32_t)b), j = b - r * nb;
+        const int tt = (int)lowp_div32_q(p.dHG, (uint32_t)r), hh = r - tt * p.HG;
+        const int t = t0 + tt, h = g * p.HG + hh;
+        if (t >= s.P)
+            continue;
+        const bool isk = j < p.Dq / 16;
+        const uint2 w = *reinterpret_cast<const uint2 *>(st + r * D / 2 + 8 * j);
+        WsIn in;
+        in.prefix = true;
+        in.a = make_uint4(w.x, w.y, 0u, 0u);
+        in.c = make_uint4(0u, 0u, 0u, 0u);
+        in.sc = st[R * D / 2 + r * D / 16 + j];
+        in.g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
+        const float sf = e4m3[in.sc];
+        *ws_dst(p, s, t, h, j) =
+            tab != NULL && fabsf(sf) <= 3.4028235e38f && fabsf(in.g) <= 3.4028235e38f
+                ? ws_lut_apply(in, tab[isk ? 0 : 1][in.sc])
+                : ws_bytes(p, e4m3, in);
+    }
+}
+
+__device__ __forceinline__ void ws_staged(const WsParams &p, const float *e4m3,
+                                          const uint2 (*tab)[256], int b, uint8_t *sm)
+{
+    const WsSeq s = ws_seq(p, b);
+    const int warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const int units = ((s.P + p.TT - 1) / p.TT) * p.NG; /* < 2^31 - 4 W (the launcher) */
+    const int w0 = blockIdx.x * nw + warp, W = gridDim.x * nw;
+    uint8_t *mine = sm + (size_t)warp * WS_STAGES * p.stage_bytes;
+    int pg = ws_unit_page(p, s, w0);
+#pragma unroll
+    for (int k = 0; k < WS_STAGES - 1; k++) {
+        const int u = w0 + k * W;
+        if (u < units) {
+            ws_issue(p, s, mine + k * p.stage_bytes, u, pg);
+            pg = ws_unit_page(p, s, u + W);
+        }
+        asm volatile("cp.async.commit_group;");
+    }
+    for (int i = 0;; i++) {
+        const int u = w0 + i * W;
+        if (u >= units)
+            break;
+        const int un = u + (WS_STAGES - 1) * W;
+        if (un < units) {
+            ws_issue(p, s, mine + ((i + WS_STAGES - 1) % WS_STAGES) * p.stage_bytes, un, pg);
+            pg = ws_unit_page(p, s, un + W);
+        }
+        asm volatile("cp.async.commit_group;");
+        asm volatile("cp.async.wait_group %0;" ::"n"(WS_STAGES - 1) : "memory");
+        __syncwarp(); /* every lane's copies of unit u have landed */
+        ws_convert(p, s, e4m3, tab, mine + (i % WS_STAGES) * p.stage_bytes, u);
+        __syncwarp(); /* stage i % WS_STAGES is refilled next iteration */
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+}
+
+/* The fill (the default): thread (x, y) of an (nb, ny) CTA owns block x of its rows, all
+ * rows of sequence blockIdx.y. */
 __global__ void __launch_bounds__(256) ws_fill_kernel(WsParams p)
 {
     __shared__ float e4m3[256];
@@ -944,9 +1099,46 @@ __global__ void __launch_bounds__(256) ws_fill_kernel(WsParams p)
     const int b = blockIdx.y;
     const size_t rows = (size_t)(p.pre[b] + p.qo[b + 1] - p.qo[b]) * p.H;
     if (rows <= (size_t)INT32_MAX)
-        ws_rows<uint32_t>(p, e4m3, b, (uint32_t)rows);
+        ws_rows<uint32_t>(p, e4m3, b, 0u, (uint32_t)rows, (int)threadIdx.x, (int)threadIdx.y,
+                          (int)blockDim.y);
     else
-        ws_rows<size_t>(p, e4m3, b, rows);
+        ws_rows<size_t>(p, e4m3, b, 0, rows, (int)threadIdx.x, (int)threadIdx.y, (int)blockDim.y);
+}
+
+/* The staged fill (LOWP_GPU_WS_FILL=staged): grid (x, batch, 2), 256 threads; z = 0 the
+ * prefix (ws_staged), z = 1 the chunk's rows by ws_rows, whose (nb, ny) arrangement is the
+ * thread index split by nb (the threads past ny rows idle). */
+__global__ void __launch_bounds__(256) ws_fill_staged_kernel(WsParams p)
+{
+    __shared__ float e4m3[256];
+    __shared__ uint2 tab[2][256]; /* the prefix's tables (ws_convert) */
+    extern __shared__ __align__(16) uint8_t ws_sm[];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x)
+        e4m3[i] = p.e4m3[i];
+    __syncthreads();
+    const int b = blockIdx.y;
+    if (blockIdx.z == 0) {
+        const bool tabbed = !p.per_head;
+        if (tabbed) {
+            for (int i = threadIdx.x; i < 512; i += blockDim.x) {
+                const float sf = e4m3[i & 255], g = (i >> 8 ? p.vg : p.kg)[0];
+                if (fabsf(sf) <= 3.4028235e38f && fabsf(g) <= 3.4028235e38f)
+                    tab[i >> 8][i & 255] = ws_lut_table(p, sf, g, ws_prefix_ovf(sf, g));
+            }
+            __syncthreads();
+        }
+        ws_staged(p, e4m3, tabbed ? tab : NULL, b, ws_sm);
+        return;
+    }
+    const int nb = (p.Dq + p.Dv) / 16, ny = 256 / nb;
+    const int y = (int)lowp_div32_q(p.dNB, threadIdx.x), x = (int)threadIdx.x - y * nb;
+    if (y >= ny)
+        return;
+    const size_t P = (size_t)p.pre[b], rows = (P + p.qo[b + 1] - p.qo[b]) * p.H;
+    if (rows <= (size_t)INT32_MAX)
+        ws_rows<uint32_t>(p, e4m3, b, (uint32_t)(P * p.H), (uint32_t)rows, x, y, ny);
+    else
+        ws_rows<size_t>(p, e4m3, b, P * p.H, rows, x, y, ny);
 }
 
 /* ws_cast2 on every BF16 code: full[c] with the overflow patch, fast[c] without it (the
@@ -1301,7 +1493,8 @@ static WsParams ws_params(const lowp_kv_config *cfg, size_t n_global, const uint
                           uint8_t *kws, uint8_t *vws, const uint8_t *cast, const float *e4m3)
 {
     WsParams p = {kc, vc, ks, vs, kg, vg, pt_indptr, pt_indices, qo, kv, pre, kch, vch, kws,
-                  vws, cast, e4m3, 0, 0, 0, 0, 0, 0, 0, 0, {}, {}, {}, {}};
+                  vws, cast, e4m3, 0, 0, 0, 0, 0, 0, 0, 0, {}, {}, {}, {},
+                  0, 0, 0, 0, 0, {}, {}, {}, {}};
     p.H = (int)cfg->num_heads;
     p.Dq = (int)cfg->qk_dim;
     p.Dv = (int)cfg->vo_dim;
@@ -1315,6 +1508,33 @@ static WsParams ws_params(const lowp_kv_config *cfg, size_t n_global, const uint
     p.dkq4 = lowp_div32_make((uint32_t)(p.Dq / 64 ? p.Dq / 64 : 1)); /* S / 4 = D / 64 */
     p.dvq4 = lowp_div32_make((uint32_t)(p.Dv / 64 ? p.Dv / 64 : 1));
     return p;
+}
+
+/* The staged prefix's unit (ws_staged): HG the largest divisor of H whose rows hold at
+ * most 1 KB of code bytes, TT positions a unit when that is every head (up to 32, the
+ * lanes that load page indices), else 1; a stage's bytes <= 1,184, so 8 warps' 4 stages
+ * stay under 48 KB. Linear scale order only (an interleaved row's scales are not one
+ * contiguous run): otherwise staged = 0. */
+static void ws_staged_plan(WsParams *p)
+{
+    const int D = p->Dq + p->Dv;
+    p->HG = 1;
+    for (int g = 1; g <= p->H; g++)
+        if (p->H % g == 0 && g * D / 2 <= 1024)
+            p->HG = g;
+    p->TT = 1;
+    if (p->HG == p->H) {
+        const int tt = 1024 / (p->H * D / 2);
+        p->TT = tt < 1 ? 1 : tt > 32 ? 32 : tt;
+    }
+    p->NG = p->H / p->HG;
+    const int R = p->TT * p->HG;
+    p->stage_bytes = (R * D / 2 + R * D / 16 + 4 * p->TT + 15) / 16 * 16;
+    p->dNG = lowp_div32_make((uint32_t)p->NG);
+    p->dHG = lowp_div32_make((uint32_t)p->HG);
+    p->dNB = lowp_div32_make((uint32_t)(D / 16));
+    p->dCH = lowp_div32_make((uint32_t)(D / 32 + D / 64));
+    p->staged = !p->k_il && !p->v_il;
 }
 
 extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
@@ -1385,20 +1605,55 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
                            c->k_global, c->v_global, d->pt_indptr_dev, d->pt_indices_dev,
                            d->qo_indptr_dev, d->kv_indptr_dev, d->prefix_len_dev, d->k_chunk_dev,
                            d->v_chunk_dev, k_ws_dev, v_ws_dev, NULL, g_e4m3);
-    size_t nmax = 0;
+    size_t pmax = 0, cmax = 0, nmax = 0;
     for (size_t b = 0; b < a->batch; b++) {
-        size_t n = (size_t)a->prefix_len[b] + (size_t)(a->qo_indptr[b + 1] - a->qo_indptr[b]);
-        nmax = n > nmax ? n : nmax;
+        const size_t pre = (size_t)a->prefix_len[b];
+        const size_t n = (size_t)(a->qo_indptr[b + 1] - a->qo_indptr[b]);
+        pmax = pre > pmax ? pre : pmax;
+        cmax = n > cmax ? n : cmax;
+        nmax = pre + n > nmax ? pre + n : nmax;
     }
-    /* blockDim (nb, NY): nb <= 32 blocks a row (dims <= 256), NY rows a CTA; the grid
-     * covers the longest sequence's rows (grid-stride beyond 65535 CTAs) */
-    const unsigned nb = (unsigned)((cfg->qk_dim + cfg->vo_dim) / 16), ny = 256 / nb;
-    size_t blocks = (nmax * cfg->num_heads + (size_t)ny * WS_U - 1) / ((size_t)ny * WS_U);
-    if (blocks > 65535)
-        blocks = 65535;
-    ws_fill_kernel<<<dim3((unsigned)(blocks ? blocks : 1), (unsigned)a->batch), dim3(nb, ny), 0,
-                     stream>>>(p);
-    cudaError_t e = cudaGetLastError();
+    /* ws_rows: nb <= 32 blocks a row (dims <= 256), ny rows a CTA of 256 threads; enough
+     * CTAs for the longest sequence's rows (grid-stride beyond 65535 CTAs) */
+    const size_t nb = (cfg->qk_dim + cfg->vo_dim) / 16, ny = 256 / nb, H = cfg->num_heads;
+    const char *env = getenv("LOWP_GPU_WS_FILL");
+    if (env != NULL && strcmp(env, "rows") != 0 && strcmp(env, "staged") != 0)
+        return lowp_why_set(why, why_len, "LOWP_GPU_WS_FILL=%s: expected rows or staged", env);
+    ws_staged_plan(&p);
+    /* the staged kernel's 16- and 4-byte copies need the buffers so aligned (cudaMalloc's
+     * are; a cache made of other pointers may not be) */
+    const int aligned = ((uintptr_t)p.kc | (uintptr_t)p.vc) % 16 == 0 &&
+                        ((uintptr_t)p.ks | (uintptr_t)p.vs) % 4 == 0;
+    const size_t units = (pmax + (size_t)p.TT - 1) / (size_t)p.TT * (size_t)p.NG;
+    cudaError_t e = cudaSuccess;
+    if (env != NULL && strcmp(env, "staged") == 0 && p.staged && aligned &&
+        units + 4 * 8 * (size_t)65536 < (size_t)INT32_MAX) {
+        int sms = 0, dev = 0, per_sm = 0;
+        const size_t smem = (size_t)8 * WS_STAGES * (size_t)p.stage_bytes;
+        e = cudaGetDevice(&dev);
+        if (e == cudaSuccess)
+            e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        if (e == cudaSuccess)
+            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ws_fill_staged_kernel, 256, smem);
+        if (e != cudaSuccess)
+            return lowp_why_set(why, why_len, "workspace fill: %s", cudaGetErrorString(e));
+        /* the prefix: one wave of resident CTAs (8 warps each), each warp at least 4 units;
+         * the chunk: ws_rows' CTAs for its rows; both z planes get the larger count */
+        size_t sx = (units + 8 * 4 - 1) / (8 * 4);
+        const size_t wave = (size_t)sms * (size_t)(per_sm > 0 ? per_sm : 1);
+        sx = sx < wave ? sx : wave;
+        size_t bx = (cmax * H + ny * WS_U - 1) / (ny * WS_U);
+        bx = sx > bx ? sx : bx;
+        bx = bx > 65535 ? 65535 : bx;
+        ws_fill_staged_kernel<<<dim3((unsigned)(bx ? bx : 1), (unsigned)a->batch, 2), 256, smem,
+                                stream>>>(p);
+    } else {
+        size_t blocks = (nmax * H + ny * WS_U - 1) / (ny * WS_U);
+        blocks = blocks > 65535 ? 65535 : blocks;
+        ws_fill_kernel<<<dim3((unsigned)(blocks ? blocks : 1), (unsigned)a->batch),
+                         dim3((unsigned)nb, (unsigned)ny), 0, stream>>>(p);
+    }
+    e = cudaGetLastError();
     if (e != cudaSuccess)
         return lowp_why_set(why, why_len, "workspace kernel launch: %s", cudaGetErrorString(e));
     return 0;

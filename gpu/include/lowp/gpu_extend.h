@@ -68,7 +68,13 @@ int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev, cudaStream
  * lowp_gpu_extend_ws_cast proves the two equal on every BF16 code. Refused on the host before
  * any launch: a cache that is not NVFP4 or whose num_heads / dims differ from the shapes,
  * lowp_gpu_extend_check's reasons, a page table that does not cover a prefix, NULL
- * pointers. Asynchronous on stream. */
+ * pointers. Asynchronous on stream.
+ * LOWP_GPU_WS_FILL selects the kernel: unset or "rows" (a thread a 16-element block, the
+ * default), "staged" (each warp stages runs of the prefix's rows through shared memory by
+ * cp.async; only for linear scale order and 16-byte aligned codes, else the default;
+ * on the H200 1.1-1.3x faster than the default over prefixes of 32K-128K and 0.72-0.88x
+ * at 4K, reports/gpu-extend-h200-notes.md; so far checked on fewer cases than the default);
+ * any other value is refused. Both give the same bytes. */
 typedef struct lowp_gpu_extend_ws_desc {
     const lowp_gpu_kvcache *cache;      /* NVFP4 */
     const lowp_kv_page_table *pt_host;  /* checked; gives the prefixes' pages */
