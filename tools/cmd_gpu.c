@@ -225,6 +225,35 @@ static int gpu_run_end(const char *cmd, int rc, FILE *out, const char *why, cons
         lowp_out_commit(out);
     return 0;
 }
+
+/* A bench's run once its options are parsed: no GPU is said before the CSV (csv_path, or
+ * none) is opened, so no temporary file is left behind; then run(opts, csv, stdout, why)
+ * and gpu_run_end. */
+typedef int (*gpu_bench_fn)(const void *opts, FILE *csv, FILE *log, char *why, size_t why_len);
+static int gpu_bench_end(const char *csv_path, gpu_bench_fn run, const void *opts)
+{
+    if (gpu_devices() == 0)
+        return gpu_run_end("bench", 77, NULL, "no CUDA device", "");
+    FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
+    char why[512] = "";
+    int rc = run(opts, csv, stdout, why, sizeof why);
+    return gpu_run_end("bench", rc, csv, why, "");
+}
+
+static int run_bench_decode(const void *o, FILE *csv, FILE *log, char *why, size_t n)
+{
+    return lowp_gpu_bench_run(o, csv, log, why, n);
+}
+
+static int run_bench_extend(const void *o, FILE *csv, FILE *log, char *why, size_t n)
+{
+    return lowp_gpu_extend_bench_run(o, csv, log, why, n);
+}
+
+static int run_bench_kv_write(const void *o, FILE *csv, FILE *log, char *why, size_t n)
+{
+    return lowp_gpu_kv_bench_run(o, csv, log, why, n);
+}
 #endif
 
 static int gpu_conform_decode(int argc, char **argv)
@@ -634,12 +663,7 @@ static int gpu_bench_decode(int argc, char **argv)
     }
     if (o.reps > 100000)
         lowp_cli_fail("--reps: at most 100000");
-    if (gpu_devices() == 0) /* said before the CSV is opened (no temporary file left behind) */
-        return gpu_run_end("bench", 77, NULL, "no CUDA device", "");
-    FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
-    char why[512] = "";
-    int rc = lowp_gpu_bench_run(&o, csv, stdout, why, sizeof why);
-    return gpu_run_end("bench", rc, csv, why, "");
+    return gpu_bench_end(csv_path, run_bench_decode, &o);
 #else
     (void)argc;
     (void)argv;
@@ -696,13 +720,7 @@ static int gpu_bench_extend(int argc, char **argv, int kinds)
                           o.prefixes[i] ? "an extend (prefix > 0)" : "a prefill (prefix 0)");
     }
     o.n_prefixes = np;
-    int ndev = 0; /* no GPU: said before the CSV is opened (no temporary file left behind) */
-    if ((ndev = gpu_devices()) == 0)
-        return gpu_run_end("bench", 77, NULL, "no CUDA device", "");
-    FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
-    char why[512] = "";
-    int rc = lowp_gpu_extend_bench_run(&o, csv, stdout, why, sizeof why);
-    return gpu_run_end("bench", rc, csv, why, "");
+    return gpu_bench_end(csv_path, run_bench_extend, &o);
 #else
     (void)argc;
     (void)argv;
@@ -764,12 +782,7 @@ static int gpu_bench_kv_write(int argc, char **argv)
                               (unsigned long long)o.dims[d],
                               lowp_block_format_name(o.formats[f]),
                               lowp_block_size(o.formats[f]));
-    if (gpu_devices() == 0)
-        return gpu_run_end("bench", 77, NULL, "no CUDA device", "");
-    FILE *csv = csv_path ? lowp_out_open(csv_path, 0) : NULL;
-    char why[512] = "";
-    int rc = lowp_gpu_kv_bench_run(&o, csv, stdout, why, sizeof why);
-    return gpu_run_end("bench", rc, csv, why, "");
+    return gpu_bench_end(csv_path, run_bench_kv_write, &o);
 #else
     (void)argc;
     (void)argv;

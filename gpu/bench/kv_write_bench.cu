@@ -19,6 +19,7 @@
 
 #include <cuda_runtime.h>
 
+#include "lowp/cuda_check.h"
 #include "lowp/gpu_kv_bench.h"
 #include "lowp/gpu_kvcache.h"
 #include "lowp/kvcache.h"
@@ -101,25 +102,16 @@ extern "C" lowp_gpu_kv_bench_opts lowp_gpu_kv_bench_defaults(void)
     return o;
 }
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            rc = lowp_why_set(why, why_len, "%s: %s", #call, cudaGetErrorString(e_));             \
-            goto done;                                                                             \
-        }                                                                                          \
-    } while (0)
-
 extern "C" int lowp_gpu_kv_bench_run(const lowp_gpu_kv_bench_opts *o, FILE *csv, FILE *log,
-                                     char *why, size_t why_len)
+                                     char *why, size_t wl)
 {
     if (o->n_formats == 0 || o->n_tokens == 0 || o->n_dims == 0 || o->heads == 0 ||
         o->page_size == 0 || o->reps == 0)
-        return lowp_why_set(why, why_len, "kv-write bench: empty format, token, dim or rep list");
+        return lowp_why_set(why, wl, "kv-write bench: empty format, token, dim or rep list");
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         (void)cudaGetLastError();
-        lowp_why_set(why, why_len, "no CUDA device");
+        lowp_why_set(why, wl, "no CUDA device");
         return 77;
     }
     int rc = 0;
@@ -138,24 +130,24 @@ extern "C" int lowp_gpu_kv_bench_run(const lowp_gpu_kv_bench_opts *o, FILE *csv,
     cudaDeviceProp prop;
     hslots = (int64_t *)malloc((size_t)tmax * sizeof *hslots);
     if (ms == NULL || hslots == NULL) {
-        rc = lowp_why_set(why, why_len, "out of host memory");
-        goto done;
+        rc = lowp_why_set(why, wl, "out of host memory");
+        goto out;
     }
     for (size_t i = 0; i < tmax; i++)
         hslots[i] = (int64_t)i;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    CK(cudaMalloc(&dk, in_max * 2));
-    CK(cudaMalloc(&dv, in_max * 2));
-    CK(cudaMalloc(&dslots, (size_t)tmax * sizeof *dslots));
-    CK(cudaMemcpy(dslots, hslots, (size_t)tmax * sizeof *dslots, cudaMemcpyHostToDevice));
+    LOWP_CUDA_CK(cudaGetDeviceProperties(&prop, 0));
+    LOWP_CUDA_CK(cudaMalloc(&dk, in_max * 2));
+    LOWP_CUDA_CK(cudaMalloc(&dv, in_max * 2));
+    LOWP_CUDA_CK(cudaMalloc(&dslots, (size_t)tmax * sizeof *dslots));
+    LOWP_CUDA_CK(cudaMemcpy(dslots, hslots, (size_t)tmax * sizeof *dslots, cudaMemcpyHostToDevice));
     /* half of the largest shape's bytes (BF16 in and out: 8 bytes an element), with room */
-    CK(cudaMalloc(&ca, 4 * in_max + 64));
-    CK(cudaMalloc(&cb, 4 * in_max + 64));
+    LOWP_CUDA_CK(cudaMalloc(&ca, 4 * in_max + 64));
+    LOWP_CUDA_CK(cudaMalloc(&cb, 4 * in_max + 64));
     fill_bf16<<<1024, 256>>>(dk, in_max, 1);
     fill_bf16<<<1024, 256>>>(dv, in_max, 2);
-    CK(cudaGetLastError());
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    LOWP_CUDA_CK(cudaGetLastError());
+    LOWP_CUDA_CK(cudaEventCreate(&e0));
+    LOWP_CUDA_CK(cudaEventCreate(&e1));
     if (csv)
         fprintf(csv, "format,recipe,tokens,kv_heads,dim,page_size,bytes,call_us,dev_us,copy_us,"
                      "dev_gbps,eff\n");
@@ -173,9 +165,9 @@ extern "C" int lowp_gpu_kv_bench_run(const lowp_gpu_kv_bench_opts *o, FILE *csv,
                 lowp_gpu_kvcache *gc = NULL;
                 char cw[256];
                 if (lowp_gpu_kvcache_create(&cfg, &gc, cw, sizeof cw)) {
-                    rc = lowp_why_set(why, why_len, "%s dim %zu: %s",
+                    rc = lowp_why_set(why, wl, "%s dim %zu: %s",
                                       lowp_block_format_name(o->formats[fi]), D, cw);
-                    goto done;
+                    goto out;
                 }
                 const double bytes = 2.0 * (double)T * (double)H * (2.0 * (double)D) +
                                      2.0 * (double)T * (double)H *
@@ -187,24 +179,24 @@ extern "C" int lowp_gpu_kv_bench_run(const lowp_gpu_kv_bench_opts *o, FILE *csv,
                     char w[256] = "";
                     for (size_t r = 0; r < reps + 3; r++) {
                         if (pass > 0 && lowp_gpu_spin_us(0, 20.0, w, sizeof w)) {
-                            rc = lowp_why_set(why, why_len, "%s", w);
+                            rc = lowp_why_set(why, wl, "%s", w);
                             lowp_gpu_kvcache_destroy(gc);
-                            goto done;
+                            goto out;
                         }
-                        CK(cudaEventRecord(e0, 0));
+                        LOWP_CUDA_CK(cudaEventRecord(e0, 0));
                         int bad = pass < 2 ? lowp_gpu_kv_write(gc, LOWP_GPU_IN_BF16, dk, dv, dslots,
                                                                NULL, T, 0, w, sizeof w)
                                            : cudaMemcpyAsync(cb, ca, half, cudaMemcpyDeviceToDevice,
                                                              0) != cudaSuccess;
-                        CK(cudaEventRecord(e1, 0));
-                        CK(cudaEventSynchronize(e1));
+                        LOWP_CUDA_CK(cudaEventRecord(e1, 0));
+                        LOWP_CUDA_CK(cudaEventSynchronize(e1));
                         if (bad) {
-                            rc = lowp_why_set(why, why_len, "%s", pass < 2 ? w : "cudaMemcpyAsync failed");
+                            rc = lowp_why_set(why, wl, "%s", pass < 2 ? w : "cudaMemcpyAsync failed");
                             lowp_gpu_kvcache_destroy(gc);
-                            goto done;
+                            goto out;
                         }
                         if (r >= 3)
-                            CK(cudaEventElapsedTime(&ms[r - 3], e0, e1));
+                            LOWP_CUDA_CK(cudaEventElapsedTime(&ms[r - 3], e0, e1));
                     }
                     qsort(ms, reps, sizeof *ms, cmp_f);
                     t[pass] = 1e3 * ms[reps / 2];
@@ -220,7 +212,7 @@ extern "C" int lowp_gpu_kv_bench_run(const lowp_gpu_kv_bench_opts *o, FILE *csv,
                             lowp_recipe_name(cfg.recipe), T, H, D, ps, bytes, t[0], t[1], t[2],
                             gbps, eff);
             }
-done:
+out:
     if (e0)
         cudaEventDestroy(e0);
     if (e1)
