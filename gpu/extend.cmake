@@ -40,5 +40,13 @@ add_test(NAME gpu_extend_emulator
                  --long 0 --ws 100 --ws-long 1
                  --report ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-emulator.md)
 set_tests_properties(gpu_extend_emulator PROPERTIES LABELS quick TIMEOUT 600)
+# The staged fill's schedule on the host (LOWP_GPU_WS_FILL=staged: its units, chunk copies
+# into a stage and block function, gpu/kernels/extend.cu) against lowp_kv_path_run(EXTEND).
+add_test(NAME gpu_extend_emulator_staged
+         COMMAND lowp_cli gpu conform --kernel extend --emulator-only --cases 1 --long 0
+                 --ws 100 --ws-long 0
+                 --report ${CMAKE_CURRENT_BINARY_DIR}/gpu-extend-emulator-staged.md)
+set_tests_properties(gpu_extend_emulator_staged PROPERTIES LABELS quick TIMEOUT 600
+                     ENVIRONMENT LOWP_GPU_WS_FILL=staged)
 
 # Blackwell builds of the kernel: compiled (the library's CUDA_ARCHITECTURES), never run.

@@ -978,7 +978,83 @@ __device__ __forceinline__ void cp4(uint32_t dst, const void *src)
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src));
 }
 
-/* Unit u's copies into stage st (lane's page index pg: position t0 + lane's page). */
+/* Chunk c of unit u (t0 its first position, g its head group; pages its TT page indices)
+ * in the R (D / 32 + D / 64) chunks of a stage: 16 code bytes or 4 scale bytes of row r =
+ * c / (D / 32 + D / 64), their source and their offset in the stage; bytes 0 where the
+ * row's position is past the prefix (never converted). Host and device (the emulator runs
+ * the staged schedule with it: lowp_gpu_extend_workspace_emulate). */
+struct WsChunk {
+    const uint8_t *src;
+    int off, bytes;
+};
+
+__host__ __device__ __forceinline__ WsChunk ws_chunk(const WsParams &p, const WsSeq &s, int t0,
+                                                     int g, const int *pages, int c)
+{
+    const int D = p.Dq + p.Dv, R = p.TT * p.HG, cc = D / 32, per = cc + D / 64;
+    const int r = (int)lowp_div32_q(p.dCH, (uint32_t)c), k = c - r * per;
+    const int tt = (int)lowp_div32_q(p.dHG, (uint32_t)r), hh = r - tt * p.HG;
+    const int t = t0 + tt;
+    WsChunk ch = {NULL, 0, 0};
+    if (t >= s.P)
+        return ch;
+    const int h = g * p.HG + hh, tp = (int)lowp_div32_q(p.dPS, (uint32_t)t);
+    const size_t row = ws_row(p, (size_t)pages[tt], t - tp * p.PS, h);
+    if (k < cc) {
+        const bool isk = k < p.Dq / 32;
+        ch.src = isk ? p.kc + row * (p.Dq / 2) + 16 * k
+                     : p.vc + row * (p.Dv / 2) + 16 * (k - p.Dq / 32);
+        ch.off = r * D / 2 + 16 * k;
+        ch.bytes = 16;
+    } else {
+        const int k2 = k - cc;
+        const bool isk = k2 < p.Dq / 64;
+        ch.src = isk ? p.ks + row * (p.Dq / 16) + 4 * k2
+                     : p.vs + row * (p.Dv / 16) + 4 * (k2 - p.Dq / 64);
+        ch.off = R * D / 2 + r * D / 16 + 4 * k2;
+        ch.bytes = 4;
+    }
+    return ch;
+}
+
+/* The page index of position t0 + lane of unit u (lanes < TT; 0 past the prefix). */
+__host__ __device__ __forceinline__ int ws_unit_page(const WsParams &p, const WsSeq &s, int u,
+                                                     int lane)
+{
+    const int t = (int)lowp_div32_q(p.dNG, (uint32_t)u) * p.TT + lane;
+    return lane < p.TT && t < s.P ? p.pt_indices[s.pt0 + (int)lowp_div32_q(p.dPS, (uint32_t)t)] : 0;
+}
+
+/* Block b of unit u (b < R nb, nb = D / 16 a row) from the stage st into the workspace. tab
+ * (NULL when the global scales are per head): tab[w][c] = ws_lut_table of scale code c and
+ * the K (w = 0) or V global scale, made where both are finite; ws_bytes' own test picks it
+ * or the per-element path, so every block's bytes are ws_bytes' of the same WsIn as
+ * ws_load gives. */
+__host__ __device__ __forceinline__ void ws_block_out(const WsParams &p, const WsSeq &s,
+                                                      const float *e4m3, const uint2 (*tab)[256],
+                                                      const uint8_t *st, int t0, int g, int b)
+{
+    const int D = p.Dq + p.Dv, R = p.TT * p.HG, nb = D / 16;
+    const int r = (int)lowp_div32_q(p.dNB, (uint32_t)b), j = b - r * nb;
+    const int tt = (int)lowp_div32_q(p.dHG, (uint32_t)r), hh = r - tt * p.HG;
+    const int t = t0 + tt, h = g * p.HG + hh;
+    if (t >= s.P)
+        return;
+    const bool isk = j < p.Dq / 16;
+    const uint2 w = *reinterpret_cast<const uint2 *>(st + r * D / 2 + 8 * j);
+    WsIn in;
+    in.prefix = true;
+    in.a = make_uint4(w.x, w.y, 0u, 0u);
+    in.c = make_uint4(0u, 0u, 0u, 0u);
+    in.sc = st[R * D / 2 + r * D / 16 + j];
+    in.g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
+    const float sf = e4m3[in.sc];
+    *ws_dst(p, s, t, h, j) = tab != NULL && fabsf(sf) <= 3.4028235e38f && fabsf(in.g) <= 3.4028235e38f
+                                 ? ws_lut_apply(in, tab[isk ? 0 : 1][in.sc])
+                                 : ws_bytes(p, e4m3, in);
+}
+
+/* Unit u's copies into stage st (pg: the lane's page index, ws_unit_page). */
 __device__ __forceinline__ void ws_issue(const WsParams &p, const WsSeq &s, uint8_t *st, int u,
                                          int pg)
 {
@@ -989,67 +1065,23 @@ __device__ __forceinline__ void ws_issue(const WsParams &p, const WsSeq &s, uint
         pages[lane] = pg;
     __syncwarp();
     const uint32_t sb = (uint32_t)__cvta_generic_to_shared(st);
-    const int cc = D / 32, per = cc + D / 64;
-    for (int c = lane; c < R * per; c += 32) {
-        const int r = (int)lowp_div32_q(p.dCH, (uint32_t)c), k = c - r * per;
-        const int tt = (int)lowp_div32_q(p.dHG, (uint32_t)r), hh = r - tt * p.HG;
-        const int t = t0 + tt;
-        if (t >= s.P)
-            continue; /* never converted */
-        const int h = g * p.HG + hh, tp = (int)lowp_div32_q(p.dPS, (uint32_t)t);
-        const size_t row = ws_row(p, (size_t)pages[tt], t - tp * p.PS, h);
-        if (k < cc) {
-            const bool isk = k < p.Dq / 32;
-            const uint8_t *src = isk ? p.kc + row * (p.Dq / 2) + 16 * k
-                                     : p.vc + row * (p.Dv / 2) + 16 * (k - p.Dq / 32);
-            cp16(sb + r * D / 2 + 16 * k, src, 16);
-        } else {
-            const int k2 = k - cc;
-            const bool isk = k2 < p.Dq / 64;
-            const uint8_t *src = isk ? p.ks + row * (p.Dq / 16) + 4 * k2
-                                     : p.vs + row * (p.Dv / 16) + 4 * (k2 - p.Dq / 64);
-            cp4(sb + R * D / 2 + r * D / 16 + 4 * k2, src);
-        }
+    for (int c = lane; c < R * (D / 32 + D / 64); c += 32) {
+        const WsChunk ch = ws_chunk(p, s, t0, g, pages, c);
+        if (ch.bytes == 16)
+            cp16(sb + ch.off, ch.src, 16);
+        else if (ch.bytes == 4)
+            cp4(sb + ch.off, ch.src);
     }
 }
 
-/* The page index of position t0 + lane of unit u (lanes < TT; 0 past the prefix). */
-__device__ __forceinline__ int ws_unit_page(const WsParams &p, const WsSeq &s, int u)
-{
-    const int lane = threadIdx.x & 31;
-    const int t = (int)lowp_div32_q(p.dNG, (uint32_t)u) * p.TT + lane;
-    return lane < p.TT && t < s.P ? p.pt_indices[s.pt0 + (int)lowp_div32_q(p.dPS, (uint32_t)t)] : 0;
-}
-
-/* Unit u's blocks from stage st into the workspace. tab (NULL when the global scales are
- * per head): tab[w][c] = ws_lut_table of scale code c and K (w = 0) or V global scale, made
- * where both are finite; ws_bytes' own test picks it or the per-element path, so every
- * block's bytes are ws_bytes' of the same WsIn. */
+/* Unit u's blocks from stage st into the workspace, a lane's every 32nd. */
 __device__ __forceinline__ void ws_convert(const WsParams &p, const WsSeq &s, const float *e4m3,
                                            const uint2 (*tab)[256], const uint8_t *st, int u)
 {
-    const int lane = threadIdx.x & 31, D = p.Dq + p.Dv, R = p.TT * p.HG, nb = D / 16;
+    const int lane = threadIdx.x & 31, R = p.TT * p.HG, nb = (p.Dq + p.Dv) / 16;
     const int tu = (int)lowp_div32_q(p.dNG, (uint32_t)u), g = u - tu * p.NG, t0 = tu * p.TT;
-    for (int b = lane; b < R * nb; b += 32) {
-        const int r = (int)lowp_div32_q(p.dNB, (uint32_t)b), j = b - r * nb;
-        const int tt = (int)lowp_div32_q(p.dHG, (uint32_t)r), hh = r - tt * p.HG;
-        const int t = t0 + tt, h = g * p.HG + hh;
-        if (t >= s.P)
-            continue;
-        const bool isk = j < p.Dq / 16;
-        const uint2 w = *reinterpret_cast<const uint2 *>(st + r * D / 2 + 8 * j);
-        WsIn in;
-        in.prefix = true;
-        in.a = make_uint4(w.x, w.y, 0u, 0u);
-        in.c = make_uint4(0u, 0u, 0u, 0u);
-        in.sc = st[R * D / 2 + r * D / 16 + j];
-        in.g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
-        const float sf = e4m3[in.sc];
-        *ws_dst(p, s, t, h, j) =
-            tab != NULL && fabsf(sf) <= 3.4028235e38f && fabsf(in.g) <= 3.4028235e38f
-                ? ws_lut_apply(in, tab[isk ? 0 : 1][in.sc])
-                : ws_bytes(p, e4m3, in);
-    }
+    for (int b = lane; b < R * nb; b += 32)
+        ws_block_out(p, s, e4m3, tab, st, t0, g, b);
 }
 
 __device__ __forceinline__ void ws_staged(const WsParams &p, const float *e4m3,
@@ -1060,13 +1092,14 @@ __device__ __forceinline__ void ws_staged(const WsParams &p, const float *e4m3,
     const int units = ((s.P + p.TT - 1) / p.TT) * p.NG; /* < 2^31 - 4 W (the launcher) */
     const int w0 = blockIdx.x * nw + warp, W = gridDim.x * nw;
     uint8_t *mine = sm + (size_t)warp * WS_STAGES * p.stage_bytes;
-    int pg = ws_unit_page(p, s, w0);
+    const int lane = threadIdx.x & 31;
+    int pg = ws_unit_page(p, s, w0, lane);
 #pragma unroll
     for (int k = 0; k < WS_STAGES - 1; k++) {
         const int u = w0 + k * W;
         if (u < units) {
             ws_issue(p, s, mine + k * p.stage_bytes, u, pg);
-            pg = ws_unit_page(p, s, u + W);
+            pg = ws_unit_page(p, s, u + W, lane);
         }
         asm volatile("cp.async.commit_group;");
     }
@@ -1077,7 +1110,7 @@ __device__ __forceinline__ void ws_staged(const WsParams &p, const float *e4m3,
         const int un = u + (WS_STAGES - 1) * W;
         if (un < units) {
             ws_issue(p, s, mine + ((i + WS_STAGES - 1) % WS_STAGES) * p.stage_bytes, un, pg);
-            pg = ws_unit_page(p, s, un + W);
+            pg = ws_unit_page(p, s, un + W, lane);
         }
         asm volatile("cp.async.commit_group;");
         asm volatile("cp.async.wait_group %0;" ::"n"(WS_STAGES - 1) : "memory");
@@ -1537,6 +1570,17 @@ static void ws_staged_plan(WsParams *p)
     p->staged = !p->k_il && !p->v_il;
 }
 
+/* LOWP_GPU_WS_FILL: unset or "rows" (*staged = 0), "staged" (1); anything else refused. The
+ * launcher and the emulator read it alike. */
+static int ws_fill_choice(int *staged, char *why, size_t why_len)
+{
+    const char *env = getenv("LOWP_GPU_WS_FILL");
+    if (env != NULL && strcmp(env, "rows") != 0 && strcmp(env, "staged") != 0)
+        return lowp_why_set(why, why_len, "LOWP_GPU_WS_FILL=%s: expected rows or staged", env);
+    *staged = env != NULL && strcmp(env, "staged") == 0;
+    return 0;
+}
+
 extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
                                                  const lowp_kv_page_table *pt,
                                                  const lowp_gpu_extend_args *a,
@@ -1568,15 +1612,52 @@ extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
                            lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_SCALES, &bytes), kg, vg,
                            pt->indptr, pt->indices, a->qo_indptr, a->kv_indptr, a->prefix_len,
                            k_chunk, v_chunk, k_ws, v_ws, h_cast, h_e4m3);
-    const int nb = (p.Dq + p.Dv) / 16;
+    int staged = 0;
+    if (ws_fill_choice(&staged, why, why_len))
+        return -1;
+    ws_staged_plan(&p);
+    staged = staged && p.staged;
+    /* the staged kernel's schedule, unit by unit (its warps' interleaving changes nothing:
+     * units are disjoint): the same chunk copies into a stage, the same block function */
+    uint2 tab[2][256];
+    uint8_t *st = staged ? (uint8_t *)aligned_alloc(16, (size_t)p.stage_bytes) : NULL;
+    if (staged && st == NULL)
+        return lowp_why_set(why, why_len, "out of memory");
+    if (staged && !p.per_head)
+        for (int i = 0; i < 512; i++) {
+            const float sf = p.e4m3[i & 255], g = (i >> 8 ? p.vg : p.kg)[0];
+            if (fabsf(sf) <= 3.4028235e38f && fabsf(g) <= 3.4028235e38f)
+                tab[i >> 8][i & 255] = ws_lut_table(p, sf, g, ws_prefix_ovf(sf, g));
+        }
+    const int nb = (p.Dq + p.Dv) / 16, R = p.TT * p.HG, D = p.Dq + p.Dv;
     for (size_t b = 0; b < a->batch; b++) {
         const WsSeq s = ws_seq(p, (int)b);
         const int n = a->prefix_len[b] + a->qo_indptr[b + 1] - a->qo_indptr[b];
-        for (int t = 0; t < n; t++)
+        int t = 0;
+        if (staged) {
+            const int units = ((s.P + p.TT - 1) / p.TT) * p.NG;
+            int *pages = reinterpret_cast<int *>(st + R * D / 2 + R * D / 16);
+            for (int u = 0; u < units; u++) {
+                const int tu = (int)lowp_div32_q(p.dNG, (uint32_t)u), g = u - tu * p.NG;
+                memset(st, 0xA5, (size_t)p.stage_bytes); /* what a stage held before */
+                for (int lane = 0; lane < p.TT; lane++)
+                    pages[lane] = ws_unit_page(p, s, u, lane);
+                for (int c = 0; c < R * (D / 32 + D / 64); c++) {
+                    const WsChunk ch = ws_chunk(p, s, tu * p.TT, g, pages, c);
+                    if (ch.bytes)
+                        memcpy(st + ch.off, ch.src, (size_t)ch.bytes);
+                }
+                for (int k = 0; k < R * nb; k++)
+                    ws_block_out(p, s, p.e4m3, p.per_head ? NULL : tab, st, tu * p.TT, g, k);
+            }
+            t = s.P;
+        }
+        for (; t < n; t++)
             for (int h = 0; h < p.H; h++)
                 for (int blk = 0; blk < nb; blk++)
                     *ws_dst(p, s, t, h, blk) = ws_bytes(p, p.e4m3, ws_load(p, s, t, h, blk));
     }
+    free(st);
     return 0;
 }
 
@@ -1616,9 +1697,9 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
     /* ws_rows: nb <= 32 blocks a row (dims <= 256), ny rows a CTA of 256 threads; enough
      * CTAs for the longest sequence's rows (grid-stride beyond 65535 CTAs) */
     const size_t nb = (cfg->qk_dim + cfg->vo_dim) / 16, ny = 256 / nb, H = cfg->num_heads;
-    const char *env = getenv("LOWP_GPU_WS_FILL");
-    if (env != NULL && strcmp(env, "rows") != 0 && strcmp(env, "staged") != 0)
-        return lowp_why_set(why, why_len, "LOWP_GPU_WS_FILL=%s: expected rows or staged", env);
+    int want_staged = 0;
+    if (ws_fill_choice(&want_staged, why, why_len))
+        return -1;
     ws_staged_plan(&p);
     /* the staged kernel's 16- and 4-byte copies need the buffers so aligned (cudaMalloc's
      * are; a cache made of other pointers may not be) */
@@ -1626,7 +1707,7 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
                         ((uintptr_t)p.ks | (uintptr_t)p.vs) % 4 == 0;
     const size_t units = (pmax + (size_t)p.TT - 1) / (size_t)p.TT * (size_t)p.NG;
     cudaError_t e = cudaSuccess;
-    if (env != NULL && strcmp(env, "staged") == 0 && p.staged && aligned &&
+    if (want_staged && p.staged && aligned &&
         units + 4 * 8 * (size_t)65536 < (size_t)INT32_MAX) {
         int sms = 0, dev = 0, per_sm = 0;
         const size_t smem = (size_t)8 * WS_STAGES * (size_t)p.stage_bytes;
