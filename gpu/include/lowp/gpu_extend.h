@@ -89,8 +89,9 @@ int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8_t *k_ws_de
 
 /* The same fill run on the host by the very function the kernel runs (nvcc compiles it for
  * both; cvt.rn.bf16.f32 becomes lowp_bf16_from_f32, its model), from a CPU cache: a logic
- * error (layouts, the interleave, the page table) shows up without a GPU. Host arrays;
- * the same checks. */
+ * error (layouts, the interleave, the page table) shows up without a GPU. With
+ * LOWP_GPU_WS_FILL=staged it runs the staged kernel's schedule (its units, the chunk copies
+ * into a stage, its block function) unit by unit. Host arrays; the same checks. */
 int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache, const lowp_kv_page_table *pt,
                                       const lowp_gpu_extend_args *a, const uint16_t *k_chunk,
                                       const uint16_t *v_chunk, uint8_t *k_ws, uint8_t *v_ws,
