@@ -623,7 +623,7 @@ struct WsParams {
     const float *e4m3;                /* [256]: binary32 values of the codes */
     int H, Dq, Dv, PS, hnd, k_il, v_il, per_head;
     lowp_div32 dH, dPS, dkq4, dvq4; /* by H, PS and the interleave's S / 4 of K and of V */
-    /* The staged prefix (ws_staged, device only; LOWP_GPU_WS_FILL=staged and staged = 1):
+    /* The staged prefix (ws_staged_plan; used when LOWP_GPU_WS_FILL=staged and staged = 1):
      * a unit is TT positions x HG heads (group g of NG), R = TT HG rows; dNG, dHG divide by
      * NG and HG, dNB by nb = (Dq + Dv) / 16 blocks a row, dCH by the 16-byte code chunks
      * plus 4-byte scale chunks a row, (Dq + Dv) / 32 + (Dq + Dv) / 64. */
@@ -806,7 +806,7 @@ __host__ __device__ __forceinline__ uint4 *ws_dst(const WsParams &p, const WsSeq
  * of g (ws_lut_check, the extend conform's host run). */
 /* The table of the 8 magnitudes' bytes for (sf, g): x the bytes of magnitudes 0..3, y of
  * 4..7 (byte k of x: magnitude k). Depends on the block's scale code and global scale alone,
- * so the staged fill makes it once per scale code (ws_fill_kernel). */
+ * so the staged fill makes it once per scale code (ws_fill_staged_kernel). */
 __host__ __device__ __forceinline__ uint2 ws_lut_table(const WsParams &p, float sf, float g,
                                                        bool ovf)
 {
@@ -968,9 +968,10 @@ __device__ __forceinline__ void ws_rows(const WsParams &p, const float *e4m3, in
  * so the loads of three units are in flight while one is converted, with no register held
  * for them. The page-table entries of a unit are loaded one unit ahead. A stage holds R
  * rows r = tt HG + hh: R (Dq + Dv) / 2 code bytes (K then V a row), R (Dq + Dv) / 16 scale
- * bytes (K then V) and TT page indices. Each block is converted by ws_bytes from the same
- * WsIn as ws_load gives (the same 8 code bytes, scale code and global scale), so the bytes
- * equal the per-block definition that lowp_gpu_extend_workspace_emulate runs. */
+ * bytes (K then V) and TT page indices. Each block is converted (ws_block_out) from the
+ * same WsIn as ws_load gives (the same 8 code bytes, scale code and global scale), so the
+ * bytes equal the per-block definition; lowp_gpu_extend_workspace_emulate runs this
+ * schedule too (ws_chunk, ws_unit_page, ws_block_out) under LOWP_GPU_WS_FILL=staged. */
 constexpr int WS_STAGES = 4;
 
 __device__ __forceinline__ void cp4(uint32_t dst, const void *src)
