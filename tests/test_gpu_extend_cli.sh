@@ -103,6 +103,9 @@ if "$lowp" gpu conform --kernel extend,prefill $EC --report "$tmp/ec.md" > "$tmp
     --emulator-only --report "$tmp/r.md"
   expect_error_naming "conform --only past the run" "only" "$lowp" gpu conform --kernel extend \
     --emulator-only --cases 2 --only 4
+  # the workspace fill's kernel choice: a value it does not know is refused, nothing written
+  expect_error_naming "LOWP_GPU_WS_FILL=bogus" "LOWP_GPU_WS_FILL" env LOWP_GPU_WS_FILL=bogus "$lowp" gpu \
+    conform --kernel extend --emulator-only --cases 1 --long 0 --ws 1 --ws-long 0 --report "$tmp/r.md"
   expect_error_naming "bench decode,extend" "separate" "$lowp" gpu bench --kernel decode,extend
   expect_error_naming "bench --kernel extend --prefixes 0" "prefill" "$lowp" gpu bench --kernel extend --prefixes 0,4096
   expect_error_naming "bench --kernel prefill --formats" "formats" "$lowp" gpu bench --kernel prefill --formats nvfp4
