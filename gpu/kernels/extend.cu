@@ -626,8 +626,10 @@ struct WsParams {
     /* The staged prefix (ws_staged_plan; used when LOWP_GPU_WS_FILL=staged and staged = 1):
      * a unit is TT positions x HG heads (group g of NG), R = TT HG rows; dNG, dHG divide by
      * NG and HG, dNB by nb = (Dq + Dv) / 16 blocks a row, dCH by the 16-byte code chunks
-     * plus 4-byte scale chunks a row, (Dq + Dv) / 32 + (Dq + Dv) / 64. */
+     * plus 4-byte scale chunks a row, (Dq + Dv) / 32 + (Dq + Dv) / 64 (lin: a position's,
+     * H times that). */
     int staged, TT, HG, NG, stage_bytes;
+    int lin; /* NHD and HG = H: a position's heads are one run each (ws_chunk) */
     lowp_div32 dNG, dHG, dNB, dCH;
 };
 
@@ -967,8 +969,11 @@ __device__ __forceinline__ void ws_rows(const WsParams &p, const float *e4m3, in
  * 16- and 4-aligned: D is a multiple of 64) before it converts unit i from shared memory,
  * so the loads of three units are in flight while one is converted, with no register held
  * for them. The page-table entries of a unit are loaded one unit ahead. A stage holds R
- * rows r = tt HG + hh: R (Dq + Dv) / 2 code bytes (K then V a row), R (Dq + Dv) / 16 scale
- * bytes (K then V) and TT page indices. Each block is converted (ws_block_out) from the
+ * rows r = tt HG + hh, each part row after row (WsStage): the K codes (Dq / 2 bytes a row),
+ * the V codes, the K scales (Dq / 16 a row), the V scales; then TT page indices. So with
+ * NHD pages and a unit of all heads (p.lin), a position's K codes (and each other part) are
+ * one run in the cache and one in the stage, copied without dividing by anything but the
+ * position. Each block is converted (ws_block_out) from the
  * same WsIn as ws_load gives (the same 8 code bytes, scale code and global scale), so the
  * bytes equal the per-block definition; lowp_gpu_extend_workspace_emulate runs this
  * schedule too (ws_chunk, ws_unit_page, ws_block_out) under LOWP_GPU_WS_FILL=staged. */
@@ -979,11 +984,25 @@ __device__ __forceinline__ void cp4(uint32_t dst, const void *src)
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src));
 }
 
-/* Chunk c of unit u (t0 its first position, g its head group; pages its TT page indices)
- * in the R (D / 32 + D / 64) chunks of a stage: 16 code bytes or 4 scale bytes of row r =
- * c / (D / 32 + D / 64), their source and their offset in the stage; bytes 0 where the
- * row's position is past the prefix (never converted). Host and device (the emulator runs
- * the staged schedule with it: lowp_gpu_extend_workspace_emulate). */
+/* Where the four parts of a stage start (bytes), from its R rows. */
+struct WsStage {
+    int kc, vc, ks, vs, pg;
+};
+
+__host__ __device__ __forceinline__ WsStage ws_stage(const WsParams &p)
+{
+    const int R = p.TT * p.HG, D = p.Dq + p.Dv;
+    const WsStage o = {0, R * p.Dq / 2, R * D / 2, R * D / 2 + R * p.Dq / 16, R * D / 2 + R * D / 16};
+    return o;
+}
+
+/* Chunk c of unit u (t0 its first position, g its head group; pages its TT page indices):
+ * 16 code bytes or 4 scale bytes, their source and their offset in the stage; bytes 0
+ * where the chunk's position is past the prefix (never converted). p.lin: a position's
+ * chunks are its 4 runs (K codes, V codes, K scales, V scales of all heads) in turn, c /
+ * (H (D / 32 + D / 64)) the position; else row r = c / (D / 32 + D / 64)'s code chunks and
+ * then its scale chunks. All of R (D / 32 + D / 64) chunks fill the stage's parts. Host and
+ * device (the emulator runs the staged schedule with it: lowp_gpu_extend_workspace_emulate). */
 struct WsChunk {
     const uint8_t *src;
     int off, bytes;
@@ -992,27 +1011,56 @@ struct WsChunk {
 __host__ __device__ __forceinline__ WsChunk ws_chunk(const WsParams &p, const WsSeq &s, int t0,
                                                      int g, const int *pages, int c)
 {
-    const int D = p.Dq + p.Dv, R = p.TT * p.HG, cc = D / 32, per = cc + D / 64;
+    const WsStage o = ws_stage(p);
+    WsChunk ch = {NULL, 0, 0};
+    if (p.lin) {
+        const int tt = (int)lowp_div32_q(p.dCH, (uint32_t)c), t = t0 + tt;
+        int q = c - tt * p.H * ((p.Dq + p.Dv) / 32 + (p.Dq + p.Dv) / 64);
+        if (t >= s.P)
+            return ch;
+        const int tp = (int)lowp_div32_q(p.dPS, (uint32_t)t);
+        const size_t row0 = ws_row(p, (size_t)pages[tt], t - tp * p.PS, 0);
+        const int nk = p.H * p.Dq / 32, nv = p.H * p.Dv / 32, nks = p.H * p.Dq / 64;
+        if (q < nk) {
+            ch.src = p.kc + row0 * (p.Dq / 2) + 16 * q;
+            ch.off = o.kc + tt * p.H * (p.Dq / 2) + 16 * q;
+            ch.bytes = 16;
+        } else if ((q -= nk) < nv) {
+            ch.src = p.vc + row0 * (p.Dv / 2) + 16 * q;
+            ch.off = o.vc + tt * p.H * (p.Dv / 2) + 16 * q;
+            ch.bytes = 16;
+        } else if ((q -= nv) < nks) {
+            ch.src = p.ks + row0 * (p.Dq / 16) + 4 * q;
+            ch.off = o.ks + tt * p.H * (p.Dq / 16) + 4 * q;
+            ch.bytes = 4;
+        } else {
+            q -= nks;
+            ch.src = p.vs + row0 * (p.Dv / 16) + 4 * q;
+            ch.off = o.vs + tt * p.H * (p.Dv / 16) + 4 * q;
+            ch.bytes = 4;
+        }
+        return ch;
+    }
+    const int D = p.Dq + p.Dv, cc = D / 32, per = cc + D / 64;
     const int r = (int)lowp_div32_q(p.dCH, (uint32_t)c), k = c - r * per;
     const int tt = (int)lowp_div32_q(p.dHG, (uint32_t)r), hh = r - tt * p.HG;
     const int t = t0 + tt;
-    WsChunk ch = {NULL, 0, 0};
     if (t >= s.P)
         return ch;
     const int h = g * p.HG + hh, tp = (int)lowp_div32_q(p.dPS, (uint32_t)t);
     const size_t row = ws_row(p, (size_t)pages[tt], t - tp * p.PS, h);
     if (k < cc) {
         const bool isk = k < p.Dq / 32;
-        ch.src = isk ? p.kc + row * (p.Dq / 2) + 16 * k
-                     : p.vc + row * (p.Dv / 2) + 16 * (k - p.Dq / 32);
-        ch.off = r * D / 2 + 16 * k;
+        const int kk = isk ? k : k - p.Dq / 32;
+        ch.src = isk ? p.kc + row * (p.Dq / 2) + 16 * kk : p.vc + row * (p.Dv / 2) + 16 * kk;
+        ch.off = isk ? o.kc + r * (p.Dq / 2) + 16 * kk : o.vc + r * (p.Dv / 2) + 16 * kk;
         ch.bytes = 16;
     } else {
         const int k2 = k - cc;
         const bool isk = k2 < p.Dq / 64;
-        ch.src = isk ? p.ks + row * (p.Dq / 16) + 4 * k2
-                     : p.vs + row * (p.Dv / 16) + 4 * (k2 - p.Dq / 64);
-        ch.off = R * D / 2 + r * D / 16 + 4 * k2;
+        const int kk = isk ? k2 : k2 - p.Dq / 64;
+        ch.src = isk ? p.ks + row * (p.Dq / 16) + 4 * kk : p.vs + row * (p.Dv / 16) + 4 * kk;
+        ch.off = isk ? o.ks + r * (p.Dq / 16) + 4 * kk : o.vs + r * (p.Dv / 16) + 4 * kk;
         ch.bytes = 4;
     }
     return ch;
@@ -1035,19 +1083,22 @@ __host__ __device__ __forceinline__ void ws_block_out(const WsParams &p, const W
                                                       const float *e4m3, const uint2 (*tab)[256],
                                                       const uint8_t *st, int t0, int g, int b)
 {
-    const int D = p.Dq + p.Dv, R = p.TT * p.HG, nb = D / 16;
+    const int nb = (p.Dq + p.Dv) / 16;
     const int r = (int)lowp_div32_q(p.dNB, (uint32_t)b), j = b - r * nb;
     const int tt = (int)lowp_div32_q(p.dHG, (uint32_t)r), hh = r - tt * p.HG;
     const int t = t0 + tt, h = g * p.HG + hh;
     if (t >= s.P)
         return;
     const bool isk = j < p.Dq / 16;
-    const uint2 w = *reinterpret_cast<const uint2 *>(st + r * D / 2 + 8 * j);
+    const int jj = isk ? j : j - p.Dq / 16;
+    const WsStage o = ws_stage(p);
+    const uint2 w = *reinterpret_cast<const uint2 *>(
+        st + (isk ? o.kc + r * (p.Dq / 2) : o.vc + r * (p.Dv / 2)) + 8 * jj);
     WsIn in;
     in.prefix = true;
     in.a = make_uint4(w.x, w.y, 0u, 0u);
     in.c = make_uint4(0u, 0u, 0u, 0u);
-    in.sc = st[R * D / 2 + r * D / 16 + j];
+    in.sc = st[(isk ? o.ks + r * (p.Dq / 16) : o.vs + r * (p.Dv / 16)) + jj];
     in.g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
     const float sf = e4m3[in.sc];
     *ws_dst(p, s, t, h, j) = tab != NULL && fabsf(sf) <= 3.4028235e38f && fabsf(in.g) <= 3.4028235e38f
@@ -1061,7 +1112,7 @@ __device__ __forceinline__ void ws_issue(const WsParams &p, const WsSeq &s, uint
 {
     const int lane = threadIdx.x & 31, D = p.Dq + p.Dv, R = p.TT * p.HG;
     const int tu = (int)lowp_div32_q(p.dNG, (uint32_t)u), g = u - tu * p.NG, t0 = tu * p.TT;
-    int *pages = reinterpret_cast<int *>(st + R * D / 2 + R * D / 16);
+    int *pages = reinterpret_cast<int *>(st + ws_stage(p).pg);
     if (lane < p.TT)
         pages[lane] = pg;
     __syncwarp();
@@ -1528,7 +1579,7 @@ static WsParams ws_params(const lowp_kv_config *cfg, size_t n_global, const uint
 {
     WsParams p = {kc, vc, ks, vs, kg, vg, pt_indptr, pt_indices, qo, kv, pre, kch, vch, kws,
                   vws, cast, e4m3, 0, 0, 0, 0, 0, 0, 0, 0, {}, {}, {}, {},
-                  0, 0, 0, 0, 0, {}, {}, {}, {}};
+                  0, 0, 0, 0, 0, 0, {}, {}, {}, {}};
     p.H = (int)cfg->num_heads;
     p.Dq = (int)cfg->qk_dim;
     p.Dv = (int)cfg->vo_dim;
@@ -1567,7 +1618,8 @@ static void ws_staged_plan(WsParams *p)
     p->dNG = lowp_div32_make((uint32_t)p->NG);
     p->dHG = lowp_div32_make((uint32_t)p->HG);
     p->dNB = lowp_div32_make((uint32_t)(D / 16));
-    p->dCH = lowp_div32_make((uint32_t)(D / 32 + D / 64));
+    p->lin = !p->hnd && p->HG == p->H;
+    p->dCH = lowp_div32_make((uint32_t)((p->lin ? p->H : 1) * (D / 32 + D / 64)));
     p->staged = !p->k_il && !p->v_il;
 }
 
@@ -1637,7 +1689,7 @@ extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
         int t = 0;
         if (staged) {
             const int units = ((s.P + p.TT - 1) / p.TT) * p.NG;
-            int *pages = reinterpret_cast<int *>(st + R * D / 2 + R * D / 16);
+            int *pages = reinterpret_cast<int *>(st + ws_stage(p).pg);
             for (int u = 0; u < units; u++) {
                 const int tu = (int)lowp_div32_q(p.dNG, (uint32_t)u), g = u - tu * p.NG;
                 memset(st, 0xA5, (size_t)p.stage_bytes); /* what a stage held before */
