@@ -85,9 +85,7 @@ int lowp_gpu_extend_bench_run(const lowp_gpu_extend_bench_opts *o, FILE *out, FI
     fprintf(log, "lowp gpu bench --kernel extend on %s: batch %zu, %zu q / %zu kv heads, dim %zu, "
                  "median of %zu, %zu bytes of shared memory a CTA; workspace fill %s\n",
             prop.name, batch, HQ, HK, D, reps, lowp_gpu_extend_smem_bytes(D, D),
-            getenv("LOWP_GPU_WS_FILL") && !strcmp(getenv("LOWP_GPU_WS_FILL"), "staged")
-                ? "staged (LOWP_GPU_WS_FILL=staged)"
-                : "by rows (the default)");
+            lowp_gpu_extend_workspace_fill() ? lowp_gpu_extend_workspace_fill() : "(refused)");
     fprintf(log, "%-8s %8s %8s %12s %10s\n", "kernel", "chunk", "prefix", "us", "TFLOP/s");
     uint64_t cmax = 0, pmax = 0;
     for (size_t i = 0; i < nc; i++)

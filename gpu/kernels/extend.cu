@@ -901,13 +901,20 @@ __host__ __device__ __forceinline__ bool ws_prefix_ovf(float sf, float g)
     return !((6.0f * sf) * fabsf(g) <= 448.0f);
 }
 
+/* Whether a prefix block of scale sf and global scale g takes the table path: both
+ * finite (not NaN, not infinite). */
+__host__ __device__ __forceinline__ bool ws_lut_ok(float sf, float g)
+{
+    return fabsf(sf) <= 3.4028235e38f && fabsf(g) <= 3.4028235e38f;
+}
+
 __host__ __device__ __forceinline__ uint4 ws_bytes(const WsParams &p, const float *e4m3,
                                                    const WsIn &in)
 {
     if (in.prefix) {
         const float sf = e4m3[in.sc], g = in.g;
         const bool ovf = ws_prefix_ovf(sf, g);
-        if (fabsf(sf) <= 3.4028235e38f && fabsf(g) <= 3.4028235e38f) /* finite, not NaN */
+        if (ws_lut_ok(sf, g))
             return ws_bytes_lut(p, in, sf, g, ovf);
 #ifdef __CUDA_ARCH__
         return ws_bytes_elem_rare(in.a.x, in.a.y, sf, g, ovf);
@@ -920,6 +927,19 @@ __host__ __device__ __forceinline__ uint4 ws_bytes(const WsParams &p, const floa
     for (int i = 0; i < 8; i++)
         any |= (wv[i] & 0x7FFF7FFFu) + WS_OVF_ADD;
     return ws_cast16(p, wv, (any & 0x80008000u) != 0);
+}
+
+/* The staged fill's tables with per-tensor global scales: entries i = first, first + step,
+ * ... < 512 of tab[i / 256][i % 256] = ws_lut_table of scale code i % 256 and the K (i <
+ * 256) or V global scale, where ws_lut_ok (the others are never read). */
+__host__ __device__ __forceinline__ void ws_tab_fill(const WsParams &p, const float *e4m3,
+                                                     uint2 (*tab)[256], int first, int step)
+{
+    for (int i = first; i < 512; i += step) {
+        const float sf = e4m3[i & 255], g = (i >> 8 ? p.vg : p.kg)[0];
+        if (ws_lut_ok(sf, g))
+            tab[i >> 8][i & 255] = ws_lut_table(p, sf, g, ws_prefix_ovf(sf, g));
+    }
 }
 
 /* WS_U rows a thread an iteration: rows base + u NY + y, u < WS_U (each u a warp's
@@ -1101,9 +1121,16 @@ __host__ __device__ __forceinline__ void ws_block_out(const WsParams &p, const W
     in.sc = st[(isk ? o.ks + r * (p.Dq / 16) : o.vs + r * (p.Dv / 16)) + jj];
     in.g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
     const float sf = e4m3[in.sc];
-    *ws_dst(p, s, t, h, j) = tab != NULL && fabsf(sf) <= 3.4028235e38f && fabsf(in.g) <= 3.4028235e38f
+    *ws_dst(p, s, t, h, j) = tab != NULL && ws_lut_ok(sf, in.g)
                                  ? ws_lut_apply(in, tab[isk ? 0 : 1][in.sc])
                                  : ws_bytes(p, e4m3, in);
+}
+
+/* The units of a prefix of P positions. The launcher keeps them below 2^31 - 4 W (W the
+ * grid's warps) before choosing the staged kernel, so u + 3 W stays an int. */
+__host__ __device__ __forceinline__ size_t ws_units(const WsParams &p, size_t P)
+{
+    return (P + (size_t)p.TT - 1) / (size_t)p.TT * (size_t)p.NG;
 }
 
 /* Unit u's copies into stage st (pg: the lane's page index, ws_unit_page). */
@@ -1141,7 +1168,7 @@ __device__ __forceinline__ void ws_staged(const WsParams &p, const float *e4m3,
 {
     const WsSeq s = ws_seq(p, b);
     const int warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    const int units = ((s.P + p.TT - 1) / p.TT) * p.NG; /* < 2^31 - 4 W (the launcher) */
+    const int units = (int)ws_units(p, (size_t)s.P);
     const int w0 = blockIdx.x * nw + warp, W = gridDim.x * nw;
     uint8_t *mine = sm + (size_t)warp * WS_STAGES * p.stage_bytes;
     const int lane = threadIdx.x & 31;
@@ -1205,11 +1232,7 @@ __global__ void __launch_bounds__(256) ws_fill_staged_kernel(WsParams p)
     if (blockIdx.z == 0) {
         const bool tabbed = !p.per_head;
         if (tabbed) {
-            for (int i = threadIdx.x; i < 512; i += blockDim.x) {
-                const float sf = e4m3[i & 255], g = (i >> 8 ? p.vg : p.kg)[0];
-                if (fabsf(sf) <= 3.4028235e38f && fabsf(g) <= 3.4028235e38f)
-                    tab[i >> 8][i & 255] = ws_lut_table(p, sf, g, ws_prefix_ovf(sf, g));
-            }
+            ws_tab_fill(p, e4m3, tab, (int)threadIdx.x, (int)blockDim.x);
             __syncthreads();
         }
         ws_staged(p, e4m3, tabbed ? tab : NULL, b, ws_sm);
@@ -1634,6 +1657,12 @@ static int ws_fill_choice(int *staged, char *why, size_t why_len)
     return 0;
 }
 
+extern "C" const char *lowp_gpu_extend_workspace_fill(void)
+{
+    int staged = 0;
+    return ws_fill_choice(&staged, NULL, 0) ? NULL : staged ? "staged" : "rows";
+}
+
 extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
                                                  const lowp_kv_page_table *pt,
                                                  const lowp_gpu_extend_args *a,
@@ -1677,18 +1706,14 @@ extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
     if (staged && st == NULL)
         return lowp_why_set(why, why_len, "out of memory");
     if (staged && !p.per_head)
-        for (int i = 0; i < 512; i++) {
-            const float sf = p.e4m3[i & 255], g = (i >> 8 ? p.vg : p.kg)[0];
-            if (fabsf(sf) <= 3.4028235e38f && fabsf(g) <= 3.4028235e38f)
-                tab[i >> 8][i & 255] = ws_lut_table(p, sf, g, ws_prefix_ovf(sf, g));
-        }
+        ws_tab_fill(p, p.e4m3, tab, 0, 1);
     const int nb = (p.Dq + p.Dv) / 16, R = p.TT * p.HG, D = p.Dq + p.Dv;
     for (size_t b = 0; b < a->batch; b++) {
         const WsSeq s = ws_seq(p, (int)b);
         const int n = a->prefix_len[b] + a->qo_indptr[b + 1] - a->qo_indptr[b];
         int t = 0;
-        if (staged) {
-            const int units = ((s.P + p.TT - 1) / p.TT) * p.NG;
+        if (staged && ws_units(p, (size_t)s.P) <= (size_t)INT32_MAX) {
+            const int units = (int)ws_units(p, (size_t)s.P);
             int *pages = reinterpret_cast<int *>(st + ws_stage(p).pg);
             for (int u = 0; u < units; u++) {
                 const int tu = (int)lowp_div32_q(p.dNG, (uint32_t)u), g = u - tu * p.NG;
@@ -1758,7 +1783,7 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
      * are; a cache made of other pointers may not be) */
     const int aligned = ((uintptr_t)p.kc | (uintptr_t)p.vc) % 16 == 0 &&
                         ((uintptr_t)p.ks | (uintptr_t)p.vs) % 4 == 0;
-    const size_t units = (pmax + (size_t)p.TT - 1) / (size_t)p.TT * (size_t)p.NG;
+    const size_t units = ws_units(p, pmax);
     cudaError_t e = cudaSuccess;
     if (want_staged && p.staged && aligned &&
         units + 4 * 8 * (size_t)65536 < (size_t)INT32_MAX) {

@@ -87,6 +87,10 @@ typedef struct lowp_gpu_extend_ws_desc {
 int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8_t *k_ws_dev,
                               uint8_t *v_ws_dev, cudaStream_t stream, char *why, size_t why_len);
 
+/* The kernel LOWP_GPU_WS_FILL selects now: "rows" or "staged"; NULL for a value the fill
+ * refuses. */
+const char *lowp_gpu_extend_workspace_fill(void);
+
 /* The same fill run on the host by the very function the kernel runs (nvcc compiles it for
  * both; cvt.rn.bf16.f32 becomes lowp_bf16_from_f32, its model), from a CPU cache: a logic
  * error (layouts, the interleave, the page table) shows up without a GPU. With
