@@ -21,7 +21,8 @@
  * binary64 comparison is skipped (its cost is chunk x prefix x heads x dims).
  * --ws N, --ws-long N (default 2000 and 2; --quick 100 and 1): cases of the workspace path
  * (ws_case below: the dequantize kernel's bytes, the attention on them, the chunk's
- * quantize-on-write); with --emulator-only the fill runs on the host
+ * quantize-on-write; the short ones in parallel, a thread each, like the short attention
+ * cases); with --emulator-only the fill runs on the host
  * (lowp_gpu_extend_workspace_emulate: the kernel's block function) against the model.
  * The extend kernel's run also checks the fill's E4M3 cast on all 65,536 BF16 codes
  * against lowp's codec (ws_cast_check; its mismatches count as failed checks): on the GPU
@@ -232,12 +233,13 @@ static void locate(const ecase *c, size_t x, size_t *b, size_t *i, size_t *hq, s
  * per case would cost more than the kernel. One set an OpenMP thread: the short cases run
  * on the GPU from the thread that made them, each on its own per-thread stream
  * (cudaStreamPerThread), so one thread's copies and kernel overlap the other threads'
- * emulation instead of waiting in one serial loop. */
+ * emulation instead of waiting in one serial loop. Buffers 0..6 are the attention cases',
+ * WS_DBUF.. the workspace cases' (ws_case). */
 typedef struct dbuf {
     void *p;
     size_t cap;
 } dbuf;
-enum { NDBUF = 7 };
+enum { WS_DBUF = 7, NDBUF = WS_DBUF + 12 };
 static dbuf *g_dev;  /* [g_ndev_sets][NDBUF] */
 static int g_ndev_sets;
 
@@ -637,15 +639,17 @@ static int ws_case(uint64_t seed, size_t idx, int longc, int gpu, size_t *bad,
             goto out2;                                                                             \
         }                                                                                          \
     } while (0)
+        const cudaStream_t st = cudaStreamPerThread;
         size_t sz[9] = {sizeof ptr, pages * 4, sizeof qo, sizeof kv, sizeof pre,
                         nq * HK * Dq * 2, nq * HK * Dv * 2, rows * HK * Dq, rows * HK * Dv};
         for (int i = 0; i < 9; i++)
-            WCK(cudaMalloc(&dbufs[i], sz[i] ? sz[i] : 16));
+            WCK(dev_get(WS_DBUF + i, sz[i] ? sz[i] : 16, &dbufs[i]));
         const void *hs[7] = {ptr, idxs, qo, kv, pre, kch, vch};
         for (int i = 0; i < 7; i++)
-            WCK(cudaMemcpy(dbufs[i], hs[i], sz[i], cudaMemcpyHostToDevice));
-        WCK(cudaMemset(dbufs[7], 0x7F, sz[7])); /* NaN poison where nothing is written */
-        WCK(cudaMemset(dbufs[8], 0x7F, sz[8]));
+            WCK(cudaMemcpyAsync(dbufs[i], hs[i], sz[i], cudaMemcpyHostToDevice, st));
+        /* NaN poison where nothing is written (the pooled buffers hold an earlier case's) */
+        WCK(cudaMemsetAsync(dbufs[7], 0x7F, sz[7], st));
+        WCK(cudaMemsetAsync(dbufs[8], 0x7F, sz[8], st));
         lowp_gpu_extend_args ea = {.batch = nseq, .qo_indptr = qo, .kv_indptr = kv,
                                    .prefix_len = pre, .kv_rows = rows, .num_q_heads = NQ,
                                    .num_kv_heads = HK, .qk_dim = Dq, .vo_dim = Dv, .q = q,
@@ -655,13 +659,13 @@ static int ws_case(uint64_t seed, size_t idx, int longc, int gpu, size_t *bad,
                                       .qo_indptr_dev = dbufs[2], .kv_indptr_dev = dbufs[3],
                                       .prefix_len_dev = dbufs[4], .k_chunk_dev = dbufs[5],
                                       .v_chunk_dev = dbufs[6]};
-        if (lowp_gpu_extend_workspace(&wd, dbufs[7], dbufs[8], 0, why, wl)) {
+        if (lowp_gpu_extend_workspace(&wd, dbufs[7], dbufs[8], st, why, wl)) {
             rc = -1;
             goto out2;
         }
-        WCK(cudaDeviceSynchronize());
-        WCK(cudaMemcpy(kws, dbufs[7], sz[7], cudaMemcpyDeviceToHost));
-        WCK(cudaMemcpy(vws, dbufs[8], sz[8], cudaMemcpyDeviceToHost));
+        WCK(cudaMemcpyAsync(kws, dbufs[7], sz[7], cudaMemcpyDeviceToHost, st));
+        WCK(cudaMemcpyAsync(vws, dbufs[8], sz[8], cudaMemcpyDeviceToHost, st));
+        WCK(cudaStreamSynchronize(st));
         *bad += ws_compare(idx, nseq, HK, Dq, Dv, len, kv, pre, kws, vws, kexp, vexp,
                            bytes_checked);
         /* the attention on the GPU's workspace, against the emulator on the same bytes */
@@ -669,16 +673,16 @@ static int ws_case(uint64_t seed, size_t idx, int longc, int gpu, size_t *bad,
                                   .prefix_len_dev = dbufs[4], .q_dev = NULL, .k_dev = dbufs[7],
                                   .v_dev = dbufs[8]};
         void *dq = NULL, *dout = NULL;
-        WCK(cudaMalloc(&dq, nq * NQ * Dq * 2));
-        WCK(cudaMalloc(&dout, nq * NQ * Dv * 2));
-        WCK(cudaMemcpy(dq, q, nq * NQ * Dq * 2, cudaMemcpyHostToDevice));
+        WCK(dev_get(WS_DBUF + 9, nq * NQ * Dq * 2, &dq));
+        WCK(dev_get(WS_DBUF + 10, nq * NQ * Dv * 2, &dout));
+        WCK(cudaMemcpyAsync(dq, q, nq * NQ * Dq * 2, cudaMemcpyHostToDevice, st));
         d.q_dev = dq;
-        int arc = lowp_gpu_extend(&d, dout, 0, why, wl);
-        cudaError_t e2 = arc ? cudaSuccess : cudaDeviceSynchronize();
-        if (e2 == cudaSuccess && !arc)
-            e2 = cudaMemcpy(og, dout, nq * NQ * Dv * 2, cudaMemcpyDeviceToHost);
-        cudaFree(dq);
-        cudaFree(dout);
+        int arc = lowp_gpu_extend(&d, dout, st, why, wl);
+        cudaError_t e2 = cudaSuccess;
+        if (!arc)
+            e2 = cudaMemcpyAsync(og, dout, nq * NQ * Dv * 2, cudaMemcpyDeviceToHost, st);
+        if (!arc && e2 == cudaSuccess)
+            e2 = cudaStreamSynchronize(st);
         if (arc || e2 != cudaSuccess) {
             if (e2 != cudaSuccess)
                 snprintf(why, wl, "extend after the workspace: %s", cudaGetErrorString(e2));
@@ -700,13 +704,12 @@ static int ws_case(uint64_t seed, size_t idx, int longc, int gpu, size_t *bad,
                 break;
             }
         /* the chunk into the cache: the GPU writer against the CPU writer, every byte */
-        int64_t *dslots = NULL;
-        WCK(cudaMalloc((void **)&dslots, nq * sizeof *dslots));
-        WCK(cudaMemcpy(dslots, slots, nq * sizeof *slots, cudaMemcpyHostToDevice));
+        void *dslots = NULL;
+        WCK(dev_get(WS_DBUF + 11, nq * sizeof *slots, &dslots));
+        WCK(cudaMemcpyAsync(dslots, slots, nq * sizeof *slots, cudaMemcpyHostToDevice, st));
         int wrc = lowp_gpu_kv_write(gc, LOWP_GPU_IN_BF16, dbufs[5], dbufs[6], dslots, slots, nq,
-                                    0, why, wl);
-        cudaError_t e3 = wrc ? cudaSuccess : cudaDeviceSynchronize();
-        cudaFree(dslots);
+                                    st, why, wl);
+        cudaError_t e3 = wrc ? cudaSuccess : cudaStreamSynchronize(st);
         if (wrc || e3 != cudaSuccess) {
             if (e3 != cudaSuccess)
                 snprintf(why, wl, "quantize-on-write: %s", cudaGetErrorString(e3));
@@ -751,8 +754,8 @@ out2:
     free(kexp);
     free(vexp);
 out:
-    for (int i = 0; i < 9; i++)
-        cudaFree(dbufs[i]);
+    if (gpu) /* nothing of this case may still be in flight into its host buffers */
+        cudaStreamSynchronize(cudaStreamPerThread);
     lowp_gpu_kvcache_destroy(gc);
     lowp_kvcache_destroy(cc);
     lowp_kvcache_destroy(back);
@@ -944,11 +947,6 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
             ecase_free(&cs[j]);
     }
     free(cs);
-    for (int i = 0; i < g_ndev_sets * NDBUF; i++)
-        cudaFree(g_dev[i].p);
-    free(g_dev);
-    g_dev = NULL;
-    g_ndev_sets = 0;
     struct timespec tw;
     clock_gettime(CLOCK_MONOTONIC, &tw);
     fprintf(g_log, "timing: %zu cases in %.1f s (short cases: %.1f thread-seconds of "
@@ -974,14 +972,46 @@ int lowp_gpu_extend_conform_run(const lowp_gpu_extend_conform_opts *opt, FILE *r
                     o.emulator_only ? "host" : "device", lut_blocks, lut_bad);
         }
     }
-    for (size_t i = 0; i < o.ws_cases + o.ws_long && !fail; i++) {
-        if (ws_case(o.seed, i, i >= o.ws_cases, !o.emulator_only, &ws_bad, &ws_bytes, why,
-                    sizeof why)) {
+    /* the short workspace cases in parallel, one thread each (on the GPU from the thread
+     * that made the case, on its per-thread stream, its buffers from the thread's set); the
+     * long ones one at a time, their emulation on every thread. The counts are sums, the
+     * same whatever the threads. */
+    if (!fail) {
+#pragma omp parallel for schedule(dynamic, 1)
+        for (size_t i = 0; i < o.ws_cases; i++) {
+            int stop;
+#pragma omp atomic read
+            stop = fail;
+            if (stop)
+                continue;
+            size_t nb = 0, nby = 0;
+            char w[512];
+            const int e = ws_case(o.seed, i, 0, !o.emulator_only, &nb, &nby, w, sizeof w);
+#pragma omp critical(ws_counts)
+            {
+                ws_bad += nb;
+                ws_bytes += nby;
+                if (e && !fail) {
+                    snprintf(why, sizeof why, "%s", w);
+#pragma omp atomic write
+                    fail = 1;
+                } else if (!e)
+                    ws_done++;
+            }
+        }
+    }
+    for (size_t i = o.ws_cases; i < o.ws_cases + o.ws_long && !fail; i++) {
+        if (ws_case(o.seed, i, 1, !o.emulator_only, &ws_bad, &ws_bytes, why, sizeof why)) {
             fail = 1;
             break;
         }
         ws_done++;
     }
+    for (int i = 0; i < g_ndev_sets * NDBUF; i++)
+        cudaFree(g_dev[i].p);
+    free(g_dev);
+    g_dev = NULL;
+    g_ndev_sets = 0;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     fprintf(g_log, "timing: the cast and table checks and %zu workspace cases in %.1f s\n",
             ws_done, (double)(t1.tv_sec - tw.tv_sec) + 1e-9 * (double)(t1.tv_nsec - tw.tv_nsec));

@@ -39,6 +39,9 @@
  * warps: ~2,075 (15.2). The exp2_sw is now the largest part; the hardware ex2 (issue item
  * 3) is the next step. Measured by lowp_gpu_extend_bench (tools/gpu_run.sh step extend).
  */
+#include <atomic>
+#include <mutex>
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1513,15 +1516,21 @@ extern "C" int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev,
 
 /* The workspace's tables, made once (lowp's codec on the host): the E4M3 values of the
  * block scales (host and device) and the torch cast of every BF16 code (the host's; the
- * device computes it, ws_cast2). Not thread-safe on first use. */
-static float *g_e4m3;         /* [256] on the device */
-static uint8_t h_cast[65536]; /* the emulator's */
+ * device computes it, ws_cast2). Made under g_tables_mu, so the first calls may come from
+ * several threads at once (the conformance run's workspace cases do); the flags are
+ * atomic so that a thread that sees one set also sees the table it guards. */
+static std::mutex g_tables_mu;
+static std::atomic<float *> g_e4m3; /* [256] on the device */
+static uint8_t h_cast[65536];       /* the emulator's */
 static float h_e4m3[256];
-static int h_ready;
+static std::atomic<int> h_ready;
 
 static int ws_host_tables(char *why, size_t why_len)
 {
-    if (h_ready)
+    if (h_ready.load())
+        return 0;
+    std::lock_guard<std::mutex> lock(g_tables_mu);
+    if (h_ready.load())
         return 0;
     lowp_codec torch_e4m3;
     if (lowp_codec_init(&torch_e4m3, LOWP_E4M3, LOWP_PROFILE_TORCH, LOWP_RN, LOWP_SAT_OFF, why,
@@ -1537,10 +1546,13 @@ static int ws_host_tables(char *why, size_t why_len)
 
 static int ws_tables(char *why, size_t why_len)
 {
-    if (g_e4m3)
+    if (g_e4m3.load())
         return 0;
     if (ws_host_tables(why, why_len))
         return -1;
+    std::lock_guard<std::mutex> lock(g_tables_mu);
+    if (g_e4m3.load())
+        return 0;
     float *dv = NULL;
     cudaError_t e = cudaMalloc(&dv, sizeof h_e4m3);
     if (e == cudaSuccess)
@@ -1763,7 +1775,7 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
     WsParams p = ws_params(cfg, c->n_global, c->k_codes, c->v_codes, c->k_scales, c->v_scales,
                            c->k_global, c->v_global, d->pt_indptr_dev, d->pt_indices_dev,
                            d->qo_indptr_dev, d->kv_indptr_dev, d->prefix_len_dev, d->k_chunk_dev,
-                           d->v_chunk_dev, k_ws_dev, v_ws_dev, NULL, g_e4m3);
+                           d->v_chunk_dev, k_ws_dev, v_ws_dev, NULL, g_e4m3.load());
     size_t pmax = 0, cmax = 0, nmax = 0;
     for (size_t b = 0; b < a->batch; b++) {
         const size_t pre = (size_t)a->prefix_len[b];
@@ -1898,7 +1910,7 @@ extern "C" long long lowp_gpu_extend_ws_lut_check(int gpu, size_t *blocks, char 
     if (e == cudaSuccess)
         e = cudaMemset(d, 0, sizeof *d);
     if (e == cudaSuccess) {
-        ws_lut_kernel<<<(n + 255) / 256, 256>>>(g_e4m3, d);
+        ws_lut_kernel<<<(n + 255) / 256, 256>>>(g_e4m3.load(), d);
         e = cudaGetLastError();
     }
     if (e == cudaSuccess)
