@@ -823,19 +823,27 @@ __host__ __device__ __forceinline__ uint2 ws_lut_table(const WsParams &p, float 
     return make_uint2(t[0] | t[1] << 16, t[2] | t[3] << 16);
 }
 
-/* The block's 16 bytes from its 8 code bytes (in.a.x, in.a.y) and its table tab. */
+/* The block's 16 bytes from its 8 code bytes (in.a.x, in.a.y) and its table tab. Nibble e
+ * of the code bytes is element e and output byte e. For a code word w (elements 8q..8q+7):
+ * the magnitudes by prmt on the 3 low bits of each nibble (bit 3 masked off: in a prmt
+ * selector it means "replicate the byte's bit 7"); the signs by that very mode: bit 7 of
+ * byte k of w is the sign of nibble 2k + 1, bit 7 of byte k of w << 4 that of nibble 2k,
+ * so prmt(w << 4, w) with selector nibbles 8 | k (byte k of w << 4) and 8 | 4 + k (byte k
+ * of w) makes 0xFF where an element is negative and 0x00 where not; bit 7 of it flips the
+ * magnitude's byte. 5 instructions a word for the signs. */
 __host__ __device__ __forceinline__ uint4 ws_lut_apply(const WsIn &in, uint2 tab)
 {
-    const uint32_t lo = tab.x, hi = tab.y;
-    /* nibble e of the 8 code bytes is element e; output byte e is element e */
-    const uint32_t c[4] = {in.a.x & 0xFFFFu, in.a.x >> 16, in.a.y & 0xFFFFu, in.a.y >> 16};
+    const uint32_t lo = tab.x, hi = tab.y, wd[2] = {in.a.x, in.a.y};
     uint32_t r[4];
-    for (int i = 0; i < 4; i++) {
-        const uint32_t mag = lowp_dec_prmt(lo, hi, c[i] & 0x7777u);
-        /* selector 4 (the sign bit 3 moved to bit 2) picks byte 0 of 0x80, selector 0 byte 0
-         * of 0: bit 7 where the code is negative */
-        const uint32_t sgn = lowp_dec_prmt(0u, 0x80u, (c[i] >> 1) & 0x4444u);
-        r[i] = mag ^ sgn;
+    for (int q = 0; q < 2; q++) {
+        const uint32_t w = wd[q], w4 = w << 4;
+        const uint32_t m0 = lowp_dec_prmt(lo, hi, w & 0x7777u);
+        const uint32_t m1 = lowp_dec_prmt(lo, hi, (w >> 16) & 0x7777u);
+        /* output bytes 0..3: nibbles 0 (w4 byte 0), 1 (w byte 0), 2 (w4 byte 1), 3 (w
+         * byte 1); bytes 4..7: nibbles 4..7 from bytes 2 and 3 the same way */
+        const uint32_t s0 = lowp_dec_prmt(w4, w, 0xD9C8u), s1 = lowp_dec_prmt(w4, w, 0xFBEAu);
+        r[2 * q] = m0 ^ (s0 & 0x80808080u);
+        r[2 * q + 1] = m1 ^ (s1 & 0x80808080u);
     }
     return make_uint4(r[0], r[1], r[2], r[3]);
 }
@@ -897,6 +905,18 @@ __device__ __noinline__ uint4 ws_bytes_elem_rare(uint32_t ax, uint32_t ay, float
 }
 #endif
 
+/* ws_bytes_elem of a prefix block, out of line on the device (ws_bytes_elem_rare) */
+__host__ __device__ __forceinline__ uint4 ws_bytes_rare(const WsParams &p, const WsIn &in,
+                                                        float sf, float g, bool ovf)
+{
+#ifdef __CUDA_ARCH__
+    (void)p;
+    return ws_bytes_elem_rare(in.a.x, in.a.y, sf, g, ovf);
+#else
+    return ws_bytes_elem(p, in, sf, g, ovf);
+#endif
+}
+
 /* |x_i| = fl(|v_i sf| |g|) <= fl(6 sf |g|) (v_i sf and 6 sf exact, rounding monotone), so
  * fl(6 sf |g|) <= 448 bounds every BF16 below WS_NAN_FROM; a NaN sf or g fails the test */
 __host__ __device__ __forceinline__ bool ws_prefix_ovf(float sf, float g)
@@ -919,11 +939,7 @@ __host__ __device__ __forceinline__ uint4 ws_bytes(const WsParams &p, const floa
         const bool ovf = ws_prefix_ovf(sf, g);
         if (ws_lut_ok(sf, g))
             return ws_bytes_lut(p, in, sf, g, ovf);
-#ifdef __CUDA_ARCH__
-        return ws_bytes_elem_rare(in.a.x, in.a.y, sf, g, ovf);
-#else
-        return ws_bytes_elem(p, in, sf, g, ovf);
-#endif
+        return ws_bytes_rare(p, in, sf, g, ovf);
     }
     const uint32_t wv[8] = {in.a.x, in.a.y, in.a.z, in.a.w, in.c.x, in.c.y, in.c.z, in.c.w};
     uint32_t any = 0;
@@ -934,14 +950,20 @@ __host__ __device__ __forceinline__ uint4 ws_bytes(const WsParams &p, const floa
 
 /* The staged fill's tables with per-tensor global scales: entries i = first, first + step,
  * ... < 512 of tab[i / 256][i % 256] = ws_lut_table of scale code i % 256 and the K (i <
- * 256) or V global scale, where ws_lut_ok (the others are never read). */
+ * 256) or V global scale where ws_lut_ok, else WS_TAB_RARE. A table's byte 0 is the cast
+ * of (0 sf) g = +-0, 0x00 or 0x80, so an entry is WS_TAB_RARE exactly where its low 7 bits
+ * are not 0 (ws_tab_rare): the block takes ws_bytes' per-element path there. */
+#define WS_TAB_RARE 0x7F7F7F7Fu
+__host__ __device__ __forceinline__ bool ws_tab_rare(uint2 e) { return (e.x & 0x7Fu) != 0; }
+
 __host__ __device__ __forceinline__ void ws_tab_fill(const WsParams &p, const float *e4m3,
                                                      uint2 (*tab)[256], int first, int step)
 {
     for (int i = first; i < 512; i += step) {
         const float sf = e4m3[i & 255], g = (i >> 8 ? p.vg : p.kg)[0];
-        if (ws_lut_ok(sf, g))
-            tab[i >> 8][i & 255] = ws_lut_table(p, sf, g, ws_prefix_ovf(sf, g));
+        tab[i >> 8][i & 255] = ws_lut_ok(sf, g)
+                                   ? ws_lut_table(p, sf, g, ws_prefix_ovf(sf, g))
+                                   : make_uint2(WS_TAB_RARE, WS_TAB_RARE);
     }
 }
 
@@ -1129,6 +1151,48 @@ __host__ __device__ __forceinline__ void ws_block_out(const WsParams &p, const W
                                  : ws_bytes(p, e4m3, in);
 }
 
+/* A unit's blocks when p.lin and the global scales are per tensor (tab made), blocks
+ * first, first + step, ...: the same bytes as ws_block_out on each, with none of its
+ * index work. With NHD pages and a unit of all heads, block m of a part (K, then V) of
+ * the unit's n prefix positions is block j = m % (D / 16) of head (m / (D / 16)) % H of
+ * position t0 + m / (H D / 16), and each of its places is a run of the unit: its 8 code
+ * bytes at 8 m of the stage's part (ws_chunk copies a position's H D / 2 code bytes in
+ * order, t after t), its scale code at m of the scale part, its 16 workspace bytes at 16 m
+ * from row (kv0 + t0) H (the rows (t, h) of the unit are consecutive). The table entry
+ * decides as ws_block_out's ws_lut_ok does (ws_tab_fill). */
+__host__ __device__ __forceinline__ void ws_convert_lin(const WsParams &p, const WsSeq &s,
+                                                        const float *e4m3,
+                                                        const uint2 (*tab)[256],
+                                                        const uint8_t *st, int t0, int first,
+                                                        int step)
+{
+    const WsStage o = ws_stage(p);
+    const int n = s.P - t0 < p.TT ? s.P - t0 : p.TT; /* >= 1: t0 < P */
+    for (int w = 0; w < 2; w++) {
+        const int D = w ? p.Dv : p.Dq, nbl = n * p.H * (D / 16);
+        const uint8_t *code = st + (w ? o.vc : o.kc), *scl = st + (w ? o.vs : o.ks);
+        uint8_t *dst = (w ? p.vws : p.kws) + (s.kv0 + (size_t)t0) * (size_t)p.H * (size_t)D;
+        const uint2 *tb = tab[w];
+        for (int m = first; m < nbl; m += step) {
+            const uint2 c = *reinterpret_cast<const uint2 *>(code + 8 * m);
+            WsIn in;
+            in.prefix = true;
+            in.a = make_uint4(c.x, c.y, 0u, 0u);
+            in.c = make_uint4(0u, 0u, 0u, 0u);
+            in.sc = scl[m];
+            in.g = (w ? p.vg : p.kg)[0];
+            const uint2 e = tb[in.sc];
+            uint4 out;
+            if (ws_tab_rare(e)) { /* what ws_bytes does where ws_lut_ok fails */
+                const float sf = e4m3[in.sc];
+                out = ws_bytes_rare(p, in, sf, in.g, ws_prefix_ovf(sf, in.g));
+            } else
+                out = ws_lut_apply(in, e);
+            *reinterpret_cast<uint4 *>(dst + 16 * (size_t)m) = out;
+        }
+    }
+}
+
 /* The units of a prefix of P positions. The launcher keeps them below 2^31 - 4 W (W the
  * grid's warps) before choosing the staged kernel, so u + 3 W stays an int. */
 __host__ __device__ __forceinline__ size_t ws_units(const WsParams &p, size_t P)
@@ -1162,6 +1226,10 @@ __device__ __forceinline__ void ws_convert(const WsParams &p, const WsSeq &s, co
 {
     const int lane = threadIdx.x & 31, R = p.TT * p.HG, nb = (p.Dq + p.Dv) / 16;
     const int tu = (int)lowp_div32_q(p.dNG, (uint32_t)u), g = u - tu * p.NG, t0 = tu * p.TT;
+    if (p.lin && tab != NULL) {
+        ws_convert_lin(p, s, e4m3, tab, st, t0, lane, 32);
+        return;
+    }
     for (int b = lane; b < R * nb; b += 32)
         ws_block_out(p, s, e4m3, tab, st, t0, g, b);
 }
@@ -1270,9 +1338,11 @@ __global__ void ws_cast_kernel(uint8_t *full, uint8_t *fast)
 }
 
 /* ws_bytes_lut against ws_bytes_elem (the per-element path) on every block of the grid
- * (code byte c, scale code sc, global scale WS_LUT_G[gi]): the block's 8 code bytes are c
- * (word x) and c ^ 0x88 (word y), so both nibbles of c appear with both signs. Non-finite
- * scales (codes 0x7F, 0xFF) are skipped: the fill never takes the table there. */
+ * (code byte c, scale code sc, global scale WS_LUT_G[gi]): byte k of the block's 8 code
+ * bytes is c xor a constant of k (0, 0x18, 0x81, 0x99, 0x88, 0x0F, 0xF0, 0xFF), so over the
+ * grid every nibble position holds every code with every scale, and an element that took
+ * its neighbour's place (or sign) would show: its neighbour differs in most blocks.
+ * Non-finite scales (codes 0x7F, 0xFF) are skipped: the fill never takes the table there. */
 #define WS_LUT_NG 17
 __host__ __device__ __forceinline__ float ws_lut_g(int i)
 {
@@ -1289,8 +1359,8 @@ __host__ __device__ __forceinline__ int ws_lut_one(const WsParams &p, const floa
     if ((sc & 0x7Fu) == 0x7Fu)
         return 0;
     WsIn in = {};
-    in.a.x = c * 0x01010101u;
-    in.a.y = (c ^ 0x88u) * 0x01010101u;
+    in.a.x = c * 0x01010101u ^ 0x99811800u; /* bytes c, c ^ 0x18, c ^ 0x81, c ^ 0x99 */
+    in.a.y = c * 0x01010101u ^ 0xFFF00F88u; /* c ^ 0x88, c ^ 0x0F, c ^ 0xF0, c ^ 0xFF */
     in.prefix = true;
     const float sf = e4m3[sc], g = ws_lut_g(gi);
     const bool ovf = ws_prefix_ovf(sf, g);
@@ -1723,8 +1793,14 @@ extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
     for (size_t b = 0; b < a->batch; b++) {
         const WsSeq s = ws_seq(p, (int)b);
         const int n = a->prefix_len[b] + a->qo_indptr[b + 1] - a->qo_indptr[b];
-        int t = 0;
-        if (staged && ws_units(p, (size_t)s.P) <= (size_t)INT32_MAX) {
+        /* the staged kernel's chunk rows first, then its units: a unit that wrote past
+         * the prefix would overwrite chunk rows and be caught */
+        const bool su = staged && ws_units(p, (size_t)s.P) <= (size_t)INT32_MAX;
+        for (int t = su ? s.P : 0; t < n; t++)
+            for (int h = 0; h < p.H; h++)
+                for (int blk = 0; blk < nb; blk++)
+                    *ws_dst(p, s, t, h, blk) = ws_bytes(p, p.e4m3, ws_load(p, s, t, h, blk));
+        if (su) {
             const int units = (int)ws_units(p, (size_t)s.P);
             int *pages = reinterpret_cast<int *>(st + ws_stage(p).pg);
             for (int u = 0; u < units; u++) {
@@ -1737,15 +1813,14 @@ extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
                     if (ch.bytes)
                         memcpy(st + ch.off, ch.src, (size_t)ch.bytes);
                 }
-                for (int k = 0; k < R * nb; k++)
-                    ws_block_out(p, s, p.e4m3, p.per_head ? NULL : tab, st, tu * p.TT, g, k);
+                if (p.lin && !p.per_head)
+                    ws_convert_lin(p, s, p.e4m3, tab, st, tu * p.TT, 0, 1);
+                else
+                    for (int k = 0; k < R * nb; k++)
+                        ws_block_out(p, s, p.e4m3, p.per_head ? NULL : tab, st, tu * p.TT, g,
+                                     k);
             }
-            t = s.P;
         }
-        for (; t < n; t++)
-            for (int h = 0; h < p.H; h++)
-                for (int blk = 0; blk < nb; blk++)
-                    *ws_dst(p, s, t, h, blk) = ws_bytes(p, p.e4m3, ws_load(p, s, t, h, blk));
     }
     free(st);
     return 0;
