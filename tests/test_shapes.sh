@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/test_shapes.sh LOWP PYTHON: every tensor-taking command over a grid of users' shapes.
 #
-# Commands: attn, gpu attn --emulate, quantize, dequantize, stats, calibrate, select.
+# Commands: attn, gpu attn --emulate, attn / gpu attn --emulate --path extend|prefill,
+# quantize, dequantize, stats, calibrate, select.
 # Shapes, as users' models have them:
 #   head dims Dq, Dv   64 96 128 192 256 512 (QK dim and VO dim drawn separately, so most
 #                      rows have Dq != Dv)
@@ -34,6 +35,13 @@
 #                    tiny: they quantize BF16-rounded vs binary32 K/V);
 #   quantize + dequantize  the input's shape back, finite, relative L2 error <= 0.5;
 #   stats / calibrate      a table naming the input's shape on stdout;
+#   --path extend|prefill  (SGLang's paths 2 and 1 on a chunk of the row's last q_len
+#                          positions: q_len 1..9, fewer where the row is costly; extend
+#                          over an NVFP4 cache, the only format that path reads) attn exits
+#                          0 with [q_len, H * G, Dv] finite; gpu attn --emulate exits 0
+#                          where the extend kernel takes the shape (dims multiples of 64 up
+#                          to 256, G <= 16), else 2, and holds every output to its derived
+#                          bound around attn's ("0 outside the bound");
 #   select                 (MoBA and NSA over the row's keys in its format, blocks of 16;
 #                          QSA and DSA at their fixed index dim 128 with the row's context;
 #                          all with the sparse attention over the selected tokens) int32
@@ -154,9 +162,10 @@ STATS_ROWS = subcover(["Dq", "H", "ctx"])           # stats: the tensor's shape 
 QUANT_ROWS = subcover(["Dq", "H", "ctx", "fmt"])    # quantize, dequantize, calibrate
 SELECT_ROWS = subcover(["Dq", "H", "G", "ctx", "fmt"])  # select moba / nsa (keys of dim Dq)
 INDEX_ROWS = subcover(["ctx", "fmt"])               # select qsa / dsa: fixed index dims
+PATH_ROWS = subcover(["Dq", "Dv", "H", "G", "ctx", "page"])  # --path extend / prefill
 print(f"test_shapes: quantize/dequantize/calibrate on {len(QUANT_ROWS)} rows, stats on "
-      f"{len(STATS_ROWS)}, select moba/nsa on {len(SELECT_ROWS)}, qsa/dsa on {len(INDEX_ROWS)} "
-      f"(pairwise over their factors)")
+      f"{len(STATS_ROWS)}, select moba/nsa on {len(SELECT_ROWS)}, qsa/dsa on {len(INDEX_ROWS)}, "
+      f"--path extend/prefill on {len(PATH_ROWS)} (pairwise over their factors)")
 # select's index-key formats for the row's main format (QSA and DSA have their own)
 QSA_KEYS = {"bf16": "bf16", "fp8_e4m3": "e4m3", "fp8_e5m2": "e4m3", "nvfp4": "nvfp4", "mxfp4": "mxfp4",
             "mxfp8": "mxfp8"}
@@ -210,6 +219,28 @@ def select_row(tag, d, rng, Dq, H, G, ctx, fmt, qp, kp, index):
             check_indices(t, ip, 1, K, cand, None)
 
 
+def path_row(tag, d, rng, Dq, Dv, H, G, ctx, page, kp, vp):
+    """attn --path extend|prefill and gpu attn --path ... --emulate --check-against on a
+    chunk of the last q_len positions (cost: q_len x the decode's)"""
+    qlen = max(1, min(ctx, 9, (2000 * 20 * 128) // (ctx * H * G * (Dq + Dv))))
+    qp = os.path.join(d, "qc.npy")
+    np.save(qp, rng.standard_normal((qlen, H * G, Dq)).astype(np.float32))
+    kernel_ok = all(x % 64 == 0 and x <= 256 for x in (Dq, Dv)) and G <= 16
+    for path in ("extend", "prefill"):
+        t = f"{tag} --path {path} q_len={qlen}"
+        io = ["--q", qp, "--k", kp, "--v", vp, "--kv-format", "nvfp4", "--path", path]
+        a, e = os.path.join(d, "a_path.npy"), os.path.join(d, "e_path.npy")
+        res = run(t + " attn", ["attn"] + io + ["--page-size", str(page), "--out", a], a, expect=0, d=d)
+        if not res or res[0] != 0 or load(a, (qlen, H * G, Dv), t + " attn") is None:
+            continue
+        res = run(t + " gpu attn --emulate", ["gpu", "attn", "--emulate"] + io +
+                  ["--out", e, "--check-against", a], e, expect=0 if kernel_ok else 2, d=d)
+        if res and res[0] == 0:
+            load(e, (qlen, H * G, Dv), t + " gpu attn --emulate")
+            if " 0 outside the bound" not in res[1]:
+                bad(f"{t} gpu attn --emulate: not '0 outside the bound': {res[1][-300:]!r}")
+
+
 def run(tag, args, out, expect=None, d=None):
     """Run lowp ARGS; out is the output file (or None), d the row's folder. Returns (exit
     status, stdout), or None after a failure was reported."""
@@ -221,9 +252,11 @@ def run(tag, args, out, expect=None, d=None):
     t = time.time()
     p = subprocess.run([lowp] + args, capture_output=True, text=True, errors="replace")
     key = args[0] if args[0] != "gpu" else "gpu attn"
+    if "--path" in args:
+        key += " --path " + args[args.index("--path") + 1]
     with lock:
         spent[key] = spent.get(key, 0.0) + time.time() - t
-    if time.time() - t > 2.0 and os.environ.get("LOWP_SHAPES_SLOW"):
+    if time.time() - t > float(os.environ.get("LOWP_SHAPES_SLOW", "inf")):
         print(f"slow: {tag}: {time.time() - t:.1f} s")
     err = p.stderr.strip().splitlines()
     if p.returncode not in (0, 2):
@@ -305,6 +338,8 @@ def one_row(n, r, d):
         if not cos >= 0.9:
             bad(f"{tag}: attn and gpu attn --emulate disagree (cosine {cos:.4f})")
 
+    if n in PATH_ROWS:
+        path_row(tag, d, rng, Dq, Dv, H, G, ctx, page, kp, vp)
     if n in SELECT_ROWS:
         select_row(tag, d, rng, Dq, H, G, ctx, fmt, qp, kp, n in INDEX_ROWS)
     if n not in QUANT_ROWS:
