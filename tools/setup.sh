@@ -7,7 +7,8 @@
 #   BUILD_DIR=dir CMAKE_ARGS="-DLOWP_SANITIZE=ON" tools/setup.sh --no-conform
 #   LOWP_LLAMACPP=1 tools/setup.sh  also build llama.cpp (llama-cpp-python) for its interop test
 #
-# Dependencies are Debian packages (cmake, gcc, libmpfr-dev, check, libjansson-dev, pkg-config, python3)
+# Dependencies are Debian packages (cmake, gcc, libmpfr-dev, check, libjansson-dev, pkg-config, python3;
+# openmpi-bin for one test, installed if root)
 # and, for the interop tests, numpy / ml_dtypes / safetensors (for the SASS tests, NVIDIA's
 # cuobjdump / nvdisasm) from PyPI in a virtual environment at .venv (nothing is vendored).
 # The CUDA parts build when nvcc is found (on PATH or in /usr/local/cuda/bin); without it
@@ -35,6 +36,17 @@ if [ "$need_apt" = 1 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends cmake gcc g++ make pkg-config libmpfr-dev check libjansson-dev \
     python3 python3-venv python3-pip ca-certificates python3.11-doc fortunes-min >/dev/null
+fi
+
+# Open MPI's mpirun for the test of `mpirun -n 2` sharded runs (mpi_cli; lowp itself needs no
+# MPI): installed when missing and this runs as root, else that one test is skipped
+if ! command -v mpirun >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    [ "$need_apt" = 1 ] || apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openmpi-bin >/dev/null
+  else
+    echo "setup: no mpirun (Debian openmpi-bin): the mpi_cli test will be skipped" >&2
+  fi
 fi
 
 if [ ! -x .venv/bin/python ]; then
