@@ -82,10 +82,15 @@ int lowp_gpu_extend_bench_run(const lowp_gpu_extend_bench_opts *o, FILE *out, FI
                      "kvw_dev_share\n");
     struct cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
+    const char *fill = lowp_gpu_extend_workspace_fill();
     fprintf(log, "lowp gpu bench --kernel extend on %s: batch %zu, %zu q / %zu kv heads, dim %zu, "
-                 "median of %zu, %zu bytes of shared memory a CTA; workspace fill %s\n",
+                 "median of %zu, %zu bytes of shared memory a CTA; workspace fill %s",
             prop.name, batch, HQ, HK, D, reps, lowp_gpu_extend_smem_bytes(D, D),
-            lowp_gpu_extend_workspace_fill() ? lowp_gpu_extend_workspace_fill() : "(refused)");
+            fill ? fill : "(refused)");
+    if (fill && strcmp(fill, "auto") == 0)
+        fprintf(log, " (staged from a prefix of %zu)",
+                lowp_gpu_extend_workspace_staged_min_prefix());
+    fprintf(log, "\n");
     fprintf(log, "%-8s %8s %8s %12s %10s\n", "kernel", "chunk", "prefix", "us", "TFLOP/s");
     uint64_t cmax = 0, pmax = 0;
     for (size_t i = 0; i < nc; i++)

@@ -956,6 +956,18 @@ __host__ __device__ __forceinline__ uint4 ws_bytes(const WsParams &p, const floa
 #define WS_TAB_RARE 0x7F7F7F7Fu
 __host__ __device__ __forceinline__ bool ws_tab_rare(uint2 e) { return (e.x & 0x7Fu) != 0; }
 
+/* A prefix block's bytes from its table entry e (ws_tab_fill's for its scale code and
+ * global scale): the lookup where e is real, else ws_bytes' per-element path; either way
+ * ws_bytes' bytes of in. */
+__host__ __device__ __forceinline__ uint4 ws_tab_bytes(const WsParams &p, const float *e4m3,
+                                                       const WsIn &in, uint2 e)
+{
+    if (!ws_tab_rare(e))
+        return ws_lut_apply(in, e);
+    const float sf = e4m3[in.sc];
+    return ws_bytes_rare(p, in, sf, in.g, ws_prefix_ovf(sf, in.g));
+}
+
 __host__ __device__ __forceinline__ void ws_tab_fill(const WsParams &p, const float *e4m3,
                                                      uint2 (*tab)[256], int first, int step)
 {
@@ -1120,10 +1132,9 @@ __host__ __device__ __forceinline__ int ws_unit_page(const WsParams &p, const Ws
 }
 
 /* Block b of unit u (b < R nb, nb = D / 16 a row) from the stage st into the workspace. tab
- * (NULL when the global scales are per head): tab[w][c] = ws_lut_table of scale code c and
- * the K (w = 0) or V global scale, made where both are finite; ws_bytes' own test picks it
- * or the per-element path, so every block's bytes are ws_bytes' of the same WsIn as
- * ws_load gives. */
+ * (NULL when the global scales are per head): ws_tab_fill's tables of the K (tab[0]) and V
+ * global scales, taken by ws_tab_bytes; so every block's bytes are ws_bytes' of the same
+ * WsIn as ws_load gives. */
 __host__ __device__ __forceinline__ void ws_block_out(const WsParams &p, const WsSeq &s,
                                                       const float *e4m3, const uint2 (*tab)[256],
                                                       const uint8_t *st, int t0, int g, int b)
@@ -1145,10 +1156,8 @@ __host__ __device__ __forceinline__ void ws_block_out(const WsParams &p, const W
     in.c = make_uint4(0u, 0u, 0u, 0u);
     in.sc = st[(isk ? o.ks + r * (p.Dq / 16) : o.vs + r * (p.Dv / 16)) + jj];
     in.g = (isk ? p.kg : p.vg)[p.per_head ? h : 0];
-    const float sf = e4m3[in.sc];
-    *ws_dst(p, s, t, h, j) = tab != NULL && ws_lut_ok(sf, in.g)
-                                 ? ws_lut_apply(in, tab[isk ? 0 : 1][in.sc])
-                                 : ws_bytes(p, e4m3, in);
+    *ws_dst(p, s, t, h, j) = tab != NULL ? ws_tab_bytes(p, e4m3, in, tab[isk ? 0 : 1][in.sc])
+                                         : ws_bytes(p, e4m3, in);
 }
 
 /* A unit's blocks when p.lin and the global scales are per tensor (tab made), blocks
@@ -1158,8 +1167,7 @@ __host__ __device__ __forceinline__ void ws_block_out(const WsParams &p, const W
  * position t0 + m / (H D / 16), and each of its places is a run of the unit: its 8 code
  * bytes at 8 m of the stage's part (ws_chunk copies a position's H D / 2 code bytes in
  * order, t after t), its scale code at m of the scale part, its 16 workspace bytes at 16 m
- * from row (kv0 + t0) H (the rows (t, h) of the unit are consecutive). The table entry
- * decides as ws_block_out's ws_lut_ok does (ws_tab_fill). */
+ * from row (kv0 + t0) H (the rows (t, h) of the unit are consecutive). */
 __host__ __device__ __forceinline__ void ws_convert_lin(const WsParams &p, const WsSeq &s,
                                                         const float *e4m3,
                                                         const uint2 (*tab)[256],
@@ -1181,14 +1189,8 @@ __host__ __device__ __forceinline__ void ws_convert_lin(const WsParams &p, const
             in.c = make_uint4(0u, 0u, 0u, 0u);
             in.sc = scl[m];
             in.g = (w ? p.vg : p.kg)[0];
-            const uint2 e = tb[in.sc];
-            uint4 out;
-            if (ws_tab_rare(e)) { /* what ws_bytes does where ws_lut_ok fails */
-                const float sf = e4m3[in.sc];
-                out = ws_bytes_rare(p, in, sf, in.g, ws_prefix_ovf(sf, in.g));
-            } else
-                out = ws_lut_apply(in, e);
-            *reinterpret_cast<uint4 *>(dst + 16 * (size_t)m) = out;
+            *reinterpret_cast<uint4 *>(dst + 16 * (size_t)m) =
+                ws_tab_bytes(p, e4m3, in, tb[in.sc]);
         }
     }
 }
@@ -1728,21 +1730,47 @@ static void ws_staged_plan(WsParams *p)
     p->staged = !p->k_il && !p->v_il;
 }
 
-/* LOWP_GPU_WS_FILL: unset or "rows" (*staged = 0), "staged" (1); anything else refused. The
- * launcher and the emulator read it alike. */
-static int ws_fill_choice(int *staged, char *why, size_t why_len)
+/* The staged kernel's prefix from which the default fill ("auto") takes it. Measured at
+ * batch 1, 32 q / 8 kv heads, d 128, chunks of 512, 2K and 8K (H100, 2026-12-06,
+ * reports/gpu-extend-h200-notes.md): over a 4K prefix the rows kernel was faster at every
+ * chunk (13.4-32.6 us against 15.1-34.1), over 6K the staged one equal or faster (16.7 us
+ * against 16.4 at chunk 512, 17.3 against 18.8 at 2K, 37.2 against 39.6 at 8K), and from
+ * 12K on faster by 1.2-1.4x. */
+enum { WS_STAGED_MIN_PREFIX = 6144 };
+
+/* LOWP_GPU_WS_FILL: "rows" (*mode 0), "staged" (1), unset or "auto" (2: staged where the
+ * longest prefix has WS_STAGED_MIN_PREFIX positions); anything else refused. The launcher
+ * and the emulator read it alike (ws_fill_staged). */
+static int ws_fill_choice(int *mode, char *why, size_t why_len)
 {
     const char *env = getenv("LOWP_GPU_WS_FILL");
-    if (env != NULL && strcmp(env, "rows") != 0 && strcmp(env, "staged") != 0)
-        return lowp_why_set(why, why_len, "LOWP_GPU_WS_FILL=%s: expected rows or staged", env);
-    *staged = env != NULL && strcmp(env, "staged") == 0;
+    if (env == NULL || strcmp(env, "auto") == 0)
+        *mode = 2;
+    else if (strcmp(env, "rows") == 0 || strcmp(env, "staged") == 0)
+        *mode = env[0] == 's';
+    else
+        return lowp_why_set(why, why_len, "LOWP_GPU_WS_FILL=%s: expected auto, rows or staged",
+                            env);
     return 0;
+}
+
+/* Whether the fill of a batch whose longest prefix is pmax asks for the staged kernel. */
+static int ws_fill_staged(int mode, size_t pmax)
+{
+    return mode == 1 || (mode == 2 && pmax >= (size_t)WS_STAGED_MIN_PREFIX);
 }
 
 extern "C" const char *lowp_gpu_extend_workspace_fill(void)
 {
-    int staged = 0;
-    return ws_fill_choice(&staged, NULL, 0) ? NULL : staged ? "staged" : "rows";
+    int mode = 0;
+    if (ws_fill_choice(&mode, NULL, 0))
+        return NULL;
+    return mode == 2 ? "auto" : mode ? "staged" : "rows";
+}
+
+extern "C" size_t lowp_gpu_extend_workspace_staged_min_prefix(void)
+{
+    return WS_STAGED_MIN_PREFIX;
 }
 
 extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
@@ -1776,11 +1804,14 @@ extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
                            lowp_kvcache_cbuffer(cache, LOWP_KV_V, LOWP_KV_SCALES, &bytes), kg, vg,
                            pt->indptr, pt->indices, a->qo_indptr, a->kv_indptr, a->prefix_len,
                            k_chunk, v_chunk, k_ws, v_ws, h_cast, h_e4m3);
-    int staged = 0;
-    if (ws_fill_choice(&staged, why, why_len))
+    int mode = 0;
+    if (ws_fill_choice(&mode, why, why_len))
         return -1;
+    size_t pmax = 0;
+    for (size_t b = 0; b < a->batch; b++)
+        pmax = (size_t)a->prefix_len[b] > pmax ? (size_t)a->prefix_len[b] : pmax;
     ws_staged_plan(&p);
-    staged = staged && p.staged;
+    const int staged = ws_fill_staged(mode, pmax) && p.staged;
     /* the staged kernel's schedule, unit by unit (its warps' interleaving changes nothing:
      * units are disjoint): the same chunk copies into a stage, the same block function */
     uint2 tab[2][256];
@@ -1862,9 +1893,10 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
     /* ws_rows: nb <= 32 blocks a row (dims <= 256), ny rows a CTA of 256 threads; enough
      * CTAs for the longest sequence's rows (grid-stride beyond 65535 CTAs) */
     const size_t nb = (cfg->qk_dim + cfg->vo_dim) / 16, ny = 256 / nb, H = cfg->num_heads;
-    int want_staged = 0;
-    if (ws_fill_choice(&want_staged, why, why_len))
+    int mode = 0;
+    if (ws_fill_choice(&mode, why, why_len))
         return -1;
+    const int want_staged = ws_fill_staged(mode, pmax);
     ws_staged_plan(&p);
     /* the staged kernel's 16- and 4-byte copies need the buffers so aligned (cudaMalloc's
      * are; a cache made of other pointers may not be) */
@@ -1883,7 +1915,8 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
             e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ws_fill_staged_kernel, 256, smem);
         if (e != cudaSuccess)
             return lowp_why_set(why, why_len, "workspace fill: %s", cudaGetErrorString(e));
-        /* the prefix: one wave of resident CTAs (8 warps each), each warp at least 4 units;
+        /* the prefix: one wave of resident CTAs (8 warps each), each warp at least 4 units
+         * (at least 1 or 2 timed the same within 2 us at every bench shape, 2026-12-06);
          * the chunk: ws_rows' CTAs for its rows; both z planes get the larger count */
         size_t sx = (units + 8 * 4 - 1) / (8 * 4);
         const size_t wave = (size_t)sms * (size_t)(per_sm > 0 ? per_sm : 1);

@@ -69,12 +69,12 @@ int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev, cudaStream
  * any launch: a cache that is not NVFP4 or whose num_heads / dims differ from the shapes,
  * lowp_gpu_extend_check's reasons, a page table that does not cover a prefix, NULL
  * pointers. Asynchronous on stream.
- * LOWP_GPU_WS_FILL selects the kernel: unset or "rows" (a thread a 16-element block, the
- * default), "staged" (each warp stages runs of the prefix's rows through shared memory by
- * cp.async; only for linear scale order and 16-byte aligned codes, else the default;
- * on the H200 1.1-1.3x faster than the default over prefixes of 32K-128K and 0.72-0.88x
- * at 4K, reports/gpu-extend-h200-notes.md; so far checked on fewer cases than the default);
- * any other value is refused. Both give the same bytes. */
+ * LOWP_GPU_WS_FILL selects the kernel: "rows" (a thread a 16-element block), "staged" (each
+ * warp stages runs of the prefix's rows through shared memory by cp.async; only for linear
+ * scale order and 16-byte aligned codes, else rows), unset or "auto" (the default: staged
+ * where the batch's longest prefix has lowp_gpu_extend_workspace_staged_min_prefix()
+ * positions, rows below; timings in reports/gpu-extend-h200-notes.md); any other value is
+ * refused. Both kernels give the same bytes. */
 typedef struct lowp_gpu_extend_ws_desc {
     const lowp_gpu_kvcache *cache;      /* NVFP4 */
     const lowp_kv_page_table *pt_host;  /* checked; gives the prefixes' pages */
@@ -87,15 +87,19 @@ typedef struct lowp_gpu_extend_ws_desc {
 int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8_t *k_ws_dev,
                               uint8_t *v_ws_dev, cudaStream_t stream, char *why, size_t why_len);
 
-/* The kernel LOWP_GPU_WS_FILL selects now: "rows" or "staged"; NULL for a value the fill
- * refuses. */
+/* The choice LOWP_GPU_WS_FILL makes now: "auto", "rows" or "staged"; NULL for a value the
+ * fill refuses. */
 const char *lowp_gpu_extend_workspace_fill(void);
+
+/* The prefix length (positions) from which "auto" takes the staged kernel. */
+size_t lowp_gpu_extend_workspace_staged_min_prefix(void);
 
 /* The same fill run on the host by the very function the kernel runs (nvcc compiles it for
  * both; cvt.rn.bf16.f32 becomes lowp_bf16_from_f32, its model), from a CPU cache: a logic
  * error (layouts, the interleave, the page table) shows up without a GPU. With
- * LOWP_GPU_WS_FILL=staged it runs the staged kernel's schedule (its units, the chunk copies
- * into a stage, its block function) unit by unit. Host arrays; the same checks. */
+ * the staged kernel chosen (LOWP_GPU_WS_FILL, as the launcher reads it) it runs that kernel's
+ * schedule (its units, the chunk copies into a stage, its block function) unit by unit.
+ * Host arrays; the same checks. */
 int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache, const lowp_kv_page_table *pt,
                                       const lowp_gpu_extend_args *a, const uint16_t *k_chunk,
                                       const uint16_t *v_chunk, uint8_t *k_ws, uint8_t *v_ws,
