@@ -56,7 +56,7 @@
 #                                the staged fill -> sanitizer-*-extend.log
 #      lowp gpu bench --kernel extend,prefill -> gpu-extend-bench-h200.txt/.csv (TFLOP/s per
 #                                shape; LOWP_GPU_EXTEND_BENCH_ARGS)
-#      the same bench's extends with LOWP_GPU_WS_FILL=staged -> gpu-extend-bench-staged-h200.txt/.csv
+#      the same bench's extends with LOWP_GPU_WS_FILL=rows -> gpu-extend-bench-rows-h200.txt/.csv
 #      tools/sdpa_extend_bench.py -> sdpa-extend-bench-h200.csv (PyTorch SDPA, same shapes)
 #      lowp gpu attn --path extend|prefill vs --emulate (byte for byte) and vs lowp attn
 #                                (within the bound) on a 300-query chunk over 2000 tokens
@@ -518,8 +518,9 @@ if want extend; then
     # shellcheck disable=SC2086 # the arguments are a list
     run_step "extend conform" "${LOWP_GPU_EXTEND_LIMIT:-300}" gpu-extend-conform-h200.md "$LOWP" gpu conform --kernel extend,prefill \
       --report "$OUT/gpu-extend-conform-h200.md" ${LOWP_GPU_EXTEND_ARGS---quick}
-    # the workspace fill's staged kernel (LOWP_GPU_WS_FILL=staged, not yet the default):
-    # the workspace cases again with it (layouts with interleaved scales keep the default)
+    # the workspace fill's staged kernel forced (LOWP_GPU_WS_FILL=staged; the default, auto,
+    # takes it only from a 6K prefix): the workspace cases again with it, short prefixes
+    # included (layouts with interleaved scales keep the rows kernel)
     run_step "extend workspace, staged fill" 200 gpu-extend-ws-staged-h200.md env LOWP_GPU_WS_FILL=staged \
       "$LOWP" gpu conform --kernel extend --cases 1 --long 0 ${LOWP_GPU_WS_STAGED_ARGS:---ws 4000 --ws-long 1} \
       --report "$OUT/gpu-extend-ws-staged-h200.md"
@@ -531,9 +532,9 @@ if want extend; then
     done
     # the bench's own exit status (77 without a GPU), its table printed after it
     run_step "extend bench" 150 gpu-extend-bench-h200.csv sh -c "'$LOWP' gpu bench --kernel extend,prefill --csv '$OUT/gpu-extend-bench-h200.csv' ${LOWP_GPU_EXTEND_BENCH_ARGS:-} > '$OUT/gpu-extend-bench-h200.txt' 2>&1; r=\$?; cat '$OUT/gpu-extend-bench-h200.txt'; exit \$r"
-    # the extends again with the staged fill, in the same call (its ws_us beside the
-    # default's; the attention columns measure the same kernel twice)
-    run_step "extend bench, staged fill" 150 gpu-extend-bench-staged-h200.csv sh -c "LOWP_GPU_WS_FILL=staged '$LOWP' gpu bench --kernel extend --csv '$OUT/gpu-extend-bench-staged-h200.csv' ${LOWP_GPU_EXTEND_BENCH_ARGS:-} > '$OUT/gpu-extend-bench-staged-h200.txt' 2>&1; r=\$?; cat '$OUT/gpu-extend-bench-staged-h200.txt'; exit \$r"
+    # the extends again with the rows fill forced, in the same call (its ws_us beside the
+    # default's, auto; the attention columns measure the same kernel twice)
+    run_step "extend bench, rows fill" 150 gpu-extend-bench-rows-h200.csv sh -c "LOWP_GPU_WS_FILL=rows '$LOWP' gpu bench --kernel extend --csv '$OUT/gpu-extend-bench-rows-h200.csv' ${LOWP_GPU_EXTEND_BENCH_ARGS:-} > '$OUT/gpu-extend-bench-rows-h200.txt' 2>&1; r=\$?; cat '$OUT/gpu-extend-bench-rows-h200.txt'; exit \$r"
   else summ "extend conform" "not built" 0 "see build.log"; fi
   if [ "${LOWP_GPU_EXTEND_SDPA:-1}" != 0 ]; then
     run_step "sdpa_extend_bench.py" 150 sdpa-extend-bench-h200.csv python3 tools/sdpa_extend_bench.py \
