@@ -3,8 +3,11 @@
  * One thread writes a share: 4 consecutive elements of one (token, head) row of K or V
  * (narrow; the shares of one quantization block, NVFP4 16 or MX 32 elements, join their
  * amax by warp shuffles) or a whole block (wide, for writes long enough to fill the GPU
- * without splitting blocks): kvw_share, KVW_NARROW. K and V are one launch (grid y), the
- * block and share sizes template constants.
+ * without splitting blocks): kvw_share, KVW_NARROW. K and V are one launch (grid y); the
+ * format, recipe, block and share sizes are template constants (kvw_dispatch: a kernel per
+ * supported format and recipe, so the recipe's switches and codec settings fold; sm_90
+ * SASS of the NVFP4 sglang-kv narrow kernel 1,264 instructions, 2,512 when they were
+ * run-time values).
  * It reads the inputs, computes the block scale and element codes, and stores them at the
  * byte offsets of ref/kvcache/src/kvcache.c (lowp_kvcache_code_offset / lowp_kvcache_scale_offset).
  *
@@ -460,22 +463,29 @@ template <int BS, int P, typename I> HD kvw_loc<BS, P, I> kvw_locate(const kvw_s
     return l;
 }
 
-/* qctx of the head a location writes (its global scale). */
-template <int BS, int P, typename I> HD qctx kvw_ctx(const kvw_side &p, const kvw_loc<BS, P, I> &l)
+/* qctx of the head a location writes (its global scale), for format F and recipe R: the
+ * launch's p.format and p.recipe as template constants (kvw_dispatch), so that every
+ * switch on them in qctx_init, block_scale, code_factor and encode_part, and the codec
+ * settings they pick (the element's and the block scale's enc_spec), fold at compile
+ * time; the CPU writer's steps are the same, only their selection is not made per
+ * element. R is -1 for the element-wise formats, where the recipe does not act. */
+template <int F, int R, int BS, int P, typename I>
+HD qctx kvw_ctx(const kvw_side &p, const kvw_loc<BS, P, I> &l)
 {
     qctx c;
-    qctx_init(&c, p.format, p.recipe, p.flags, p.gdec[p.n_global == 1 ? 0 : l.head]);
+    qctx_init(&c, F, R, p.flags, p.gdec[p.n_global == 1 ? 0 : l.head]);
     return c;
 }
 
 /* Element-wise formats (BS = 1): FP8 x / g (true division); BF16 x as is (quantize_chunk,
  * bs == 1); the codes of elements e0 .. e0 + P - 1 stored. */
-template <int P, typename I> HD void kvw_elementwise(const kvw_side &p, const kvw_loc<1, P, I> &l)
+template <int F, int P, typename I>
+HD void kvw_elementwise(const kvw_side &p, const kvw_loc<1, P, I> &l)
 {
     float x[P];
     load_part<P>(p, l.in0, x);
-    const qctx c = kvw_ctx(p, l);
-    if (p.format == LOWP_BF16_PASS) { /* two bytes, little-endian */
+    const qctx c = kvw_ctx<F, -1>(p, l);
+    if (F == LOWP_BF16_PASS) { /* two bytes, little-endian */
         uint8_t b[2 * P];
         for (int k = 0; k < P; k++) {
             const uint32_t code = encode_signed(c.elem, lowp_f32_bits(x[k]));
@@ -493,7 +503,7 @@ template <int P, typename I> HD void kvw_elementwise(const kvw_side &p, const kv
 
 /* Block formats, after the shares' amax is joined into a: the block's scale, the codes of
  * this thread's P elements, and (by the block's first share) the scale byte. */
-template <int BS, int P, typename I>
+template <int F, int BS, int P, typename I>
 HD void kvw_block_part(const kvw_side &p, const kvw_loc<BS, P, I> &l, const qctx &c,
                        const float *x, amax_t a)
 {
@@ -502,7 +512,7 @@ HD void kvw_block_part(const kvw_side &p, const kvw_loc<BS, P, I> &l, const qctx
     block_scale(&c, a, &q, &factor);
     uint8_t ec[P];
     encode_part<P>(&c, factor, x, ec);
-    if (p.format == LOWP_MXFP8) {
+    if (F == LOWP_MXFP8) {
         store_bytes<P>(p, l.row + l.e0, ec);
     } else { /* 4-bit codes, element 2j in the low nibble */
         uint8_t b[P / 2];
@@ -532,13 +542,14 @@ static inline bool kvw_fits32(const kvw_side &p, size_t shares)
 
 /* Every share of side p (the host emulation), the kernel's functions in the kernel's
  * order; a block's G shares are loaded and their amax joined first, as the shuffles do. */
-template <int BS, int P, typename I> static void kvw_host_shares(const kvw_side &p, size_t shares)
+template <int F, int R, int BS, int P, typename I>
+static void kvw_host_shares(const kvw_side &p, size_t shares)
 {
     if constexpr (BS == 1) {
         for (size_t t = 0; t < shares; t++) {
             const kvw_loc<1, P, I> l = kvw_locate<1, P, I>(p, (I)t);
             if (l.ok)
-                kvw_elementwise<P, I>(p, l);
+                kvw_elementwise<F, P, I>(p, l);
         }
     } else {
         constexpr int G = BS / P;
@@ -553,55 +564,85 @@ template <int BS, int P, typename I> static void kvw_host_shares(const kvw_side 
             }
             if (!l[0].ok)
                 continue;
-            const qctx c = kvw_ctx(p, l[0]);
+            const qctx c = kvw_ctx<F, R>(p, l[0]);
             for (int g = 0; g < G; g++)
-                kvw_block_part<BS, P, I>(p, l[g], c, x[g], a);
+                kvw_block_part<F, BS, P, I>(p, l[g], c, x[g], a);
         }
     }
 }
 
-/* f(BS, P) with both as std::integral_constant: the (block size, share size) pairs there
- * are kernels for (kvw_p's results). */
-template <typename F> static void kvw_dispatch(size_t bs, int P, F f)
+/* f(F, R, BS, P), each a std::integral_constant: the launch's format and recipe (those
+ * lowp_gpu_kv_recipe_check accepts; R = -1 for the element-wise formats), its block size
+ * and the share size P (kvw_p's results). Returns -1, calling nothing, for a pair there is
+ * no kernel for (a refused recipe; the callers check it first). */
+template <typename F> static int kvw_dispatch(int format, int recipe, int P, F f)
 {
     using std::integral_constant;
-    if (bs == 1) {
-        if (P == 16)
-            f(integral_constant<int, 1>{}, integral_constant<int, 16>{});
-        else if (P == 4)
-            f(integral_constant<int, 1>{}, integral_constant<int, 4>{});
-        else
-            f(integral_constant<int, 1>{}, integral_constant<int, 1>{});
-    } else if (bs == 16) {
-        if (P == 16)
-            f(integral_constant<int, 16>{}, integral_constant<int, 16>{});
-        else
-            f(integral_constant<int, 16>{}, integral_constant<int, 4>{});
-    } else {
-        if (P == 32)
-            f(integral_constant<int, 32>{}, integral_constant<int, 32>{});
-        else
-            f(integral_constant<int, 32>{}, integral_constant<int, 4>{});
+    auto by_p = [&](auto fm, auto rc, auto bs) {
+        constexpr int BS = decltype(bs)::value;
+        if (P == 4)
+            f(fm, rc, bs, integral_constant<int, 4>{});
+        else if constexpr (BS == 1) {
+            if (P == 16)
+                f(fm, rc, bs, integral_constant<int, 16>{});
+            else
+                f(fm, rc, bs, integral_constant<int, 1>{});
+        } else
+            f(fm, rc, bs, integral_constant<int, BS>{});
+    };
+    auto nvfp4 = [&](auto rc) {
+        by_p(integral_constant<int, LOWP_NVFP4>{}, rc, integral_constant<int, 16>{});
+    };
+    auto mx = [&](auto fm, auto rc) { by_p(fm, rc, integral_constant<int, 32>{}); };
+    auto mx_recipe = [&](auto fm) {
+        switch (recipe) {
+        case LOWP_RECIPE_OCP: mx(fm, integral_constant<int, LOWP_RECIPE_OCP>{}); return 0;
+        case LOWP_RECIPE_RCEIL: mx(fm, integral_constant<int, LOWP_RECIPE_RCEIL>{}); return 0;
+        case LOWP_RECIPE_TRTLLM: mx(fm, integral_constant<int, LOWP_RECIPE_TRTLLM>{}); return 0;
+        default: return -1;
+        }
+    };
+    auto elementwise = [&](auto fm) {
+        by_p(fm, integral_constant<int, -1>{}, integral_constant<int, 1>{});
+        return 0;
+    };
+    switch (format) {
+    case LOWP_NVFP4:
+        switch (recipe) {
+        case LOWP_RECIPE_TRTLLM: nvfp4(integral_constant<int, LOWP_RECIPE_TRTLLM>{}); return 0;
+        case LOWP_RECIPE_EXACT: nvfp4(integral_constant<int, LOWP_RECIPE_EXACT>{}); return 0;
+        case LOWP_RECIPE_MODELOPT: nvfp4(integral_constant<int, LOWP_RECIPE_MODELOPT>{}); return 0;
+        case LOWP_RECIPE_SGLANG_KV: nvfp4(integral_constant<int, LOWP_RECIPE_SGLANG_KV>{}); return 0;
+        default: return -1;
+        }
+    case LOWP_MXFP4: return mx_recipe(integral_constant<int, LOWP_MXFP4>{});
+    case LOWP_MXFP8: return mx_recipe(integral_constant<int, LOWP_MXFP8>{});
+    case LOWP_FP8_E4M3: return elementwise(integral_constant<int, LOWP_FP8_E4M3>{});
+    case LOWP_FP8_E5M2: return elementwise(integral_constant<int, LOWP_FP8_E5M2>{});
+    case LOWP_BF16_PASS: return elementwise(integral_constant<int, LOWP_BF16_PASS>{});
+    default: return -1;
     }
 }
 
-template <typename I> static void kvw_host_side(const kvw_side &p, size_t shares, int P)
+template <typename I> static int kvw_host_side(const kvw_side &p, size_t shares, int P)
 {
-    kvw_dispatch(p.bs, P, [&](auto bs, auto pp) {
-        kvw_host_shares<decltype(bs)::value, decltype(pp)::value, I>(p, shares);
+    return kvw_dispatch(p.format, p.recipe, P, [&](auto fm, auto rc, auto bs, auto pp) {
+        kvw_host_shares<decltype(fm)::value, decltype(rc)::value, decltype(bs)::value,
+                        decltype(pp)::value, I>(p, shares);
     });
 }
 
 /* One share on the device: kvw_host_shares's steps, the amax joined over the block's G
  * lanes by xor shuffles (the shares of a block are G consecutive lanes, G divides 32, and
  * a block's lanes agree on ok: one token's row). */
-template <int BS, int P, typename I> __device__ __forceinline__ void kvw_share(const kvw_side &p, I t)
+template <int F, int R, int BS, int P, typename I>
+__device__ __forceinline__ void kvw_share(const kvw_side &p, I t)
 {
     const kvw_loc<BS, P, I> l = kvw_locate<BS, P, I>(p, t);
     if (!l.ok)
         return;
     if constexpr (BS == 1) {
-        kvw_elementwise<P, I>(p, l);
+        kvw_elementwise<F, P, I>(p, l);
     } else {
         constexpr int G = BS / P;
         float x[P];
@@ -615,32 +656,32 @@ template <int BS, int P, typename I> __device__ __forceinline__ void kvw_share(c
             b.nan = __shfl_xor_sync(mask, a.nan, o, G);
             a = amax_join(a, b);
         }
-        const qctx c = kvw_ctx(p, l);
-        kvw_block_part<BS, P, I>(p, l, c, x, a);
+        const qctx c = kvw_ctx<F, R>(p, l);
+        kvw_block_part<F, BS, P, I>(p, l, c, x, a);
     }
 }
 
 /* K (blockIdx.y 0) and V (1) in one launch: a grid-stride loop over each side's shares.
  * The block size (a multiple of 32) and the stride keep a block's G shares in one warp's
  * consecutive lanes, entering and leaving the loop together (shares is a multiple of G). */
-template <int BS, int P, typename I>
+template <int F, int R, int BS, int P, typename I>
 __global__ void kvw_kernel(kvw_side pk, kvw_side pv, I shares_k, I shares_v)
 {
     const I stride = (I)gridDim.x * blockDim.x;
     if (blockIdx.y == 0) {
         for (I t = (I)blockIdx.x * blockDim.x + threadIdx.x; t < shares_k; t += stride)
-            kvw_share<BS, P, I>(pk, t);
+            kvw_share<F, R, BS, P, I>(pk, t);
     } else {
         for (I t = (I)blockIdx.x * blockDim.x + threadIdx.x; t < shares_v; t += stride)
-            kvw_share<BS, P, I>(pv, t);
+            kvw_share<F, R, BS, P, I>(pv, t);
     }
 }
 
-template <int BS, int P, typename I>
+template <int F, int R, int BS, int P, typename I>
 static void kvw_launch(const kvw_side &pk, const kvw_side &pv, size_t sk, size_t sv,
                        unsigned blocks, unsigned threads, cudaStream_t stream)
 {
-    kvw_kernel<BS, P, I><<<dim3(blocks, 2), threads, 0, stream>>>(pk, pv, (I)sk, (I)sv);
+    kvw_kernel<F, R, BS, P, I><<<dim3(blocks, 2), threads, 0, stream>>>(pk, pv, (I)sk, (I)sv);
 }
 
 } /* namespace */
@@ -876,11 +917,14 @@ extern "C" int lowp_gpu_kv_write(lowp_gpu_kvcache *c, lowp_gpu_kv_input in, cons
     const bool i32 = kvw_fits32(ps[0], shares[0]) && kvw_fits32(ps[1], shares[1]);
     const unsigned nb = (unsigned)blocks;
     const size_t s0 = shares[0], s1 = shares[1];
-    kvw_dispatch(ps[0].bs, P, [&](auto bs, auto pp) {
-        constexpr int BS = decltype(bs)::value, PP = decltype(pp)::value;
-        i32 ? kvw_launch<BS, PP, uint32_t>(ps[0], ps[1], s0, s1, nb, threads, stream)
-            : kvw_launch<BS, PP, size_t>(ps[0], ps[1], s0, s1, nb, threads, stream);
-    });
+    if (kvw_dispatch(ps[0].format, ps[0].recipe, P, [&](auto fm, auto rc, auto bs, auto pp) {
+            constexpr int F = decltype(fm)::value, R = decltype(rc)::value;
+            constexpr int BS = decltype(bs)::value, PP = decltype(pp)::value;
+            i32 ? kvw_launch<F, R, BS, PP, uint32_t>(ps[0], ps[1], s0, s1, nb, threads, stream)
+                : kvw_launch<F, R, BS, PP, size_t>(ps[0], ps[1], s0, s1, nb, threads, stream);
+        }))
+        return lowp_why_set(why, why_len, "no write kernel for format %d, recipe %d",
+                            ps[0].format, ps[0].recipe);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return lowp_why_set(why, why_len, "launching the K/V write kernel failed: %s (%s)",
@@ -950,10 +994,12 @@ extern "C" int lowp_gpu_kv_write_emulate(lowp_kvcache *host, lowp_gpu_kv_input i
         p.n_global = H;
         kvw_vec(&p, P);
         const size_t shares = n_tokens * p.num_heads * (p.dim / (size_t)P);
-        if (kvw_fits32(p, shares))
-            kvw_host_side<uint32_t>(p, shares, P);
-        else
-            kvw_host_side<size_t>(p, shares, P);
+        if (kvw_fits32(p, shares) ? kvw_host_side<uint32_t>(p, shares, P)
+                                  : kvw_host_side<size_t>(p, shares, P)) {
+            free(gs);
+            return lowp_why_set(why, why_len, "no write kernel for format %d, recipe %d",
+                                p.format, p.recipe);
+        }
     }
     free(gs);
     return 0;
