@@ -519,8 +519,8 @@ if want extend; then
     run_step "extend conform" "${LOWP_GPU_EXTEND_LIMIT:-300}" gpu-extend-conform-h200.md "$LOWP" gpu conform --kernel extend,prefill \
       --report "$OUT/gpu-extend-conform-h200.md" ${LOWP_GPU_EXTEND_ARGS---quick}
     # the workspace fill's staged kernel forced (LOWP_GPU_WS_FILL=staged; the default, auto,
-    # takes it only from a 6K prefix): the workspace cases again with it, short prefixes
-    # included (layouts with interleaved scales keep the rows kernel)
+    # takes it only above 2^24 prefix elements): the workspace cases again with it, short
+    # prefixes included (layouts with interleaved scales keep the rows kernel)
     run_step "extend workspace, staged fill" 200 gpu-extend-ws-staged-h200.md env LOWP_GPU_WS_FILL=staged \
       "$LOWP" gpu conform --kernel extend --cases 1 --long 0 ${LOWP_GPU_WS_STAGED_ARGS:---ws 4000 --ws-long 1} \
       --report "$OUT/gpu-extend-ws-staged-h200.md"

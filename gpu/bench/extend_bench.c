@@ -88,8 +88,8 @@ int lowp_gpu_extend_bench_run(const lowp_gpu_extend_bench_opts *o, FILE *out, FI
             prop.name, batch, HQ, HK, D, reps, lowp_gpu_extend_smem_bytes(D, D),
             fill ? fill : "(refused)");
     if (fill && strcmp(fill, "auto") == 0)
-        fprintf(log, " (staged from a prefix of %zu)",
-                lowp_gpu_extend_workspace_staged_min_prefix());
+        fprintf(log, " (staged above %llu prefix elements)",
+                lowp_gpu_extend_workspace_staged_elems());
     fprintf(log, "\n");
     fprintf(log, "%-8s %8s %8s %12s %10s\n", "kernel", "chunk", "prefix", "us", "TFLOP/s");
     uint64_t cmax = 0, pmax = 0;

@@ -1730,16 +1730,19 @@ static void ws_staged_plan(WsParams *p)
     p->staged = !p->k_il && !p->v_il;
 }
 
-/* The staged kernel's prefix from which the default fill ("auto") takes it. Measured at
- * batch 1, 32 q / 8 kv heads, d 128, chunks of 512, 2K and 8K (H100, 2026-12-06,
- * reports/gpu-extend-h200-notes.md): over a 4K prefix the rows kernel was faster at every
- * chunk (13.4-32.6 us against 15.1-34.1), over 6K the staged one equal or faster (16.7 us
- * against 16.4 at chunk 512, 17.3 against 18.8 at 2K, 37.2 against 39.6 at 8K), and from
- * 12K on faster by 1.2-1.4x. */
-enum { WS_STAGED_MIN_PREFIX = 6144 };
+/* The default fill ("auto") takes the staged kernel where the batch's prefixes hold more
+ * than WS_STAGED_ELEMS elements (the sum over sequences of prefix x kv heads x (Dq + Dv)):
+ * the staged kernel's warps need that much work to beat the rows kernel, whatever the
+ * batch or head dim. Measured on an H100 (2026-12-06, chunks of 512 and 2K, 8 kv heads,
+ * tools/ws_fill_sweep.sh and the notes in reports/gpu-extend-h200-notes.md): at 2^24
+ * elements and below the rows kernel was as fast or faster at 11 of 14 shapes (batch 1: d 64
+ * over 4K-8K, d 128 over 4K-8K, d 256 over 4K; d 256 over 4K at chunk 512 rows 23.2 us,
+ * staged 29.3), above it the staged one at 17 of 18 (batch 1 d 128 from 12K, d 64 over
+ * 32K, d 256 from 6K, batch 4 from 4K; 1.2-1.4x from 2^25). */
+enum : unsigned long long { WS_STAGED_ELEMS = 1ull << 24 };
 
 /* LOWP_GPU_WS_FILL: "rows" (*mode 0), "staged" (1), unset or "auto" (2: staged where the
- * longest prefix has WS_STAGED_MIN_PREFIX positions); anything else refused. The launcher
+ * prefixes hold more than WS_STAGED_ELEMS elements); anything else refused. The launcher
  * and the emulator read it alike (ws_fill_staged). */
 static int ws_fill_choice(int *mode, char *why, size_t why_len)
 {
@@ -1754,10 +1757,16 @@ static int ws_fill_choice(int *mode, char *why, size_t why_len)
     return 0;
 }
 
-/* Whether the fill of a batch whose longest prefix is pmax asks for the staged kernel. */
-static int ws_fill_staged(int mode, size_t pmax)
+/* Whether the fill of a batch of n sequences with prefixes pre[] (kv heads H, dims Dq and Dv)
+ * asks for the staged kernel. */
+static int ws_fill_staged(int mode, const int32_t *pre, size_t n, size_t H, size_t Dq, size_t Dv)
 {
-    return mode == 1 || (mode == 2 && pmax >= (size_t)WS_STAGED_MIN_PREFIX);
+    if (mode != 2)
+        return mode == 1;
+    unsigned long long pos = 0; /* prefixes are int32 and n a batch: no overflow */
+    for (size_t b = 0; b < n; b++)
+        pos += (unsigned long long)pre[b];
+    return pos * H * (Dq + Dv) > WS_STAGED_ELEMS;
 }
 
 extern "C" const char *lowp_gpu_extend_workspace_fill(void)
@@ -1768,9 +1777,9 @@ extern "C" const char *lowp_gpu_extend_workspace_fill(void)
     return mode == 2 ? "auto" : mode ? "staged" : "rows";
 }
 
-extern "C" size_t lowp_gpu_extend_workspace_staged_min_prefix(void)
+extern "C" unsigned long long lowp_gpu_extend_workspace_staged_elems(void)
 {
-    return WS_STAGED_MIN_PREFIX;
+    return WS_STAGED_ELEMS;
 }
 
 extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
@@ -1807,11 +1816,10 @@ extern "C" int lowp_gpu_extend_workspace_emulate(const lowp_kvcache *cache,
     int mode = 0;
     if (ws_fill_choice(&mode, why, why_len))
         return -1;
-    size_t pmax = 0;
-    for (size_t b = 0; b < a->batch; b++)
-        pmax = (size_t)a->prefix_len[b] > pmax ? (size_t)a->prefix_len[b] : pmax;
     ws_staged_plan(&p);
-    const int staged = ws_fill_staged(mode, pmax) && p.staged;
+    const int staged = ws_fill_staged(mode, a->prefix_len, a->batch, cfg->num_heads, cfg->qk_dim,
+                                      cfg->vo_dim) &&
+                       p.staged;
     /* the staged kernel's schedule, unit by unit (its warps' interleaving changes nothing:
      * units are disjoint): the same chunk copies into a stage, the same block function */
     uint2 tab[2][256];
@@ -1896,7 +1904,8 @@ extern "C" int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8
     int mode = 0;
     if (ws_fill_choice(&mode, why, why_len))
         return -1;
-    const int want_staged = ws_fill_staged(mode, pmax);
+    const int want_staged =
+        ws_fill_staged(mode, a->prefix_len, a->batch, H, cfg->qk_dim, cfg->vo_dim);
     ws_staged_plan(&p);
     /* the staged kernel's 16- and 4-byte copies need the buffers so aligned (cudaMalloc's
      * are; a cache made of other pointers may not be) */

@@ -72,8 +72,9 @@ int lowp_gpu_extend(const lowp_gpu_extend_desc *d, uint16_t *out_dev, cudaStream
  * LOWP_GPU_WS_FILL selects the kernel: "rows" (a thread a 16-element block), "staged" (each
  * warp stages runs of the prefix's rows through shared memory by cp.async; only for linear
  * scale order and 16-byte aligned codes, else rows), unset or "auto" (the default: staged
- * where the batch's longest prefix has lowp_gpu_extend_workspace_staged_min_prefix()
- * positions, rows below; timings in reports/gpu-extend-h200-notes.md); any other value is
+ * where the batch's prefixes hold more than lowp_gpu_extend_workspace_staged_elems()
+ * elements (the sum of prefix x num_heads x (qk_dim + vo_dim)), rows otherwise; timings
+ * in reports/gpu-extend-h200-notes.md); any other value is
  * refused. Both kernels give the same bytes. */
 typedef struct lowp_gpu_extend_ws_desc {
     const lowp_gpu_kvcache *cache;      /* NVFP4 */
@@ -91,8 +92,8 @@ int lowp_gpu_extend_workspace(const lowp_gpu_extend_ws_desc *d, uint8_t *k_ws_de
  * fill refuses. */
 const char *lowp_gpu_extend_workspace_fill(void);
 
-/* The prefix length (positions) from which "auto" takes the staged kernel. */
-size_t lowp_gpu_extend_workspace_staged_min_prefix(void);
+/* The prefix elements above which "auto" takes the staged kernel. */
+unsigned long long lowp_gpu_extend_workspace_staged_elems(void);
 
 /* The same fill run on the host by the very function the kernel runs (nvcc compiles it for
  * both; cvt.rn.bf16.f32 becomes lowp_bf16_from_f32, its model), from a CPU cache: a logic
