@@ -306,9 +306,9 @@ template <int N> HD void encode_part(const qctx *c, float factor, const float *x
 /* A thread quantizes a share: P consecutive elements of one row, loaded and stored as
  * words. Two share sizes, chosen per launch (kvw_wide):
  *   narrow  P = 4: a quarter of an NVFP4 block, an eighth of an MX block, four FP8 / BF16
- *           elements, so that a short write (a decode step's tokens, a 512-token chunk)
- *           still fills the GPU: one thread a block left a 512-token chunk at a quarter of
- *           the H200's threads, its time one thread's serial encodes. The G = BS / P
+ *           elements, so that a short write (a decode step's tokens) still fills the
+ *           GPU: one thread a block leaves it a few threads an SM, its time one thread's
+ *           serial encodes. The G = BS / P
  *           threads of a block join their amax shares by shuffles; each computes the
  *           block's scale (the same arithmetic on the same amax, so the same value) and
  *           encodes its own elements; the first stores the scale.
@@ -771,11 +771,16 @@ static int kvw_forced(void)
     return forced;
 }
 
-/* Wide shares once they give every SM of the current device at least 512 threads (a
- * quarter of the H200's resident threads); below that narrow, to fill the GPU. Measured on
- * the H200 with both forced (reports/gpu-kv-write-bench-h200.md): NVFP4 8 heads x 128 at
- * 64 tokens narrow 5.4 / wide 6.8 us, at 512 (65,536 wide shares, SMs x 496) equal, at 1K
- * narrow 14.3 / wide 10.1; MXFP4 crosses between 1K (narrow 12.4 / wide 15.1) and 2K. */
+/* Wide shares once they give every SM of the current device at least 192 threads for the
+ * block formats, 768 for the element-wise ones; below that narrow, to fill the GPU.
+ * Measured on an H100 80GB HBM3 with both forced after the format and recipe became
+ * template constants (2026-12-06, reports/gpu-kv-write-h100.md; 8 KV heads, 132 SMs):
+ * block formats at 124 wide shares an SM narrow was faster (NVFP4 64 x 256 tokens x dim:
+ * 4.99 / 5.34 us, MXFP4 64 x 512: 5.34 / 6.75), at 248 wide (NVFP4 512 x 64: 5.86 / 5.54,
+ * MXFP8 512 x 128: 7.87 / 7.30; MXFP4 even); element-wise formats at 496 narrow (FP8
+ * 512 x 128: 7.01 / 7.30, BF16 6.88 / 6.98), at 992 wide (FP8 512 x 256: 10.21 / 9.79).
+ * The earlier kernel's single threshold, 512, was measured on the H200 when a share's
+ * fixed work was twice as long. */
 static int kvw_wide(const lowp_kv_config *cfg, size_t n_tokens)
 {
     const int f = kvw_forced();
@@ -789,7 +794,7 @@ static int kvw_wide(const lowp_kv_config *cfg, size_t n_tokens)
     }
     const size_t P = (size_t)kvw_p(cfg, 1);
     const size_t shares = n_tokens * cfg->num_heads * ((cfg->qk_dim + cfg->vo_dim) / P);
-    return shares >= (size_t)sms * 512u;
+    return shares >= (size_t)sms * (lowp_block_size(cfg->format) > 1 ? 192u : 768u);
 }
 
 /* Whether side p's input and code pointers allow kvw_share's word loads and stores: the
