@@ -1,5 +1,5 @@
-/* tests/test_encode_e2m1.c: the quantize-on-write kernel's E2M1 encoder by midpoint
- * compares (gpu/kernels/encode_e2m1.h), run on the CPU, on any machine, against lowp's
+/* tests/test_encode_e2m1.c: the quantize-on-write kernel's E2M1 encoder by integer
+ * rounding (gpu/kernels/encode_e2m1.h), run on the CPU, on any machine, against lowp's
  * codec core with the settings the CPU writer's element codec resolves to.
  *
  *   test_encode_e2m1           every binary32 whose bits lie within 2^16 of a midpoint,

@@ -23,7 +23,7 @@
  *     own code: the integer-only core lowp/codec_core.h (lowp_encode_core_signed,
  *     lowp_encode_core_e8m0, lowp_decode_core_*), which ref/codec/src/format.c and
  *     format_array.c call as well, here with the settings lowp_codec_init resolves for the
- *     codecs init_ctx chooses (E2M1 elements by midpoint compares, encode_e2m1.h, equal
+ *     codecs init_ctx chooses (E2M1 elements by integer rounding, encode_e2m1.h, equal
  *     to that core on all 2^32 inputs); so no PTX cvt (E2M1/UE8M0 cvt does not exist on sm_90) and
  *     no host/device difference;
  *   - NaN signs and payloads never reach a byte: the CPU makes a NaN block scale input
@@ -286,7 +286,7 @@ HD void block_scale(const qctx *c, amax_t a, uint32_t *qo, float *factor_o)
 }
 
 /* quantize_chunk for n elements of a block: scale, then the element codec. E2M1 (NVFP4,
- * MXFP4) by midpoint compares (encode_e2m1.h, equal to the codec core on all 2^32 inputs:
+ * MXFP4) by integer rounding (encode_e2m1.h, equal to the codec core on all 2^32 inputs:
  * tests/test_encode_e2m1.c), E4M3 (MXFP8) by the codec core. */
 template <int N> HD void encode_part(const qctx *c, float factor, const float *x, uint8_t *ec)
 {
