@@ -22,6 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <math.h>
+#include <string.h>
+
+#include "lowp/bits.h"
+#include "lowp/corr_table.h"
 #include "lowp/ex2_approx.h"
 #include "lowp_test.h"
 
@@ -931,12 +936,88 @@ START_TEST(outcome_counts_over_all_inputs)
 }
 END_TEST
 
+/* ---- lowp's table of g (ref/hw/src/ex2_approx.c) */
+
+/* g from the table equals the H200's measured g at every sampled index (the samples come
+ * from the H200's 2026-12-02 run; the table was fitted to the H100's 2026-12-06 run, so
+ * this is also a cross-check of the two chips), and the full model every measured pair. */
+START_TEST(table_g_equals_measured_samples)
+{
+    for (size_t i = 0; i < NSAMPLE; i++)
+        ck_assert_msg(lowp_ex2_g(ex2_g_sample[i][0]) == (ex2_g_sample[i][1] & 0x7FFFFFu),
+                      "k 0x%06x: table g 0x%06x, measured 0x%06x", ex2_g_sample[i][0],
+                      lowp_ex2_g(ex2_g_sample[i][0]), ex2_g_sample[i][1] & 0x7FFFFFu);
+    for (size_t i = 0; i < NPAIR; i++)
+        ck_assert_msg(lowp_ex2_approx_ftz_bits(ex2_hw_pair[i][0]) == ex2_hw_pair[i][1],
+                      "x 0x%08x: model 0x%08x, hardware 0x%08x", ex2_hw_pair[i][0],
+                      lowp_ex2_approx_ftz_bits(ex2_hw_pair[i][0]), ex2_hw_pair[i][1]);
+    /* the float interface is the bits interface */
+    ck_assert(lowp_ex2_approx_ftz(1.0f) == 2.0f && lowp_ex2_approx_ftz(-1.0f) == 0.5f);
+    ck_assert(lowp_ex2_approx_ftz(-INFINITY) == 0.0f && isinf(lowp_ex2_approx_ftz(128.0f)));
+    ck_assert(isnan(lowp_ex2_approx_ftz(NAN)) && lowp_exp2_hw(0.5f) == lowp_ex2_approx_ftz(0.5f));
+}
+END_TEST
+
+/* All 2^23 values of the table against what the probe reported of the hardware's g
+ * (reports/ex2-approx-h200.md, grid [0, 1), identical on the H100): each within one ulp of
+ * RN(2^(k 2^-23)) with exactly 3093 at -1, 5125875 equal, 3259640 at +1 (RN through
+ * binary64 exp2: the probe found no reference within 4 binary64 ulps of a binary32
+ * midpoint), and nondecreasing in k (0 steps the wrong way) with 7665501 distinct
+ * neighbours of 8388607 steps. A table entry that moved would change a count. */
+START_TEST(table_g_statistics_over_all_indices)
+{
+    unsigned long long hist[3] = {0}, distinct = 0, wrong = 0;
+    uint32_t prev = 0;
+    for (uint32_t k = 0; k < LOWP_EX2_NK; k++) {
+        const uint32_t g = lowp_ex2_g(k);
+        ck_assert_uint_lt(g, LOWP_EX2_NK);
+        const float rn = (float)exp2((double)k * 0x1p-23);
+        const int64_t d = (int64_t)(0x3F800000u | g) - (int64_t)lowp_f32_bits(rn);
+        ck_assert_msg(d >= -1 && d <= 1, "k 0x%06x: g 0x%06x is %lld ulp from RN", k, g,
+                      (long long)d);
+        hist[d + 1]++;
+        if (k) {
+            distinct += g != prev;
+            wrong += g < prev;
+        }
+        prev = g;
+    }
+    ck_assert_uint_eq(hist[0], 3093ull);
+    ck_assert_uint_eq(hist[1], 5125875ull);
+    ck_assert_uint_eq(hist[2], 3259640ull);
+    ck_assert_uint_eq(wrong, 0ull);
+    ck_assert_uint_eq(distinct, 7665501ull);
+}
+END_TEST
+
+/* The embedded file: its magic, counts, and that the shared codec refuses it under the
+ * other table's magic and after a flipped payload byte. */
+START_TEST(table_file_decodes)
+{
+    size_t len, n;
+    char why[160];
+    const unsigned char *buf = lowp_ex2_table_embedded(&len);
+    ck_assert_uint_eq(lowp_corr_table_decode("LOWPEX2T", buf, len, NULL, 0, &n, why, sizeof why), 0);
+    ck_assert_uint_eq(n, 158491u);
+    ck_assert_int_ne(lowp_corr_table_decode("LOWPRCPT", buf, len, NULL, 0, &n, why, sizeof why), 0);
+    unsigned char *c = malloc(len);
+    ck_assert_ptr_nonnull(c);
+    memcpy(c, buf, len);
+    c[len / 2] ^= 0x10u;
+    ck_assert_int_ne(lowp_corr_table_decode("LOWPEX2T", c, len, NULL, 0, &n, why, sizeof why), 0);
+    free(c);
+}
+END_TEST
+
 static Suite *ex2_suite(void)
 {
     Suite *s = suite_create("ex2_approx");
     TCase *tc = lowp_test_tcase(s, "split", g_full ? 600 : 60,
                                 LOWP_TESTS(samples_sorted_and_in_the_binade_of_one,
                                            measured_pairs_reproduced, split_rules_on_named_inputs));
+    lowp_test_tcase(s, "table", 120,
+                                LOWP_TESTS(table_g_equals_measured_samples,
+                                           table_g_statistics_over_all_indices, table_file_decodes));
     if (g_full)
         tcase_add_test(tc, outcome_counts_over_all_inputs);
     return s;

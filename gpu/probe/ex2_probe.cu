@@ -31,9 +31,15 @@
  *        g = the hardware's ex2(k 2^-23) measured here (the [0, 1) grid): mismatches per
  *        binade and the first 64 listed. 0 mismatches proves the split exact: the whole
  *        instruction is then the 2^23 values of g;
- *     5. OUTDIR/ex2-approx-h200.md: device, driver, runtime, the counts, the histograms of
- *        the grid errors, the model's mismatches, the timings.
- *     Exit 0 when measured (the facts are data, not a pass/fail); 2: usage or file error;
+ *     5. lowp's table (ref/hw/src/ex2_approx.c): lowp_ex2_g(k) against the measured g on all
+ *        2^23 k (with 4., equal on all 2^23 proves lowp_ex2_approx_ftz equal to the
+ *        hardware on all 2^32 inputs), and the corrections of the measured g against
+ *        lowp_ex2_baseline, encoded by lowp_corr_table_encode into
+ *        OUTDIR/ex2_approx_sm90.bin, against the embedded file byte for byte;
+ *     6. OUTDIR/ex2-approx-h200.md: device, driver, runtime, the counts, the histograms of
+ *        the grid errors, the model's mismatches, the table's check, the timings.
+ *     Exit 0 when measured and lowp's table holds; 1: lowp's table differs from this
+ *     chip's measurement (the facts are still written); 2: usage or file error;
  *     3: CUDA error; 77: no GPU (one line).
  * Built for sm_90 (gpu/probe/ex2.cmake): the H200's instruction. Finishes in seconds. */
 #include <cinttypes>
@@ -50,6 +56,7 @@
 
 #include <cuda_runtime.h>
 
+#include "lowp/corr_table.h"
 #include "lowp/ex2_approx.h"
 
 #define NGRID (1u << 23)
@@ -380,6 +387,32 @@ int main(int argc, char **argv)
     for (int b = 0; b < NBIN; b++)
         model_mis += mc.bin[b];
 
+    /* 5: lowp's table against the measured g */
+    std::vector<uint32_t> gh(NGRID), entries;
+    CK(cudaMemcpy(gh.data(), dg, NGRID * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    unsigned long long g_diff = 0, corr_big = 0;
+    uint32_t g_first = 0;
+    for (uint32_t k = 0; k < NGRID; k++) {
+        const uint32_t m = gh[k] & 0x7FFFFFu;
+        if (m != lowp_ex2_g(k) && g_diff++ == 0)
+            g_first = k;
+        const int64_t d = (int64_t)m - (int64_t)lowp_ex2_baseline(k);
+        if (d == 1 || d == -1)
+            entries.push_back(k | (d > 0 ? 0x80000000u : 0u));
+        else
+            corr_big += d != 0;
+    }
+    std::vector<unsigned char> tab(lowp_corr_table_encode("LOWPEX2T", entries.data(),
+                                                          entries.size(), nullptr, 0));
+    lowp_corr_table_encode("LOWPEX2T", entries.data(), entries.size(), tab.data(), tab.size());
+    size_t elen = 0;
+    const unsigned char *emb = lowp_ex2_table_embedded(&elen);
+    const bool tab_same = corr_big == 0 && elen == tab.size() &&
+                          memcmp(emb, tab.data(), elen) == 0;
+    const bool table_ok = g_diff == 0 && tab_same;
+    if (write_file(dir + "/ex2_approx_sm90.bin", tab.data(), tab.size()))
+        return 2;
+
     /* 3: named inputs */
     static const struct { uint32_t u; const char *what; } pts[] = {
         {0x00000000u, "+0"}, {0x80000000u, "-0"}, {0x00000001u, "smallest +subnormal"},
@@ -447,7 +480,16 @@ int main(int argc, char **argv)
             if (mc.bin[b])
                 fprintf(r, "| %s | %llu |\n", bin_name(b).c_str(), mc.bin[b]);
     }
-    fprintf(r, "\n");
+    fprintf(r, "\n## lowp's table (ref/hw/src/ex2_approx.c) against this measurement\n\n"
+               "lowp_ex2_g(k) != measured g at %llu of 2^23 indices%s; corrections against "
+               "lowp_ex2_baseline: %zu of +-1, %llu larger; re-encoded table (ex2_approx_sm90.bin, "
+               "%zu bytes) %s the embedded one (%zu bytes). **%s**%s\n\n",
+            g_diff, g_diff ? (" (first k " + std::to_string(g_first) + ")").c_str() : "",
+            entries.size(), corr_big, tab.size(),
+            tab_same ? "byte for byte equal to" : "differs from", elen,
+            table_ok ? "PASS" : "FAIL",
+            table_ok && model_mis == 0 ? ": lowp_ex2_approx_ftz equals this chip's "
+                                         "ex2.approx.ftz.f32 on all 2^32 inputs" : "");
     fprintf(r, "## Hypothesis H: ex2(x) == 2^floor(x) * ex2(x - floor(x))\n\n");
     fprintf(r, "All 2^32 inputs: %llu tested (x normal, r exact, result normal), %llu "
                "mismatches, %llu with r = x - floor(x) inexact in binary32 (not tested).\n\n",
@@ -510,6 +552,8 @@ int main(int argc, char **argv)
            "model %.1f ms -> %s\n", tot[C_TESTED], tot[C_MISMATCH], c->grid_amb[0],
            c->grid_amb[1], c->grid_sat[0], c->grid_sat[1], model_mis, ms_sweep, ms_grid,
            ms_model, md.c_str());
+    printf("lowp_gpu_ex2_probe: lowp's table: g differs at %llu of 2^23, re-encoded table %s -> %s\n",
+           g_diff, tab_same ? "identical" : "differs", table_ok ? "PASS" : "FAIL");
     free(c);
-    return 0;
+    return table_ok ? 0 : 1;
 }

@@ -21,18 +21,21 @@
  *     x > 0, +0 for x < 0; +-Inf: +Inf / +0; NaN: 0x7FFFFFFF (NVIDIA's canonical NaN).
  *     These reproduce every outcome count of the probe's 2^32 sweep (+0 1015283712,
  *     +Inf 1015021569, 1 1744830464, NaN 16777213 + 1, no subnormal, no -0).
- * Not modelled: g itself. The 2^23 measured values are within 1 ulp of RN(2^(k 2^-23))
- * (3262733 differ), but no smooth fixed-point polynomial reproduces them (the notes give
- * the bound), so lowp_ex2_approx_ftz_with takes g as a table (the probe's measurement).
- * Checked (with g from the grid data; ref/notes/ex2-approx.md says how): 0 mismatches on both grids
- * (2 x 2^23 points), on the 64 listed mismatches of the probe's 2^32 sweep and its 25 named
- * inputs; the split's outcome counts over all 2^32 equal the probe's. Not yet compared
- * with the hardware on all 2^32 inputs: gpu/probe/ex2_probe.cu does that on its next run.
+ * g itself: the 2^23 measured values are within 1 ulp of RN(2^(k 2^-23)) (3262733 differ),
+ * but no smooth fixed-point polynomial reproduces them (the notes give the bound), so
+ * lowp_ex2_approx_ftz_with takes g as a table, and lowp_ex2_g (ref/hw/src/ex2_approx.c)
+ * is lowp's: an integer quadratic per 2^17 indices plus 158,491 measured +-1 corrections.
+ * Checked against the hardware on all 2^32 inputs (with the measured g; H200 2026-12-02,
+ * H100 2026-12-06, gpu/probe/ex2_probe.cu); lowp_ex2_g against the measured g on all 2^23.
  *
- * Plain C on the host; __host__ __device__ under nvcc (the probe runs it on the GPU). */
+ * The split and assembly: plain C on the host, __host__ __device__ under nvcc (the probe
+ * runs them on the GPU). lowp_ex2_g and lowp_ex2_approx_ftz: host only (liblowp).
+ * lowp_exp2_hw: the hardware instruction in device code, the model on the host, so a
+ * kernel and its CPU emulator that both call it compute the same bits. */
 #ifndef LOWP_EX2_APPROX_H
 #define LOWP_EX2_APPROX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -119,5 +122,38 @@ LOWP_EX2_FN uint32_t lowp_ex2_approx_ftz_with(uint32_t x, const uint32_t *g)
     const lowp_ex2_split s = lowp_ex2_approx_split(x);
     return lowp_ex2_approx_assemble(s, s.kind == LOWP_EX2_SCALED ? g[s.k] : 0u);
 }
+
+/* ---- host functions (ref/hw/src/ex2_approx.c, liblowp) */
+#ifdef __cplusplus
+extern "C" {
+#endif
+uint32_t lowp_ex2_baseline(uint32_t k); /* the quadratic part of g(k), k < 2^23 */
+uint32_t lowp_ex2_g(uint32_t k);        /* g(k): the hardware's mantissa of ex2(k 2^-23) */
+uint32_t lowp_ex2_approx_ftz_bits(uint32_t x); /* ex2.approx.ftz.f32, bit patterns */
+float lowp_ex2_approx_ftz(float x);
+/* the embedded correction table's bytes (lowp/corr_table.h's format, magic LOWPEX2T) */
+const unsigned char *lowp_ex2_table_embedded(size_t *len);
+#ifdef __cplusplus
+}
+#endif
+
+/* ex2.approx.ftz.f32: the instruction on the GPU, lowp's model of it on the host. */
+#ifdef __CUDACC__
+static __host__ __device__ __forceinline__ float lowp_exp2_hw(float x)
+{
+#ifdef __CUDA_ARCH__
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return lowp_ex2_approx_ftz(x);
+#endif
+}
+#else
+static inline float lowp_exp2_hw(float x)
+{
+    return lowp_ex2_approx_ftz(x);
+}
+#endif
 
 #endif
