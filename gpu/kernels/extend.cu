@@ -1,7 +1,10 @@
 /* Causal extend / prefill attention over an FP8 E4M3 workspace (lowp/gpu_extend.h). The
  * arithmetic, step by step, is lowp/attn_gpu_extend.h's definition; the comments below
  * name the step each piece is. Compiled with --fmad=false (gpu/extend.cmake): every a*b+c
- * here is two roundings, as in the emulator; only exp2_sw's explicit fmaf calls are fused.
+ * here is two roundings, as in the emulator. The exponential is the hardware's
+ * ex2.approx.ftz.f32 (MUFU.EX2, one instruction), modelled bit for bit in the emulator
+ * (lowp_exp2_hw, lowp/ex2_approx.h); until 2026-12-06 it was lowp/exp2_sw.h (~16 FMA-pipe
+ * instructions a score).
  *
  * Two kernels compute the same bits. extend_kernel_v2 (the default; its own comment, below
  * extend_kernel_v1, gives the layout and the argument that each output is v1's operation
@@ -36,8 +39,9 @@
  * and block, 26 non-MMA instructions per mma.sync.
  * v2 (d = 128, 8 warps): ~1,720 a warp and block, 12.5 per mma.sync (128 HMMA, 72 LDSM,
  * ~610 of exp2_sw's 34 calls a lane, ~360 of conversion and cp.async issue a warp), 4
- * warps: ~2,075 (15.2). The exp2_sw is now the largest part; the hardware ex2 (issue item
- * 3) is the next step. Measured by lowp_gpu_extend_bench (tools/gpu_run.sh step extend).
+ * warps: ~2,075 (15.2). The exp2_sw was then the largest part; it is now one MUFU.EX2 a
+ * score (issue #22 item 3). Measured by lowp gpu bench --kernel extend (tools/gpu_run.sh
+ * step extend).
  */
 #include <atomic>
 #include <mutex>
@@ -55,7 +59,7 @@
 
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/attn_gpu_extend.h"
-#include "lowp/exp2_sw.h"
+#include "lowp/ex2_approx.h"
 #include "lowp/format.h"
 #include "lowp/gpu_extend.h"
 #include "lowp/kvcache.h"
@@ -127,19 +131,19 @@ __device__ __forceinline__ float softmax_row(float (&s)[8][2], float &m, float &
     const float mn = fmaxf(m, mb);
     const bool none = mn == -INFINITY;
     /* SEL (v2): the argument is selected instead of the result, so that no branch is
-     * made: exp2_sw(+0) = 1 and exp2_sw(-Inf) = +0 exactly (2^-151 rounds to +0), the
-     * values the branch form gives when none; otherwise the same call. */
-    const float alpha = SEL ? lowp_exp2_sw(none ? 0.0f : m - mn)
-                            : (none ? 1.0f : lowp_exp2_sw(m - mn));
+     * made: ex2.approx(+0) = 1 and ex2.approx(-Inf) = +0 exactly, the values the branch
+     * form gives when none; otherwise the same call. */
+    const float alpha = SEL ? lowp_exp2_hw(none ? 0.0f : m - mn)
+                            : (none ? 1.0f : lowp_exp2_hw(m - mn));
     float L = 0.0f;
 #pragma unroll
     for (int n = 0; n < 8; n++) {
         if (SEL) {
-            s[n][0] = lowp_exp2_sw(none ? -INFINITY : s[n][0] - mn);
-            s[n][1] = lowp_exp2_sw(none ? -INFINITY : s[n][1] - mn);
+            s[n][0] = lowp_exp2_hw(none ? -INFINITY : s[n][0] - mn);
+            s[n][1] = lowp_exp2_hw(none ? -INFINITY : s[n][1] - mn);
         } else {
-            s[n][0] = none ? 0.0f : lowp_exp2_sw(s[n][0] - mn);
-            s[n][1] = none ? 0.0f : lowp_exp2_sw(s[n][1] - mn);
+            s[n][0] = none ? 0.0f : lowp_exp2_hw(s[n][0] - mn);
+            s[n][1] = none ? 0.0f : lowp_exp2_hw(s[n][1] - mn);
         }
         L = L + s[n][0];
         L = L + s[n][1];
@@ -384,7 +388,7 @@ __global__ void __launch_bounds__(128) extend_kernel_v1(Params p)
  *        k-steps ks = 0 .. qk_dim/16 - 1 ascending into the same S[n] accumulators.
  *   Mask, softmax, P   The scores' C layout is v1's (row g / g+8, positions 8n + 2t, +1),
  *        and the code after the MMAs is v1's, call for call: the same masks, softmax_row
- *        (exp2_sw, max/sum order, shuffles), the same BF16 packing of P into A.
+ *        (ex2, max/sum order, shuffles), the same BF16 packing of P into A.
  *   P.V  B = V of sub-block j by ldmatrix.x4.trans from V rows = positions: lane (g, t)
  *        gets positions 16j + 2t, +1 (b0) and 16j + 8 + 2t, +9 (b1) of dim 8n + g, which
  *        are the positions of v1's B registers (rows 16j + 2t, +1, +8, +9); only the dim

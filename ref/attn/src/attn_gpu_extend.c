@@ -12,7 +12,7 @@
 #include "lowp/attn.h"
 #include "lowp/attn_gpu_emul.h"
 #include "lowp/bits.h"
-#include "lowp/exp2_sw.h"
+#include "lowp/ex2_approx.h"
 #include "lowp/format.h"
 #include "lowp/why.h"
 
@@ -168,9 +168,9 @@ static void run_warp(const job *J, size_t b, size_t h, size_t w, uint16_t *kr, u
                 mb = fmaxf(mb, S[j]);
             }
             const float mn = fmaxf(m[r], mb);
-            const float alpha = mn == -INFINITY ? 1.0f : lowp_exp2_sw(m[r] - mn);
+            const float alpha = mn == -INFINITY ? 1.0f : lowp_exp2_hw(m[r] - mn);
             for (size_t j = 0; j < KB; j++) {
-                p[j] = mn == -INFINITY ? 0.0f : lowp_exp2_sw(S[j] - mn);
+                p[j] = mn == -INFINITY ? 0.0f : lowp_exp2_hw(S[j] - mn);
                 pb[j] = lowp_bf16_from_f32(p[j]);
             }
             for (size_t t = 0; t < 4; t++) {
@@ -340,7 +340,7 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
                     e[j] = exp2(e[j] - mx);
                     L += e[j];
                 }
-                delta += 4.0 * u;
+                delta += 5.0 * u; /* ex2.approx: |ln(result / 2^x)| < 4.78 u (header) */
                 /* weights p_j (1 + e_j), |ln(1 + e_j)| <= delta, normalised: each moves by at
                  * most (e^(2 delta) - 1) of itself, whatever delta (not only to first order) */
                 const double wexp = expm1(2.0 * delta), grow = 1.0 + wexp;
@@ -360,7 +360,7 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
                                 (0x1p-8 * o + 0x1p-8 * V + wexp * V +
                                  4.0 * (double)T * 36.0 * u * V +
                                  (18.0 * (double)T + 4.0) * 2.0 * u * (o + V)) +
-                            (double)nv * 0x1p-132 * vm[d] + 0x1p-133;
+                            (double)nv * 0x1p-125 * vm[d] + 0x1p-133;
                 }
             } else {
                 for (size_t d = 0; d < Dv; d++)

@@ -6,8 +6,10 @@
  * The kernel and this emulator implement one definition, stated here, in the style of
  * lowp/attn_gpu_emul.h (the decode's), whose shared pieces it reuses: the element value of
  * an E4M3 code (lowp_gpu_decode_element_bf16), the score scale (lowp_gpu_decode_score_scale
- * with k_global = 1), binary32 -> BF16 (lowp_bf16_from_f32), exp2_sw (lowp/exp2_sw.h) and the
- * MMA model (lowp/mma.h). Every binary32 operation is correctly rounded to nearest even
+ * with k_global = 1), binary32 -> BF16 (lowp_bf16_from_f32) and the MMA model (lowp/mma.h), and
+ * the hardware's ex2.approx.ftz.f32, modelled exactly (lowp_exp2_hw, lowp/ex2_approx.h:
+ * the instruction in the kernel, the measured model in the emulator; the decode keeps
+ * lowp/exp2_sw.h). Every binary32 operation is correctly rounded to nearest even
  * unless it says otherwise; the kernel is compiled with --fmad=false.
  *
  * Inputs (ragged batch, indptr style, int32 as FlashInfer / SGLang):
@@ -45,8 +47,8 @@
  *    folded in: k_scale = v_scale = 1), then the mask of step 3.
  * 5. Online softmax per row, blocks in order, from m = -Inf, l_t = +0 (t = 0..3), o = +0:
  *      m_b = fmaxf over the block's 64 s (NaN ignored);  m' = fmaxf(m, m_b)
- *      alpha = 1 if m' = -Inf, else exp2_sw(m - m');  p_j = 0 if m' = -Inf, else
- *      exp2_sw(s_j - m');  P_j = bf16(p_j)
+ *      alpha = 1 if m' = -Inf, else ex2(m - m');  p_j = 0 if m' = -Inf, else
+ *      ex2(s_j - m');  P_j = bf16(p_j)   (ex2 = ex2.approx.ftz.f32: lowp_exp2_hw)
  *      lane sums (lane t of the quad holds positions 8n + 2t, 8n + 2t + 1, n = 0..7):
  *        L_t = +0; for n = 0..7: L_t = L_t + p_{8n+2t}; L_t = L_t + p_{8n+2t+1}
  *        l_t = l_t * alpha + L_t
@@ -58,7 +60,7 @@
  * 6. out_d = bf16(o_d / l), l = (l_0 + l_1) + (l_2 + l_3) (one division, then RN to BF16;
  *    every NaN -> 0x7FFF as cvt.rn.bf16.f32 gives it).
  * A consequence used by the tests: for finite V, blocks processed past what a row sees
- * change none of its bits (m' = m, alpha = exp2_sw(+0) = 1, p = +0, l_t + 0 = l_t, and an
+ * change none of its bits (m' = m, alpha = ex2(+0) = 1, p = +0, l_t + 0 = l_t, and an
  * MMA of zero products returns C exactly when C is a finite binary32: its exponent is at
  * least e_zero or its significand fits the 25 kept bits), so the row's output does not
  * depend on the warp grouping; changing K at a position the row does not see changes no bit.
@@ -74,9 +76,13 @@
  *     toward zero (< 2u |acc|): < 36 u A_j per step (the decode's charge, conform.c);
  *     with the query rounding and the two roundings of the score scale:
  *       Ds_j = sm log2(e) ((qk_dim/16) 36 u A_j + Q_j) + 2u |s2_j|   (log2 units);
- *   - probabilities: exp2_sw within 2 ulp (4u relative; test_attn_gpu_emul measures the
- *     worst), the subtraction s - m' within u |s - m'|: relative error of p_j at most
- *     p_j (1 + e_j) with |ln(1 + e_j)| <= delta = ln2 max_j (Ds_j + u |s2_j - max|) + 4u;
+ *   - probabilities: ex2.approx reads x as -(|x| truncated to 2^-23) - 2^-23 for x < 0
+ *     with a fraction, as |x| truncated for x >= 0 (lowp/ex2_approx.h's split): an input
+ *     error below 2^-22, ln2 2^-22 < 2.78u relative; its mantissa g(k) is within one ulp
+ *     (2u relative) of 2^(k 2^-23) (all 2^23 measured, test_ex2_approx checks the table):
+ *     |ln(ex2(x) / 2^x)| < 4.78u, charged 5u; the subtraction s - m' within u |s - m'|:
+ *     relative error of p_j at most p_j (1 + e_j) with
+ *     |ln(1 + e_j)| <= delta = ln2 max_j (Ds_j + u |s2_j - max|) + 5u;
  *     an error common to every p_j (the running max's, alpha's) cancels in o / l; the
  *     normalised weights move by at most W = e^(2 delta) - 1 of themselves (for any delta,
  *     not only to first order: large scores make the query's rounding cost much), so
@@ -87,11 +93,11 @@
  *   - binary32 roundings of the rescales o alpha and l alpha (T each), the 16 lane adds per
  *     block and 2 lane combines of l (16T + 2), the division: (18T + 4) 2u (|out_d| + V_d);
  *   - the output rounded to BF16: 2^-8 |out_d|;
- *   - underflow: a probability below 2^-126 keeps an absolute error up to the BF16
- *     subnormal spacing 2^-133 (exp2_sw gives 0 below 2^-150): n 2^-132 max_j |v_jd|; an
- *     output below 2^-126: 2^-133.
+ *   - underflow: ex2.approx.ftz flushes a probability below 2^-126 to +0, an absolute
+ *     error below 2^-126 of l >= 1 (the row's maximum gives 1): n 2^-125 max_j |v_jd|
+ *     (doubled); an output below 2^-126: 2^-133.
  *   Bound = 2 (1 + W) (2^-8 |out_d| + 2^-8 V_d + W V_d + 4T 36 u V_d
- *                + (18T + 4) 2u (|out_d| + V_d)) + n 2^-132 max_j |v_jd| + 2^-133,
+ *                + (18T + 4) 2u (|out_d| + V_d)) + n 2^-125 max_j |v_jd| + 2^-133,
  *   the factor 2 covering second-order terms of the small ones. +Inf (not compared) where
  *   the row has a non-finite input (a non-finite V anywhere in the sequence's kv_len: a
  *   masked V reaches the row through P = 0) or |scores| could reach 2^100.
