@@ -340,7 +340,7 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
                     e[j] = exp2(e[j] - mx);
                     L += e[j];
                 }
-                delta += 5.0 * u; /* ex2.approx: |ln(result / 2^x)| < 4.78 u (header) */
+                delta += 5.0 * u; /* ex2.approx: |ln(result / 2^x)| < 4.39 u (header) */
                 /* weights p_j (1 + e_j), |ln(1 + e_j)| <= delta, normalised: each moves by at
                  * most (e^(2 delta) - 1) of itself, whatever delta (not only to first order) */
                 const double wexp = expm1(2.0 * delta), grow = 1.0 + wexp;

@@ -76,11 +76,12 @@
  *     toward zero (< 2u |acc|): < 36 u A_j per step (the decode's charge, conform.c);
  *     with the query rounding and the two roundings of the score scale:
  *       Ds_j = sm log2(e) ((qk_dim/16) 36 u A_j + Q_j) + 2u |s2_j|   (log2 units);
- *   - probabilities: ex2.approx reads x as -(|x| truncated to 2^-23) - 2^-23 for x < 0
- *     with a fraction, as |x| truncated for x >= 0 (lowp/ex2_approx.h's split): an input
- *     error below 2^-22, ln2 2^-22 < 2.78u relative; its mantissa g(k) is within one ulp
- *     (2u relative) of 2^(k 2^-23) (all 2^23 measured, test_ex2_approx checks the table):
- *     |ln(ex2(x) / 2^x)| < 4.78u, charged 5u; the subtraction s - m' within u |s - m'|:
+ *   - probabilities: ex2.approx computes 2^x' with x' = -(|x| truncated to 2^-23) - 2^-23
+ *     for x < 0 with a fraction, x' = x truncated to 2^-23 otherwise (lowp/ex2_approx.h's
+ *     split): |x' - x| < 2^-23, ln2 2^-23 < 1.39u relative; its mantissa g(k) is within one
+ *     ulp of RN(2^(k 2^-23)) (all 2^23 measured; test_ex2_approx checks the table), so
+ *     within 1.5 ulp = 3u relative of 2^(k 2^-23): |ln(ex2(x) / 2^x)| < 4.39u + O(u^2),
+ *     charged 5u; the subtraction s - m' within u |s - m'|:
  *     relative error of p_j at most p_j (1 + e_j) with
  *     |ln(1 + e_j)| <= delta = ln2 max_j (Ds_j + u |s2_j - max|) + 5u;
  *     an error common to every p_j (the running max's, alpha's) cancels in o / l; the
