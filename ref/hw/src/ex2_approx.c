@@ -16,8 +16,8 @@
  * lowp_ex2_g against 270 H200-measured samples and the model against 496 measured pairs.
  * Integer arithmetic only: the result does not depend on the floating-point environment. */
 #include <stdint.h>
-#include <string.h>
 
+#include "lowp/bits.h"
 #include "lowp/corr_table.h"
 #include "lowp/ex2_approx.h"
 
@@ -60,10 +60,5 @@ uint32_t lowp_ex2_approx_ftz_bits(uint32_t x)
 
 float lowp_ex2_approx_ftz(float x)
 {
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    b = lowp_ex2_approx_ftz_bits(b);
-    float y;
-    memcpy(&y, &b, sizeof y);
-    return y;
+    return lowp_f32_from_bits(lowp_ex2_approx_ftz_bits(lowp_f32_bits(x)));
 }
