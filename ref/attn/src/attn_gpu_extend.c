@@ -335,12 +335,14 @@ int lowp_gpu_extend_reference(const lowp_gpu_extend_args *a, const float *q32, d
                 for (size_t j = 0; j < nv; j++) {
                     double ds = sm * L2E * ((double)(Dq / 16) * 36.0 * u * A[j] + Qe[j]) +
                                 2.0 * u * fabs(e[j]);
-                    double dj = 0.69314718055994530942 * (ds + u * fabs(e[j] - mx));
+                    double dj = 0.69314718055994530942 * (ds + 2.0 * u * fabs(e[j] - mx));
                     delta = dj > delta ? dj : delta;
                     e[j] = exp2(e[j] - mx);
                     L += e[j];
                 }
-                delta += 5.0 * u; /* ex2.approx: |ln(result / 2^x)| < 4.39 u (header) */
+                /* ex2.approx, |ln(result / 2^x)| < 4.39 u (header): p_j's and the alphas of
+                 * the T - 1 blocks at most after its own */
+                delta += 5.0 * u * (double)T;
                 /* weights p_j (1 + e_j), |ln(1 + e_j)| <= delta, normalised: each moves by at
                  * most (e^(2 delta) - 1) of itself, whatever delta (not only to first order) */
                 const double wexp = expm1(2.0 * delta), grow = 1.0 + wexp;

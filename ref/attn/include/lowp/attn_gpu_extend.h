@@ -81,10 +81,13 @@
  *     split): |x' - x| < 2^-23, ln2 2^-23 < 1.39u relative; its mantissa g(k) is within one
  *     ulp of RN(2^(k 2^-23)) (all 2^23 measured; test_ex2_approx checks the table), so
  *     within 1.5 ulp = 3u relative of 2^(k 2^-23): |ln(ex2(x) / 2^x)| < 4.39u + O(u^2),
- *     charged 5u; the subtraction s - m' within u |s - m'|:
- *     relative error of p_j at most p_j (1 + e_j) with
- *     |ln(1 + e_j)| <= delta = ln2 max_j (Ds_j + u |s2_j - max|) + 5u;
- *     an error common to every p_j (the running max's, alpha's) cancels in o / l; the
+ *     charged 5u; the subtraction s - m' within u |s - m'|. Position j's weight in o / l
+ *     is p_j times the alphas of the blocks after its own (at most T - 1, each within 5u,
+ *     their subtractions m - m' within u |m - m'|, which sum to at most u |s2_j - max|):
+ *     weight w_j (1 + e_j) with
+ *     |ln(1 + e_j)| <= delta = ln2 max_j (Ds_j + 2u |s2_j - max|) + 5u T
+ *     (until 2026-12-06 the alphas were not charged: 5u, u |s2_j - max|);
+ *     an error common to every weight (the running max's) cancels in o / l; the
  *     normalised weights move by at most W = e^(2 delta) - 1 of themselves (for any delta,
  *     not only to first order: large scores make the query's rounding cost much), so
  *     they cost W V_d, and V_d itself may grow by the factor 1 + W;
