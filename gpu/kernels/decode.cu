@@ -1,7 +1,9 @@
 /* Paged decode attention kernels (lowp/gpu_decode.h). The arithmetic, step by step, is
  * lowp/attn_gpu_emul.h's definition; the comments below name the step each piece is.
  * Compiled with --fmad=false (gpu/decode.cmake): every a*b+c here is two roundings, as
- * in the emulator, and only the explicit fmaf calls of exp2_sw are fused.
+ * in the emulator. The exponential is the hardware's ex2.approx.ftz.f32 (MUFU.EX2), which
+ * the emulator models exactly (lowp_exp2_hw, lowp/ex2_approx.h); until 2026-12-06 it was
+ * lowp/exp2_sw.h, about 16 FMA-pipe instructions an exponential.
  *
  * Thread roles (one warp per work item, lane = 4g + t):
  *   QK^T  mma.m16n8k16: A = Q (rows = the group's query heads, zero past G), B = K^T of
@@ -32,7 +34,7 @@
 #include <cuda_runtime.h>
 
 #include "lowp/attn_gpu_emul.h"
-#include "lowp/exp2_sw.h"
+#include "lowp/ex2_approx.h"
 #include "lowp/gpu_decode.h"
 #include "decode_bf16.cuh"
 #include "decode_e2m1.h"
@@ -892,13 +894,13 @@ __device__ __forceinline__ TileSoftmax softmax_tile(const float *sA, const float
     mtA = fmaxf(mtA, __shfl_xor_sync(0xFFFFFFFFu, mtA, 2));
     const float mnA = fmaxf(mA, mtA);
     /* alpha = exp2(m - m_new) is exactly 1 when m_new is -Inf or the maximum did not
-     * move (a difference of +-0; Inf - Inf is NaN and takes the exp2 path), so exp2_sw
+     * move (a difference of +-0; Inf - Inf is NaN and takes the exp2 path), so ex2
      * for alpha and the o * alpha rescale run only when some lane needs them (rescale) */
     const float dA = mA - mnA;
     const bool trivA = mnA == -INFINITY || dA == 0.0f;
-    /* p = 0 when m_new is -Inf (step 3), computed as exp2_sw(-Inf), which is +0 by its
-     * definition, so that the exponentials are one straight run of independent FMA
-     * chains rather than a branch each */
+    /* p = 0 when m_new is -Inf (step 3), computed as ex2(-Inf), which is +0 (the
+     * instruction's result, lowp/ex2_approx.h), so that the exponentials are one straight
+     * run of independent instructions rather than a branch each */
     float xA[4], pA[4], pB[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -912,14 +914,14 @@ __device__ __forceinline__ TileSoftmax softmax_tile(const float *sA, const float
         const bool own = g < 4;
         const float y0 = __shfl_xor_sync(0xFFFFFFFFu, xA[2], 16);
         const float y1 = __shfl_xor_sync(0xFFFFFFFFu, xA[3], 16);
-        pA[0] = lowp_exp2_sw(own ? xA[0] : y0);
-        pA[1] = lowp_exp2_sw(own ? xA[1] : y1);
+        pA[0] = lowp_exp2_hw(own ? xA[0] : y0);
+        pA[1] = lowp_exp2_hw(own ? xA[1] : y1);
         pA[2] = __shfl_xor_sync(0xFFFFFFFFu, pA[0], 16);
         pA[3] = __shfl_xor_sync(0xFFFFFFFFu, pA[1], 16);
     } else {
 #pragma unroll
         for (int i = 0; i < 4; i++)
-            pA[i] = lowp_exp2_sw(xA[i]);
+            pA[i] = lowp_exp2_hw(xA[i]);
     }
     float LA = ((pA[0] + pA[1]) + pA[2]) + pA[3];
     LA = LA + __shfl_xor_sync(0xFFFFFFFFu, LA, 1);
@@ -935,7 +937,7 @@ __device__ __forceinline__ TileSoftmax softmax_tile(const float *sA, const float
         trivB = mnB == -INFINITY || dB == 0.0f;
 #pragma unroll
         for (int i = 0; i < 4; i++)
-            pB[i] = lowp_exp2_sw(mnB == -INFINITY ? -INFINITY : sB[i] - mnB);
+            pB[i] = lowp_exp2_hw(mnB == -INFINITY ? -INFINITY : sB[i] - mnB);
         LB = ((pB[0] + pB[1]) + pB[2]) + pB[3];
         LB = LB + __shfl_xor_sync(0xFFFFFFFFu, LB, 1);
         LB = LB + __shfl_xor_sync(0xFFFFFFFFu, LB, 2);
@@ -961,9 +963,9 @@ __device__ __forceinline__ void rescale(const TileSoftmax &ts, int t, float (&O)
 {
     float alA = 1.0f, alB = 1.0f;
     if (__any_sync(0xFFFFFFFFu, !ts.trivA || !ts.trivB)) {
-        alA = ts.trivA ? 1.0f : lowp_exp2_sw(ts.dA);
+        alA = ts.trivA ? 1.0f : lowp_exp2_hw(ts.dA);
         if (HG == 2)
-            alB = ts.trivB ? 1.0f : lowp_exp2_sw(ts.dB);
+            alB = ts.trivB ? 1.0f : lowp_exp2_hw(ts.dB);
 #pragma unroll
         for (int hh = 0; hh < HG; hh++) {
             const float al = hh ? alB : alA;
@@ -1159,9 +1161,9 @@ __global__ void __launch_bounds__(LOWP_DEC_MAX_WARPS * 32, (ctas_per_sm<FMT, KCH
  *   M = fmaxf over the splits' m_c. fmaxf is exact and, over values that are never NaN
  *     (m starts at -Inf and ignores NaN scores), gives the same value in any order up to
  *     the sign of a zero M; the sign never matters, since M is only used in m_c - M
- *     (x - (+0) = x - (-0) for x != 0, and +-0 - +-0 is a zero, exp2_sw of which is 1).
+ *     (x - (+0) = x - (-0) for x != 0, and +-0 - +-0 is a zero, whose ex2 is 1).
  *     So the CTA reduces it as a tree.
- *   w_c = exp2_sw(m_c - M); L = L + fl(l_c w_c); O_d = O_d + fl(o_c,d w_c), c in order.
+ *   w_c = ex2(m_c - M); L = L + fl(l_c w_c); O_d = O_d + fl(o_c,d w_c), c in order.
  *     The sums stay sequential in c, so each thread runs them itself; the w_c and the
  *     products l_c w_c (the same roundings as computing them in the loop) are formed once
  *     per CTA, a tile of splits at a time, in shared memory.
@@ -1202,7 +1204,7 @@ __global__ void __launch_bounds__(512) decode_merge(const Params p)
         const int tn = min(MERGE_TILE, nch - c0);
         __syncthreads(); /* the previous tile's w are read */
         for (int i = d; i < tn; i += nt) {
-            const float w = lowp_exp2_sw(m_of[(size_t)(c0 + i) * p.G] - M);
+            const float w = lowp_exp2_hw(m_of[(size_t)(c0 + i) * p.G] - M);
             s_w[i] = w;
             s_lw[i] = l_of[(size_t)(c0 + i) * p.G] * w;
         }

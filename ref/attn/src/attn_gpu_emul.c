@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "lowp/why.h"
-#include "lowp/exp2_sw.h"
+#include "lowp/ex2_approx.h"
+#include "lowp/exp2_sw.h" /* lowp_pow2i_f32 */
 #include "lowp/format.h"
 
 uint16_t lowp_bf16_from_f32(float x)
@@ -240,11 +241,11 @@ static void run_item(const job *J, size_t b, size_t h, size_t ci, uint16_t *kr, 
                 mt = fmaxf(mt, S[j]);
             }
             float mn = fmaxf(m[r], mt);
-            float alpha = mn == -INFINITY ? 1.0f : lowp_exp2_sw(m[r] - mn);
+            float alpha = mn == -INFINITY ? 1.0f : lowp_exp2_hw(m[r] - mn);
             float p[LOWP_GPU_DECODE_TILE];
             uint16_t pb[LOWP_GPU_DECODE_TILE];
             for (size_t j = 0; j < LOWP_GPU_DECODE_TILE; j++) {
-                p[j] = mn == -INFINITY ? 0.0f : lowp_exp2_sw(S[j] - mn);
+                p[j] = mn == -INFINITY ? 0.0f : lowp_exp2_hw(S[j] - mn);
                 pb[j] = lowp_bf16_from_f32(p[j]);
             }
             float L[4];
@@ -360,7 +361,7 @@ int lowp_gpu_decode_emulate(const lowp_gpu_decode_args *a0, uint16_t *out, char 
                 for (size_t c = 0; c < nch; c++)
                     M = fmaxf(M, J.ws_m[(item0 + c) * G + r]);
                 for (size_t c = 0; c < nch; c++) {
-                    w[c] = lowp_exp2_sw(J.ws_m[(item0 + c) * G + r] - M);
+                    w[c] = lowp_exp2_hw(J.ws_m[(item0 + c) * G + r] - M);
                     L = L + J.ws_l[(item0 + c) * G + r] * w[c];
                 }
                 for (size_t d = 0; d < cfg->vo_dim; d++) {

@@ -39,8 +39,9 @@
  *    never read; V enters the MMA as +0).
  * 3. Online softmax over the tiles of one split (work item), in position order:
  *      m_t = fmaxf over the 16 s (NaN ignored);  m' = fmaxf(m, m_t)
- *      alpha = 1 if m' = -Inf, else exp2_sw(m - m');  p_j = 0 if m' = -Inf, else
- *      exp2_sw(s_j - m')     (lowp/exp2_sw.h)
+ *      alpha = 1 if m' = -Inf, else ex2(m - m');  p_j = 0 if m' = -Inf, else
+ *      ex2(s_j - m')     (ex2 = the hardware's ex2.approx.ftz.f32, modelled exactly:
+ *      lowp_exp2_hw, lowp/ex2_approx.h; lowp/exp2_sw.h until 2026-12-06)
  *      tile sum = (L0 + L1) + (L2 + L3), L_t = ((p_2t + p_2t+1) + p_2t+8) + p_2t+9
  *      l = l * alpha + tile sum;  P_j = bf16(p_j)
  *      o_d = MMA(P[16], e_v[16 positions][d], o_d * alpha)   (MMA k order = position)
@@ -49,13 +50,13 @@
  *    multiple of 16; lowp_gpu_decode_chunk_tokens picks it from the shapes alone, so the
  *    emulator and the kernel agree without a GPU). Each split gives (m, l, o).
  * 5. Merge, splits in order: M = fmaxf over m_c (from -Inf); L = 0, O = 0;
- *      w = exp2_sw(m_c - M);  L = L + l_c * w;  O_d = O_d + o_c,d * w
+ *      w = ex2(m_c - M);  L = L + l_c * w;  O_d = O_d + o_c,d * w
  *    out_d = bf16((O_d / L) * v_scale), v_scale = the V global scale of the KV head (1 for
  *    BF16 and MX) * U.
  *
- * Error bound against exact attention: lowp_attn_bound-style analysis is not attempted
- * here; `lowp gpu conform` compares with the binary64 reference under a stated, measured
- * tolerance and reports the worst ratio.
+ * Error bound against exact attention: derived in gpu/check/conform.c's header, where
+ * `lowp gpu conform` (and the emulator-only ctest gpu_decode_emulator) checks every finite
+ * case against binary64 attention and reports the worst error / bound.
  */
 #ifndef LOWP_ATTN_GPU_EMUL_H
 #define LOWP_ATTN_GPU_EMUL_H

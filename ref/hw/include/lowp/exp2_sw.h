@@ -1,5 +1,7 @@
 /* lowp/exp2_sw.h: a base-2 exponential built only from IEEE binary32 operations, shared
- * verbatim by the GPU decode kernels and their CPU emulators.
+ * verbatim by the GPU decode kernels and their CPU emulators until 2026-12-06; since then
+ * the kernels use the hardware's ex2.approx.ftz.f32, modelled exactly (lowp/ex2_approx.h),
+ * and this is kept for gpu/experiments/floor.cu's comparison and lowp_pow2i_f32.
  *
  * Why not the hardware: the GPU's ex2.approx.f32 is an approximation whose exact output
  * for every input is not documented, so a CPU emulator could only reproduce it from a
