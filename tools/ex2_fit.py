@@ -25,13 +25,15 @@ Prints (always):
     measured mantissa + 1/2 on some segments (and, on two, of a quadratic plus one offset
     per bit of x_l); floor(p) can reproduce a segment only when s <= 1/2;
 --emit-test: the C tables of tests/test_ex2_approx.c (g samples and (x, hardware) pairs).
---table: the model's table (ref/hw/src/ex2_approx.c): fits the integer baseline per 64
+--table: the model's baseline (ref/hw/src/ex2_approx.c): fits the integer baseline per 64
   segments of 2^17 indices (least squares on g + 1/2, then the constant term that leaves
   the fewest corrections), checks that every correction is -1, 0 or +1, and writes
-  ref/hw/src/ex2_baseline.h (the coefficients) and ref/hw/data/ex2_approx_sm90.bin (the
-  corrections, lowp/corr_table.h's format, magic LOWPEX2T). gpu/probe/ex2_probe.cu
-  re-derives the corrections from its own measurement with the C encoder and compares the
-  file byte for byte.
+  ref/hw/src/ex2_baseline.h (the coefficients). The corrections file is not written here:
+  gpu/probe/ex2_probe.cu, built with that header, measures g, encodes the corrections
+  against lowp_ex2_baseline with the library's encoder (lowp/corr_table.h, magic
+  LOWPEX2T) into OUTDIR/ex2_approx_sm90.bin, and compares it with the embedded
+  ref/hw/data/ex2_approx_sm90.bin byte for byte; after a new baseline, that output is the
+  file to commit (one implementation of the encoder).
 Exit 2 on a missing or short file (one line)."""
 import re
 import sys
@@ -208,35 +210,6 @@ SEG_BITS = 17  # 64 segments of 2^17 indices
 BASE_SHIFT = 38  # base(k) = (c0 + c1 t + c2 t^2) >> 38, t = k mod 2^17, in int64
 
 
-def crc32(b):
-    import zlib
-    return zlib.crc32(b) & 0xFFFFFFFF
-
-
-def corr_file(magic, entries):
-    """lowp/corr_table.h's file for sorted (m, c) entries, c = +-1."""
-    import struct
-    pay = bytearray()
-    prev = -1
-    n_up = 0
-    for m, c in entries:
-        g = m - prev
-        d = 0x80 if c > 0 else 0
-        n_up += c > 0
-        if g <= 127:
-            pay.append(d | g)
-        else:
-            pay.append(d)
-            while g:
-                pay.append((g & 0x7F) | (0x80 if g > 0x7F else 0))
-                g >>= 7
-        prev = m
-    hdr = magic + struct.pack("<6I", 1, 40, 23, len(entries), n_up, len(pay)) + \
-        struct.pack("<I", crc32(bytes(pay)))
-    hdr += struct.pack("<I", crc32(hdr))
-    return bytes(hdr) + bytes(pay)
-
-
 def table(mp):
     L = 1 << SEG_BITS
     t = np.arange(L, dtype=np.int64)
@@ -277,11 +250,9 @@ def table(mp):
         for c in coefs:
             f.write("    {INT64_C(%d), INT64_C(%d), INT64_C(%d)},\n" % c)
         f.write("};\n")
-    data = corr_file(b"LOWPEX2T", entries)
-    with open("ref/hw/data/ex2_approx_sm90.bin", "wb") as f:
-        f.write(data)
     ups = sum(1 for e in entries if e[1] > 0)
-    print("table: %d corrections (+1 %d, -1 %d), %d bytes" % (len(entries), ups, len(entries) - ups, len(data)))
+    print("table: baseline written; %d corrections (+1 %d, -1 %d) for the probe to encode" %
+          (len(entries), ups, len(entries) - ups))
 
 
 def main():
