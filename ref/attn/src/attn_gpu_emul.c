@@ -13,7 +13,6 @@
 
 #include "lowp/why.h"
 #include "lowp/ex2_approx.h"
-#include "lowp/exp2_sw.h" /* lowp_pow2i_f32 */
 #include "lowp/format.h"
 
 uint16_t lowp_bf16_from_f32(float x)

@@ -58,6 +58,12 @@ LOWP_BITS_FN float lowp_f32_from_bits(uint32_t u)
 #endif
 }
 
+/* 2^e for -126 <= e <= 127, exact: the binary32 with exponent field e + 127. */
+LOWP_BITS_FN float lowp_pow2i_f32(int e)
+{
+    return lowp_f32_from_bits((uint32_t)(e + 127) << 23);
+}
+
 /* The bits of binary64 x. */
 LOWP_BITS_FN uint64_t lowp_f64_bits(double x)
 {

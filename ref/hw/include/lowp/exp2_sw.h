@@ -1,7 +1,7 @@
 /* lowp/exp2_sw.h: a base-2 exponential built only from IEEE binary32 operations, shared
  * verbatim by the GPU decode kernels and their CPU emulators until 2026-12-06; since then
  * the kernels use the hardware's ex2.approx.ftz.f32, modelled exactly (lowp/ex2_approx.h),
- * and this is kept for gpu/experiments/floor.cu's comparison and lowp_pow2i_f32.
+ * and this is kept for gpu/experiments/floor.cu's comparison.
  *
  * Why not the hardware: the GPU's ex2.approx.f32 is an approximation whose exact output
  * for every input is not documented, so a CPU emulator could only reproduce it from a
@@ -50,10 +50,6 @@
 #define LOWP_HD static inline
 #endif
 
-LOWP_HD float lowp_pow2i_f32(int e) /* 2^e for -126 <= e <= 127, exact */
-{
-    return lowp_f32_from_bits((uint32_t)(e + 127) << 23);
-}
 
 LOWP_HD float lowp_exp2_sw(float x)
 {
